@@ -1,0 +1,85 @@
+# agent-harness: `make dev` runs the local stack, `make test` runs every test.
+# Only Python 3.11+ and make are needed; everything else is installed into .venv.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SAM_VENV := .venv-sam
+SAM := $(SAM_VENV)/bin/sam
+# `sam build` without a container needs the runtime's Python (3.12) on PATH
+PY312 := $(or $(lastword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12)),$(shell command -v python3.12 2>/dev/null))
+export SAM_CLI_TELEMETRY := 0
+
+.DEFAULT_GOAL := help
+.PHONY: help venv test test-unit test-integration test-e2e lint format dev moto demo bench \
+        sam validate build deploy tiktoken-cache env-file clean
+
+help: ## Show the targets
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-18s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: tests/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+	touch $@
+
+venv: $(VENV)/.installed ## Create .venv with the pinned dependencies
+
+test: venv ## Run all tests: unit, integration (moto) and e2e (local stack over HTTP)
+	$(PY) -m pytest
+
+test-unit: venv ## Unit tests only (no AWS, no network)
+	$(PY) -m pytest tests/unit
+
+test-integration: venv ## Handlers on events/ with moto
+	$(PY) -m pytest tests/integration
+
+test-e2e: venv ## The local stack over HTTP
+	$(PY) -m pytest tests/e2e
+
+lint: venv ## ruff check and format check
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: venv ## Format and autofix with ruff
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+dev: venv ## Run the local stack: moto, HTTP API on 127.0.0.1:3000, SQS poller, schedule timer
+	$(PY) -m local_stack
+
+moto: venv ## Run only the embedded AWS with the template's resources (for `sam local`)
+	$(PY) -m local_stack --aws-only
+
+demo: venv ## Two sessions against the local stack: the second answers from the first
+	$(PY) -m local_stack.demo
+
+bench: venv ## Benchmarks: cold start of each handler against the boto3 floor
+	$(PY) -m bench
+
+env-file: venv ## Rewrite local_stack/sam-env.json (the `sam local --env-vars` file) from template.yaml
+	$(PY) -m local_stack.sam_env --write
+
+tiktoken-cache: venv ## Re-check the tiktoken encoding shipped in the layer
+	$(PY) -m local_stack.tiktoken_cache --check
+
+$(SAM_VENV)/.installed: tests/requirements-sam.txt
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements-sam.txt
+	touch $@
+
+sam: $(SAM_VENV)/.installed ## Install the SAM CLI into .venv-sam
+
+validate: venv sam ## cfn-lint and `sam validate --lint` on template.yaml
+	$(VENV)/bin/cfn-lint template.yaml
+	AWS_DEFAULT_REGION=us-east-1 $(SAM) validate --lint
+
+build: sam ## `sam build` without a container (needs python3.12; pyenv's is found)
+	@test -n "$(PY312)" || { echo "python3.12 not found: install it (e.g. pyenv install 3.12)"; exit 1; }
+	PATH="$(dir $(PY312)):$$PATH" AWS_DEFAULT_REGION=us-east-1 $(SAM) build
+
+deploy: build ## First deployment: asks for the stack name, JWT issuer and audience
+	$(SAM) deploy --guided
+
+clean: ## Remove venvs and build output
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .ruff_cache

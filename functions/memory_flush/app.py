@@ -1,0 +1,42 @@
+"""memory_flush: FlushQueue (FIFO, group = user) -> one post-turn job per record.
+
+Partial batch failures: a failed record and the rest of its user's group are retried
+(order per user is kept); other users' records in the batch still complete.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.utilities.batch import (
+    SqsFifoPartialProcessor,
+    process_partial_response,
+)
+
+from agent_harness.jobs import PostTurnJob
+from agent_harness.memory.flush import flush_turns
+from agent_harness.runtime import Runtime
+from agent_harness.settings import Settings
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+logger = Logger()
+metrics = Metrics()
+runtime = Runtime.from_settings(Settings.from_env())
+processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+
+
+def record_handler(record: SQSRecord) -> str:
+    job = PostTurnJob.model_validate_json(record.body)
+    return flush_turns(runtime, job).status
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

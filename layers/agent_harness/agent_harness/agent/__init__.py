@@ -1,0 +1,1 @@
+"""One agent turn: lease, context, memory injection, model loop, thread log, post-turn job."""

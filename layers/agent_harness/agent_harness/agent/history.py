@@ -1,0 +1,34 @@
+"""Reading a session's thread log (GET /v1/sessions/{id}/messages)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent_harness.ids import turn_path, validate_session_id
+from agent_harness.records import TurnRecord
+
+if TYPE_CHECKING:
+    from agent_harness.ids import User
+    from agent_harness.runtime import Runtime
+
+__all__ = ["list_turns"]
+
+
+def list_turns(
+    rt: Runtime, user: User, session_id: str, *, after: int = 0, limit: int = 100
+) -> tuple[list[TurnRecord], int | None]:
+    """Turns numbered above ``after``, oldest first, at most ``limit``; and the ``after``
+    value of the next page (None on the last page). One LIST, then concurrent GETs."""
+    validate_session_id(session_id)
+    prefix = f"sessions/{session_id}/turns"
+    numbers = sorted(
+        int(info.path.rsplit("/", 1)[1].removesuffix(".json"))
+        for info in rt.store.list(user, prefix)
+        if info.path.endswith(".json") and info.path.rsplit("/", 1)[1][:-5].isdigit()
+    )
+    page = [n for n in numbers if n > after]
+    more = len(page) > limit
+    page = page[:limit]
+    objects = rt.store.get_many(user, [turn_path(session_id, n) for n in page])
+    records = [TurnRecord.model_validate_json(objects[p].content) for p in sorted(objects)]
+    return records, (page[-1] if more and page else None)

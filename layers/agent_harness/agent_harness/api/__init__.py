@@ -1,0 +1,1 @@
+"""The HTTP API (DESIGN §4): request models, identity, routes."""

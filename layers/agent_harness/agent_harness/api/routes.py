@@ -1,0 +1,231 @@
+"""The HTTP API v1 (DESIGN §4) on Powertools' ``APIGatewayHttpResolver``.
+
+Each route: identity -> validated input -> one library call -> JSON. Errors are mapped
+in one place (``HarnessError`` -> its status and ``{"error": {"code", "message"}}``).
+Identity is the authorizer's ``sub`` claim, or ``X-User-Id`` in dev mode; never the body.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.metrics import MetricUnit
+from pydantic import BaseModel, ValidationError
+
+from agent_harness.agent.history import list_turns
+from agent_harness.agent.turn import run_turn
+from agent_harness.api.schemas import MAX_MEMORY_CHARS, MemoryPutBody, MessageBody, RollbackBody
+from agent_harness.clock import iso
+from agent_harness.errors import (
+    HarnessError,
+    InvalidRequestError,
+    NotFoundError,
+    NotImplementedYetError,
+    PayloadTooLargeError,
+    UnauthorizedError,
+    ValidationFailedError,
+)
+from agent_harness.ids import User, validate_session_id
+from agent_harness.memory import files
+from agent_harness.memory.consolidate import request_consolidation
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
+
+    from agent_harness.runtime import Runtime
+
+__all__ = ["build_app"]
+
+logger = Logger(child=True)
+metrics = Metrics()
+B = TypeVar("B", bound=BaseModel)
+
+
+def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+    metrics.add_metric(f"Responses{status // 100}xx", MetricUnit.Count, 1)
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=json.dumps(body, ensure_ascii=False),
+        headers=headers or {},
+    )
+
+
+def build_app(rt: Runtime) -> APIGatewayHttpResolver:
+    """All routes, bound to one ``Runtime``."""
+    app = APIGatewayHttpResolver()
+
+    # -- plumbing -----------------------------------------------------------
+    def header(name: str) -> str | None:
+        value = app.current_event.headers.get(name)  # case-insensitive in Powertools v3
+        return value or None
+
+    def current_user() -> User:
+        if rt.settings.auth_mode == "dev":
+            user_id = header("x-user-id")
+            if not user_id:
+                raise UnauthorizedError("dev mode: send the user id in the X-User-Id header")
+        else:
+            claims = app.current_event.request_context.authorizer.jwt_claim or {}
+            user_id = claims.get("sub")
+            if not user_id:
+                raise UnauthorizedError("no authenticated user (the JWT has no 'sub' claim)")
+        try:
+            return User.from_id(str(user_id))
+        except InvalidRequestError as exc:
+            raise UnauthorizedError(f"unusable user id: {exc.message}") from exc
+
+    def body(model: type[B]) -> B:
+        raw = app.current_event.decoded_body
+        if not raw:
+            raise InvalidRequestError("a JSON body is required")
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise InvalidRequestError("the body is not valid JSON") from exc
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            details = [
+                {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()
+            ]
+            raise ValidationFailedError("the body failed validation", details=details) from exc
+
+    def int_query(name: str, default: int, low: int, high: int) -> int:
+        raw = app.current_event.get_query_string_value(name)
+        if raw is None:
+            return default
+        if not raw.isdigit() or not low <= int(raw) <= high:
+            raise ValidationFailedError(f"query parameter {name} must be an integer {low}-{high}")
+        return int(raw)
+
+    @app.exception_handler(HarnessError)
+    def harness_error(exc: HarnessError) -> Response:
+        if exc.status >= 500:
+            logger.warning("request failed", extra={"code": exc.code, "error": exc.message})
+        return _json(exc.status, exc.to_body(), exc.headers())
+
+    @app.not_found
+    def route_not_found(_: RouteNotFound) -> Response:
+        return _json(404, NotFoundError("no such route").to_body())
+
+    # -- routes -------------------------------------------------------------
+    @app.get("/health")
+    def health() -> Response:
+        return _json(200, {"status": "ok"})
+
+    @app.post("/v1/sessions/<session_id>/messages")
+    def post_message(session_id: str) -> Response:
+        user = current_user()
+        request = body(MessageBody)
+        result = run_turn(rt, user, session_id, request.message)
+        return _json(
+            200,
+            {
+                "session_id": result.session_id,
+                "turn": result.turn,
+                "reply": result.reply,
+                "usage": {
+                    "input_tokens": result.usage.input_tokens,
+                    "output_tokens": result.usage.output_tokens,
+                    "memory_tokens": result.memory_tokens,
+                },
+                "compacted": result.compacted,
+                "flush": result.flush,
+                "model": result.model,
+            },
+        )
+
+    @app.get("/v1/sessions/<session_id>/messages")
+    def get_messages(session_id: str) -> Response:
+        user = current_user()
+        validate_session_id(session_id)
+        turns, next_after = list_turns(
+            rt,
+            user,
+            session_id,
+            after=int_query("after", 0, 0, 10**9),
+            limit=int_query("limit", 100, 1, 500),
+        )
+        return _json(
+            200,
+            {
+                "session_id": session_id,
+                "turns": [t.model_dump(mode="json") for t in turns],
+                "next_after": next_after,
+            },
+        )
+
+    @app.get("/v1/memory")
+    def get_memory() -> Response:
+        doc = files.get_memory(rt, current_user())
+        headers = {"ETag": doc.etag} if doc.etag else {}
+        return _json(200, {"content": doc.content, "etag": doc.etag}, headers)
+
+    @app.put("/v1/memory")
+    def put_memory() -> Response:
+        user = current_user()
+        request = body(MemoryPutBody)
+        if len(request.content) > MAX_MEMORY_CHARS:
+            raise PayloadTooLargeError(f"MEMORY.md is limited to {MAX_MEMORY_CHARS} characters")
+        if_match, if_none_match = header("if-match"), header("if-none-match")
+        doc = files.put_memory(
+            rt, user, request.content, if_match=if_match, if_none_match=if_none_match
+        )
+        return _json(201 if not if_match else 200, {"etag": doc.etag}, {"ETag": doc.etag or ""})
+
+    @app.get("/v1/memory/versions")
+    def memory_versions() -> Response:
+        versions = files.list_memory_versions(rt, current_user())
+        return _json(
+            200,
+            {
+                "versions": [
+                    {
+                        "version_id": v.version_id,
+                        "last_modified": iso(v.last_modified) if v.last_modified else None,
+                        "etag": v.etag,
+                        "size": v.size,
+                        "is_latest": v.is_latest,
+                    }
+                    for v in versions
+                ]
+            },
+        )
+
+    @app.post("/v1/memory/rollback")
+    def memory_rollback() -> Response:
+        user = current_user()
+        request = body(RollbackBody)
+        doc = files.rollback_memory(rt, user, request.version_id)
+        return _json(200, {"etag": doc.etag, "restored_version_id": request.version_id})
+
+    @app.get("/v1/memory/ledger")
+    def ledger_days() -> Response:
+        return _json(200, {"days": files.list_ledger_days(rt, current_user())})
+
+    @app.get("/v1/memory/ledger/<day>")
+    def ledger_day(day: str) -> Response:
+        content = files.get_ledger_day(rt, current_user(), day)
+        return _json(200, {"day": day, "content": content})
+
+    @app.post("/v1/memory/consolidate")
+    def consolidate_now() -> Response:
+        job = request_consolidation(rt, current_user())
+        return _json(202, {"status": "queued", "requested_at": job.requested_at})
+
+    # -- owned by later issues ----------------------------------------------
+    def later(feature: str) -> Response:
+        current_user()
+        raise NotImplementedYetError(f"{feature} is not available in this release yet")
+
+    app.post("/v1/sessions/<session_id>/import")(lambda session_id: later("history import"))
+    app.post("/v1/sessions/search")(lambda: later("thread search"))
+    app.post("/v1/memory/search")(lambda: later("memory search"))
+    app.post("/v1/memory/save")(lambda: later("memory save"))
+    app.delete("/v1/memory")(lambda: later("forgetting a user"))
+
+    return app

@@ -1,0 +1,72 @@
+"""Queues (SQS): the post-turn FIFO queue and the consolidation queue.
+
+FlushQueue is FIFO with MessageGroupId = user, so one user's post-turn jobs run in
+order while different users run in parallel (SQS high-throughput FIFO). The
+deduplication id is derived from (user, session, turn): a retried send of the same
+turn is dropped by SQS within its five-minute window, and the flush cursor makes any
+later duplicate a no-op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from agent_harness.errors import StoreError
+
+if TYPE_CHECKING:
+    from agent_harness.ids import User
+    from agent_harness.jobs import ConsolidationJob, PostTurnJob
+
+__all__ = ["JobQueue", "SqsJobQueue", "message_group_id"]
+
+
+def message_group_id(user: User) -> str:
+    """SQS allows 128 characters; longer encoded ids use their hash."""
+    if len(user.key) <= 128:
+        return user.key
+    return "h-" + hashlib.sha256(user.key.encode()).hexdigest()
+
+
+class JobQueue(Protocol):
+    def send_post_turn(self, user: User, job: PostTurnJob) -> None: ...
+
+    def send_consolidation(self, jobs: list[ConsolidationJob]) -> None: ...
+
+
+class SqsJobQueue:
+    def __init__(self, sqs_client: Any, flush_queue_url: str, consolidation_queue_url: str) -> None:
+        self._sqs = sqs_client
+        self._flush_url = flush_queue_url
+        self._consolidation_url = consolidation_queue_url
+
+    def send_post_turn(self, user: User, job: PostTurnJob) -> None:
+        dedup = hashlib.sha256(
+            f"{user.key}|{job.session_id}|{job.turn}|{job.reason}".encode()
+        ).hexdigest()
+        try:
+            self._sqs.send_message(
+                QueueUrl=self._flush_url,
+                MessageBody=job.model_dump_json(),
+                MessageGroupId=message_group_id(user),
+                MessageDeduplicationId=dedup,
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("queueing the post-turn job failed") from exc
+
+    def send_consolidation(self, jobs: list[ConsolidationJob]) -> None:
+        for start in range(0, len(jobs), 10):  # SendMessageBatch takes at most 10
+            chunk = jobs[start : start + 10]
+            entries = [
+                {"Id": str(i), "MessageBody": job.model_dump_json()} for i, job in enumerate(chunk)
+            ]
+            try:
+                resp = self._sqs.send_message_batch(
+                    QueueUrl=self._consolidation_url, Entries=entries
+                )
+            except (ClientError, BotoCoreError) as exc:
+                raise StoreError("queueing consolidation jobs failed") from exc
+            if resp.get("Failed"):
+                raise StoreError(f"queueing {len(resp['Failed'])} consolidation jobs failed")

@@ -1,0 +1,393 @@
+"""The state table (DynamoDB): leases, counters, cursors and watermarks, all by
+conditional writes. One table, two item kinds:
+
+    pk = U#<user key>  sk = S#<session>   session: turn counter, flush cursor, lease
+    pk = U#<user key>  sk = USER          user: consolidation lease, watermark, due mark
+
+The "due" mark is a sparse GSI (``due-index``: ``due_shard`` / ``due_at``): a flush
+puts the user in one of N shards; the scheduled tick queries the shards (never scans)
+and fans out one consolidation job per due user. ``due_seq`` counts marks, so a
+consolidation clears the mark only if no flush marked the user again while it ran.
+
+The consolidation watermark is ``ledger_consumed``: a map of ledger day -> bytes already
+merged into MEMORY.md. Ledgers are append-only, so "content newer than the watermark"
+is exactly ``ledger[consumed:]``; appends that land during a run are never lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from boto3.dynamodb.types import TypeDeserializer
+from botocore.exceptions import BotoCoreError, ClientError
+
+from agent_harness.errors import ConflictError, SessionBusyError, StoreError
+
+if TYPE_CHECKING:
+    from agent_harness.ids import User
+
+__all__ = [
+    "DUE_INDEX",
+    "DueUser",
+    "DynamoStateTable",
+    "SessionState",
+    "StateTable",
+    "UserState",
+    "due_shard",
+]
+
+DUE_INDEX = "due-index"
+USER_SK = "USER"
+_deserializer = TypeDeserializer()
+
+
+@dataclass(frozen=True)
+class SessionState:
+    turn: int = 0
+    flush_cursor: int = 0
+    last_flush_at: str | None = None
+
+
+@dataclass(frozen=True)
+class UserState:
+    consumed: dict[str, int] = field(default_factory=dict)
+    due_seq: int = 0
+    is_due: bool = False
+    last_consolidated_at: str | None = None
+
+
+@dataclass(frozen=True)
+class DueUser:
+    user_key: str
+    due_at: str
+    last_consolidated_at: str | None
+
+
+def due_shard(user: User, shards: int) -> str:
+    digest = int(hashlib.sha256(user.key.encode()).hexdigest()[:8], 16)
+    return f"due#{digest % shards}"
+
+
+class StateTable(Protocol):
+    def acquire_session_lease(
+        self, user: User, session_id: str, owner: str, now_ms: int, lease_ms: int
+    ) -> SessionState: ...
+
+    def commit_turn(
+        self, user: User, session_id: str, owner: str, turn: int, now_iso: str
+    ) -> None: ...
+
+    def release_session_lease(self, user: User, session_id: str, owner: str) -> None: ...
+
+    def get_session(self, user: User, session_id: str) -> SessionState | None: ...
+
+    def advance_flush_cursor(
+        self, user: User, session_id: str, to_turn: int, now_iso: str
+    ) -> bool: ...
+
+    def claim_flush_gate(
+        self, user: User, session_id: str, now_ms: int, min_gap_ms: int
+    ) -> bool: ...
+
+    def mark_consolidation_due(self, user: User, now_iso: str, shards: int) -> None: ...
+
+    def get_user(self, user: User) -> UserState: ...
+
+    def acquire_consolidation_lease(
+        self, user: User, owner: str, now_ms: int, lease_ms: int
+    ) -> UserState: ...
+
+    def complete_consolidation(
+        self, user: User, owner: str, consumed: dict[str, int], due_seq: int, now_iso: str
+    ) -> bool: ...
+
+    def release_consolidation_lease(self, user: User, owner: str) -> None: ...
+
+    def query_due(self, shard: str) -> list[DueUser]: ...
+
+
+def _n(value: int) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+def _s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def _plain(item: dict[str, Any] | None) -> dict[str, Any]:
+    return {k: _deserializer.deserialize(v) for k, v in (item or {}).items()}
+
+
+def _session_state(item: dict[str, Any]) -> SessionState:
+    return SessionState(
+        turn=int(item.get("turn", 0)),
+        flush_cursor=int(item.get("flush_cursor", 0)),
+        last_flush_at=item.get("last_flush_at"),
+    )
+
+
+def _user_state(item: dict[str, Any]) -> UserState:
+    return UserState(
+        consumed={k: int(v) for k, v in (item.get("ledger_consumed") or {}).items()},
+        due_seq=int(item.get("due_seq", 0)),
+        is_due="due_shard" in item,
+        last_consolidated_at=item.get("last_consolidated_at"),
+    )
+
+
+def _is_condition_failure(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+class DynamoStateTable:
+    """``StateTable`` on one DynamoDB table; the boto3 client is injected."""
+
+    def __init__(self, dynamodb_client: Any, table_name: str) -> None:
+        self._ddb = dynamodb_client
+        self._table = table_name
+
+    @staticmethod
+    def _session_key(user: User, session_id: str) -> dict[str, Any]:
+        return {"pk": _s(f"U#{user.key}"), "sk": _s(f"S#{session_id}")}
+
+    @staticmethod
+    def _user_key(user: User) -> dict[str, Any]:
+        return {"pk": _s(f"U#{user.key}"), "sk": _s(USER_SK)}
+
+    def _update(self, **kwargs: Any) -> dict[str, Any]:
+        try:
+            return self._ddb.update_item(TableName=self._table, **kwargs)  # type: ignore[no-any-return]
+        except BotoCoreError as exc:
+            raise StoreError("state table update failed") from exc
+
+    # sessions -------------------------------------------------------------
+    def acquire_session_lease(
+        self, user: User, session_id: str, owner: str, now_ms: int, lease_ms: int
+    ) -> SessionState:
+        """Take the session lease or raise ``SessionBusyError`` with a Retry-After."""
+        try:
+            resp = self._update(
+                Key=self._session_key(user, session_id),
+                UpdateExpression=(
+                    "SET lease_owner = :o, lease_expires_ms = :exp, "
+                    "user_id = if_not_exists(user_id, :uid)"
+                ),
+                ConditionExpression="attribute_not_exists(lease_owner) OR lease_expires_ms < :now",
+                ExpressionAttributeValues={
+                    ":o": _s(owner),
+                    ":exp": _n(now_ms + lease_ms),
+                    ":now": _n(now_ms),
+                    ":uid": _s(user.id),
+                },
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                held = _plain(exc.response.get("Item"))
+                remaining_ms = int(held.get("lease_expires_ms", now_ms + 1000)) - now_ms
+                retry_after = max(1, math.ceil(remaining_ms / 1000))
+                raise SessionBusyError(
+                    f"session {session_id} is busy with another call", retry_after=retry_after
+                ) from exc
+            raise StoreError("acquiring the session lease failed") from exc
+        return _session_state(_plain(resp.get("Attributes")))
+
+    def commit_turn(self, user: User, session_id: str, owner: str, turn: int, now_iso: str) -> None:
+        """Record ``turn`` as the session's last turn and release the lease, atomically."""
+        try:
+            self._update(
+                Key=self._session_key(user, session_id),
+                UpdateExpression=(
+                    "SET turn = :t, updated_at = :now REMOVE lease_owner, lease_expires_ms"
+                ),
+                ConditionExpression="lease_owner = :o",
+                ExpressionAttributeValues={":t": _n(turn), ":now": _s(now_iso), ":o": _s(owner)},
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                raise ConflictError(f"the lease on session {session_id} was lost") from exc
+            raise StoreError("committing the turn failed") from exc
+
+    def release_session_lease(self, user: User, session_id: str, owner: str) -> None:
+        try:
+            self._update(
+                Key=self._session_key(user, session_id),
+                UpdateExpression="REMOVE lease_owner, lease_expires_ms",
+                ConditionExpression="lease_owner = :o",
+                ExpressionAttributeValues={":o": _s(owner)},
+            )
+        except ClientError as exc:
+            if not _is_condition_failure(exc):
+                raise StoreError("releasing the session lease failed") from exc
+
+    def get_session(self, user: User, session_id: str) -> SessionState | None:
+        try:
+            resp = self._ddb.get_item(
+                TableName=self._table, Key=self._session_key(user, session_id), ConsistentRead=True
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("reading the session failed") from exc
+        item = resp.get("Item")
+        return _session_state(_plain(item)) if item else None
+
+    def advance_flush_cursor(self, user: User, session_id: str, to_turn: int, now_iso: str) -> bool:
+        """Move the flush cursor forward to ``to_turn``; never backwards. True if moved."""
+        try:
+            self._update(
+                Key=self._session_key(user, session_id),
+                UpdateExpression="SET flush_cursor = :t, last_flush_at = :now",
+                ConditionExpression="attribute_not_exists(flush_cursor) OR flush_cursor < :t",
+                ExpressionAttributeValues={":t": _n(to_turn), ":now": _s(now_iso)},
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return False
+            raise StoreError("advancing the flush cursor failed") from exc
+        return True
+
+    def claim_flush_gate(self, user: User, session_id: str, now_ms: int, min_gap_ms: int) -> bool:
+        """THROTTLED flush: claim this session's slot if ``min_gap_ms`` has passed."""
+        try:
+            self._update(
+                Key=self._session_key(user, session_id),
+                UpdateExpression="SET flush_gate_ms = :now",
+                ConditionExpression="attribute_not_exists(flush_gate_ms) OR flush_gate_ms <= :gap",
+                ExpressionAttributeValues={":now": _n(now_ms), ":gap": _n(now_ms - min_gap_ms)},
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return False
+            raise StoreError("claiming the flush gate failed") from exc
+        return True
+
+    # users ----------------------------------------------------------------
+    def mark_consolidation_due(self, user: User, now_iso: str, shards: int) -> None:
+        try:
+            self._update(
+                Key=self._user_key(user),
+                UpdateExpression=(
+                    "SET user_id = :uid, due_shard = :shard, due_at = if_not_exists(due_at, :now) "
+                    "ADD due_seq :one"
+                ),
+                ExpressionAttributeValues={
+                    ":uid": _s(user.id),
+                    ":shard": _s(due_shard(user, shards)),
+                    ":now": _s(now_iso),
+                    ":one": _n(1),
+                },
+            )
+        except ClientError as exc:
+            raise StoreError("marking the user due failed") from exc
+
+    def get_user(self, user: User) -> UserState:
+        try:
+            resp = self._ddb.get_item(
+                TableName=self._table, Key=self._user_key(user), ConsistentRead=True
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("reading the user failed") from exc
+        return _user_state(_plain(resp.get("Item")))
+
+    def acquire_consolidation_lease(
+        self, user: User, owner: str, now_ms: int, lease_ms: int
+    ) -> UserState:
+        try:
+            resp = self._update(
+                Key=self._user_key(user),
+                UpdateExpression=(
+                    "SET cons_owner = :o, cons_expires_ms = :exp, "
+                    "user_id = if_not_exists(user_id, :uid)"
+                ),
+                ConditionExpression="attribute_not_exists(cons_owner) OR cons_expires_ms < :now",
+                ExpressionAttributeValues={
+                    ":o": _s(owner),
+                    ":exp": _n(now_ms + lease_ms),
+                    ":now": _n(now_ms),
+                    ":uid": _s(user.id),
+                },
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                raise ConflictError("a consolidation of this user is already running") from exc
+            raise StoreError("acquiring the consolidation lease failed") from exc
+        return _user_state(_plain(resp.get("Attributes")))
+
+    def complete_consolidation(
+        self, user: User, owner: str, consumed: dict[str, int], due_seq: int, now_iso: str
+    ) -> bool:
+        """Advance the watermark and release the lease; clear the due mark unless a flush
+        marked the user again meanwhile. Returns True when the due mark was cleared."""
+        values = {
+            ":c": {"M": {day: _n(n) for day, n in consumed.items()}},
+            ":now": _s(now_iso),
+            ":o": _s(owner),
+        }
+        base = (
+            "SET ledger_consumed = :c, last_consolidated_at = :now "
+            "REMOVE cons_owner, cons_expires_ms"
+        )
+        try:
+            self._update(
+                Key=self._user_key(user),
+                UpdateExpression=base + ", due_shard, due_at",
+                ConditionExpression=(
+                    "cons_owner = :o AND (attribute_not_exists(due_seq) OR due_seq = :seq)"
+                ),
+                ExpressionAttributeValues={**values, ":seq": _n(due_seq)},
+            )
+            return True
+        except ClientError as exc:
+            if not _is_condition_failure(exc):
+                raise StoreError("completing the consolidation failed") from exc
+        try:
+            self._update(
+                Key=self._user_key(user),
+                UpdateExpression=base,
+                ConditionExpression="cons_owner = :o",
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                raise ConflictError("the consolidation lease was lost") from exc
+            raise StoreError("completing the consolidation failed") from exc
+        return False
+
+    def release_consolidation_lease(self, user: User, owner: str) -> None:
+        try:
+            self._update(
+                Key=self._user_key(user),
+                UpdateExpression="REMOVE cons_owner, cons_expires_ms",
+                ConditionExpression="cons_owner = :o",
+                ExpressionAttributeValues={":o": _s(owner)},
+            )
+        except ClientError as exc:
+            if not _is_condition_failure(exc):
+                raise StoreError("releasing the consolidation lease failed") from exc
+
+    def query_due(self, shard: str) -> list[DueUser]:
+        out: list[DueUser] = []
+        try:
+            pages = self._ddb.get_paginator("query").paginate(
+                TableName=self._table,
+                IndexName=DUE_INDEX,
+                KeyConditionExpression="due_shard = :s",
+                ExpressionAttributeValues={":s": _s(shard)},
+            )
+            for page in pages:
+                for raw in page.get("Items", []):
+                    item = _plain(raw)
+                    out.append(
+                        DueUser(
+                            user_key=str(item["pk"]).removeprefix("U#"),
+                            due_at=str(item.get("due_at", "")),
+                            last_consolidated_at=item.get("last_consolidated_at"),
+                        )
+                    )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("querying due users failed") from exc
+        return out

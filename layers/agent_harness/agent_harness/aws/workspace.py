@@ -1,0 +1,309 @@
+"""The per-user workspace over S3 (DESIGN §2), with conditional writes.
+
+    users/<user key>/MEMORY.md                      whole-file rewrite, If-Match
+    users/<user key>/memory/YYYY-MM-DD.md           append = GET + PUT If-Match, retry on 412
+    users/<user key>/sessions/<s>/turns/<n>.json    create-only (If-None-Match: *)
+    users/<user key>/sessions/<s>/context.json      CAS (If-Match / If-None-Match)
+
+Every method takes a ``User`` and a workspace-relative path that is validated here,
+so no caller can build a key outside the user's prefix. S3 errors become
+``PreconditionFailedError`` (412), ``None`` for a missing object, or ``StoreError``.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from agent_harness.errors import PreconditionFailedError, StoreError
+from agent_harness.ids import validate_relative_path
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from agent_harness.ids import User
+
+__all__ = ["ObjectInfo", "S3WorkspaceStore", "StoredObject", "VersionInfo", "WorkspaceStore"]
+
+USER_ROOT = "users/"
+_PRECONDITION_CODES = {"PreconditionFailed", "412"}
+_RETRY_CONFLICT_CODES = {"ConditionalRequestConflict", "409"}
+_MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    path: str
+    content: str
+    etag: str
+    size: int
+    last_modified: datetime | None = None
+    version_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    path: str
+    size: int
+    etag: str
+    last_modified: datetime | None
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    version_id: str
+    last_modified: datetime | None
+    etag: str
+    size: int
+    is_latest: bool
+
+
+#: ``build(existing_text)`` returns the text to append, or None to append nothing.
+AppendBuilder = Callable[[str], "str | None"]
+
+
+class WorkspaceStore(Protocol):
+    def get(self, user: User, path: str) -> StoredObject | None: ...
+
+    def get_from(self, user: User, path: str, offset: int) -> StoredObject | None: ...
+
+    def get_many(self, user: User, paths: list[str]) -> dict[str, StoredObject]: ...
+
+    def put(
+        self,
+        user: User,
+        path: str,
+        content: str,
+        *,
+        if_match: str | None = None,
+        create_only: bool = False,
+    ) -> str: ...
+
+    def append(self, user: User, path: str, build: AppendBuilder) -> str | None: ...
+
+    def list(self, user: User, prefix: str, *, recursive: bool = True) -> list[ObjectInfo]: ...
+
+    def list_versions(self, user: User, path: str) -> list[VersionInfo]: ...
+
+    def get_version(self, user: User, path: str, version_id: str) -> StoredObject | None: ...
+
+
+def _error_code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _content_type(path: str) -> str:
+    if path.endswith(".json"):
+        return "application/json"
+    if path.endswith(".md"):
+        return "text/markdown; charset=utf-8"
+    return "text/plain; charset=utf-8"
+
+
+class S3WorkspaceStore:
+    """``WorkspaceStore`` on one S3 bucket; the boto3 client is injected."""
+
+    def __init__(
+        self,
+        s3_client: Any,
+        bucket: str,
+        *,
+        append_attempts: int = 8,
+        max_workers: int = 8,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._s3 = s3_client
+        self._bucket = bucket
+        self._append_attempts = append_attempts
+        self._max_workers = max_workers
+        self._sleep = sleep
+
+    # keys -----------------------------------------------------------------
+    @staticmethod
+    def prefix(user: User) -> str:
+        return f"{USER_ROOT}{user.key}/"
+
+    def _key(self, user: User, path: str) -> str:
+        return self.prefix(user) + validate_relative_path(path)
+
+    # reads ----------------------------------------------------------------
+    def get(self, user: User, path: str) -> StoredObject | None:
+        return self._get(user, path, {})
+
+    def get_from(self, user: User, path: str, offset: int) -> StoredObject | None:
+        """The object's text from byte ``offset`` on; ``size`` is the whole object's size."""
+        if offset <= 0:
+            return self.get(user, path)
+        try:
+            return self._get(user, path, {"Range": f"bytes={offset}-"})
+        except StoreError as exc:
+            if isinstance(exc.__cause__, ClientError) and _error_code(exc.__cause__) in {
+                "InvalidRange",
+                "416",
+            }:
+                head = self._get(user, path, {"Range": "bytes=0-0"})
+                if head is None:
+                    return None
+                return StoredObject(path, "", head.etag, head.size, head.last_modified)
+            raise
+
+    def _get(self, user: User, path: str, extra: dict[str, Any]) -> StoredObject | None:
+        key = self._key(user, path)
+        try:
+            resp = self._s3.get_object(Bucket=self._bucket, Key=key, **extra)
+            body = resp["Body"].read()
+        except ClientError as exc:
+            if _error_code(exc) in _MISSING_CODES:
+                return None
+            raise StoreError(f"reading {path} failed") from exc
+        except BotoCoreError as exc:
+            raise StoreError(f"reading {path} failed") from exc
+        size = int(resp.get("ContentLength", len(body)))
+        content_range = resp.get("ContentRange")  # "bytes 10-99/100"
+        if content_range and "/" in content_range:
+            size = int(content_range.rsplit("/", 1)[1])
+        return StoredObject(
+            path=path,
+            content=body.decode("utf-8", errors="replace"),
+            etag=resp["ETag"],
+            size=size,
+            last_modified=resp.get("LastModified"),
+            version_id=resp.get("VersionId"),
+        )
+
+    def get_many(self, user: User, paths: list[str]) -> dict[str, StoredObject]:
+        """GET several objects concurrently; missing ones are left out."""
+        if not paths:
+            return {}
+        with ThreadPoolExecutor(max_workers=min(self._max_workers, len(paths))) as pool:
+            results = list(pool.map(lambda p: self.get(user, p), paths))
+        return {p: obj for p, obj in zip(paths, results, strict=True) if obj is not None}
+
+    def list(self, user: User, prefix: str, *, recursive: bool = True) -> list[ObjectInfo]:
+        base = self.prefix(user)
+        full_prefix = base + (validate_relative_path(prefix.rstrip("/")) + "/" if prefix else "")
+        kwargs: dict[str, Any] = {"Bucket": self._bucket, "Prefix": full_prefix}
+        if not recursive:
+            kwargs["Delimiter"] = "/"
+        out: list[ObjectInfo] = []
+        try:
+            for page in self._s3.get_paginator("list_objects_v2").paginate(**kwargs):
+                for item in page.get("Contents", []):
+                    out.append(
+                        ObjectInfo(
+                            path=item["Key"][len(base) :],
+                            size=int(item["Size"]),
+                            etag=item.get("ETag", ""),
+                            last_modified=item.get("LastModified"),
+                        )
+                    )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError(f"listing {prefix or '/'} failed") from exc
+        return out
+
+    def list_versions(self, user: User, path: str) -> list[VersionInfo]:
+        key = self._key(user, path)
+        out: list[VersionInfo] = []
+        try:
+            pages = self._s3.get_paginator("list_object_versions").paginate(
+                Bucket=self._bucket, Prefix=key
+            )
+            for page in pages:
+                for item in page.get("Versions", []):
+                    if item["Key"] != key:
+                        continue
+                    out.append(
+                        VersionInfo(
+                            version_id=item["VersionId"],
+                            last_modified=item.get("LastModified"),
+                            etag=item.get("ETag", ""),
+                            size=int(item.get("Size", 0)),
+                            is_latest=bool(item.get("IsLatest")),
+                        )
+                    )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError(f"listing versions of {path} failed") from exc
+        out.sort(key=lambda v: (v.last_modified is not None, v.last_modified), reverse=True)
+        return out
+
+    def get_version(self, user: User, path: str, version_id: str) -> StoredObject | None:
+        try:
+            return self._get(user, path, {"VersionId": version_id})
+        except StoreError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ClientError) and _error_code(cause) in {
+                "NoSuchVersion",
+                "InvalidArgument",
+                "400",
+            }:
+                return None
+            raise
+
+    # writes ---------------------------------------------------------------
+    def put(
+        self,
+        user: User,
+        path: str,
+        content: str,
+        *,
+        if_match: str | None = None,
+        create_only: bool = False,
+    ) -> str:
+        """Write ``content``; with ``if_match`` only over that ETag, with ``create_only``
+        only when absent. Raises ``PreconditionFailedError`` when the condition fails."""
+        if if_match and create_only:
+            raise ValueError("if_match and create_only are exclusive")
+        key = self._key(user, path)
+        kwargs: dict[str, Any] = {
+            "Bucket": self._bucket,
+            "Key": key,
+            "Body": content.encode("utf-8"),
+            "ContentType": _content_type(path),
+        }
+        if if_match:
+            kwargs["IfMatch"] = if_match
+        if create_only:
+            kwargs["IfNoneMatch"] = "*"
+        for attempt in range(4):
+            try:
+                return str(self._s3.put_object(**kwargs)["ETag"])
+            except ClientError as exc:
+                code = _error_code(exc)
+                if code in _PRECONDITION_CODES:
+                    raise PreconditionFailedError(f"{path} changed or already exists") from exc
+                if if_match and code in _MISSING_CODES:
+                    raise PreconditionFailedError(f"{path} no longer exists") from exc
+                if code in _RETRY_CONFLICT_CODES and attempt < 3:
+                    self._sleep(0.05 * (attempt + 1))
+                    continue
+                raise StoreError(f"writing {path} failed") from exc
+            except BotoCoreError as exc:
+                raise StoreError(f"writing {path} failed") from exc
+        raise StoreError(f"writing {path} failed: conflicting writes")  # pragma: no cover
+
+    def append(self, user: User, path: str, build: AppendBuilder) -> str | None:
+        """Append ``build(existing)`` to ``path`` with a compare-and-swap loop.
+
+        ``build`` is called again with the fresh content after each lost race, so it
+        can re-check what is already there (idempotent appends). Returns the new ETag,
+        or None when ``build`` decided there was nothing to append.
+        """
+        for attempt in range(self._append_attempts):
+            current = self.get(user, path)
+            existing = current.content if current else ""
+            addition = build(existing)
+            if not addition:
+                return None
+            try:
+                if current is None:
+                    return self.put(user, path, addition, create_only=True)
+                return self.put(user, path, existing + addition, if_match=current.etag)
+            except PreconditionFailedError:
+                self._sleep(random.uniform(0, 0.05 * 2**attempt))
+        raise StoreError(f"appending to {path} failed: too many concurrent writers")

@@ -1,0 +1,168 @@
+"""One exception tree for the package.
+
+    HarnessError                      500 internal
+    ├── ConfigError                   500 configuration is invalid (raised at cold start)
+    ├── InvalidRequestError           400 bad input; nothing was written
+    │   ├── ValidationFailedError     422 body or parameter failed validation
+    │   └── PayloadTooLargeError      413
+    ├── UnauthorizedError             401 no identity
+    ├── NotFoundError                 404
+    ├── ConflictError                 409
+    │   └── SessionBusyError          409 another call holds the session lease (Retry-After)
+    ├── PreconditionFailedError       412 stale ETag / object exists
+    ├── PreconditionRequiredError     428 a conditional header is required
+    ├── NotImplementedYetError        501 route owned by a later release
+    ├── StoreError                    503 an AWS call failed (retryable)
+    └── ModelError                    502 the model provider failed (retryable)
+        ├── ModelTimeoutError         504
+        ├── ModelRateLimitError       429 (Retry-After when the provider gave one)
+        └── ModelOutputError          502 the answer was empty or malformed
+
+Each class carries the HTTP status and error code the API maps it to, and a
+``retryable`` flag that queue handlers read: a retryable failure is raised so the
+record is redelivered; a non-retryable one is reported and dropped to the DLQ path.
+Adapters wrap third-party exceptions at the boundary (``raise StoreError(...) from exc``);
+nothing classifies errors by message text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ConfigError",
+    "ConflictError",
+    "HarnessError",
+    "InvalidRequestError",
+    "ModelError",
+    "ModelOutputError",
+    "ModelRateLimitError",
+    "ModelTimeoutError",
+    "NotFoundError",
+    "NotImplementedYetError",
+    "PayloadTooLargeError",
+    "PreconditionFailedError",
+    "PreconditionRequiredError",
+    "SessionBusyError",
+    "StoreError",
+    "UnauthorizedError",
+    "ValidationFailedError",
+]
+
+
+class HarnessError(Exception):
+    """Base of every error this package raises on purpose."""
+
+    status: int = 500
+    code: str = "internal_error"
+    retryable: bool = False
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def headers(self) -> dict[str, str]:
+        """Extra HTTP headers for the error response."""
+        return {}
+
+    def to_body(self) -> dict[str, Any]:
+        """The JSON error body of the HTTP API: ``{"error": {"code", "message"}}``."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.details is not None:
+            error["details"] = self.details
+        return {"error": error}
+
+
+class ConfigError(HarnessError):
+    code = "config_error"
+
+
+class InvalidRequestError(HarnessError):
+    status = 400
+    code = "invalid_request"
+
+
+class ValidationFailedError(InvalidRequestError):
+    status = 422
+    code = "validation_error"
+
+
+class PayloadTooLargeError(InvalidRequestError):
+    status = 413
+    code = "payload_too_large"
+
+
+class UnauthorizedError(HarnessError):
+    status = 401
+    code = "unauthorized"
+
+
+class NotFoundError(HarnessError):
+    status = 404
+    code = "not_found"
+
+
+class ConflictError(HarnessError):
+    status = 409
+    code = "conflict"
+
+
+class SessionBusyError(ConflictError):
+    code = "session_busy"
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message, details={"retry_after": retry_after})
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
+
+
+class PreconditionFailedError(HarnessError):
+    status = 412
+    code = "precondition_failed"
+
+
+class PreconditionRequiredError(HarnessError):
+    status = 428
+    code = "precondition_required"
+
+
+class NotImplementedYetError(HarnessError):
+    status = 501
+    code = "not_implemented"
+
+
+class StoreError(HarnessError):
+    status = 503
+    code = "store_unavailable"
+    retryable = True
+
+
+class ModelError(HarnessError):
+    status = 502
+    code = "model_error"
+    retryable = True
+
+
+class ModelTimeoutError(ModelError):
+    status = 504
+    code = "model_timeout"
+
+
+class ModelRateLimitError(ModelError):
+    status = 429
+    code = "model_rate_limited"
+
+    def __init__(self, message: str, *, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)} if self.retry_after else {}
+
+
+class ModelOutputError(ModelError):
+    code = "model_output_invalid"

@@ -1,0 +1,112 @@
+"""Identifiers and workspace paths: validated once at the boundary, safe everywhere after.
+
+A user id comes from the JWT ``sub`` claim (any string an identity provider emits,
+e.g. ``auth0|5f7c...``) and is *encoded*, not rejected: every byte outside
+``[A-Za-z0-9_-]`` becomes ``%XX``. The encoding is injective and contains no ``/``,
+so ``users/<key>/`` can never reach another user's prefix. Session ids, ledger days
+and workspace-relative paths are *validated*: bad ones are a 400/422.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass
+from datetime import date
+from urllib.parse import unquote
+
+from agent_harness.errors import InvalidRequestError, ValidationFailedError
+
+__all__ = [
+    "User",
+    "ledger_path",
+    "turn_path",
+    "validate_day",
+    "validate_relative_path",
+    "validate_session_id",
+]
+
+_SAFE = frozenset(string.ascii_letters + string.digits + "_-")
+_SESSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+_DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_PATH_SEGMENT_RE = re.compile(r"[A-Za-z0-9._-][A-Za-z0-9._@+=,-]*")
+MAX_USER_ID_CHARS = 256
+
+MEMORY_FILE = "MEMORY.md"
+AGENTS_FILE = "AGENTS.md"
+LEDGER_DIR = "memory/"
+
+
+@dataclass(frozen=True)
+class User:
+    """An authenticated user: the raw id and its key-safe encoding."""
+
+    id: str
+    key: str
+
+    @classmethod
+    def from_id(cls, user_id: str) -> User:
+        if not isinstance(user_id, str) or not user_id:
+            raise InvalidRequestError("user id is empty")
+        if len(user_id) > MAX_USER_ID_CHARS:
+            raise InvalidRequestError(f"user id longer than {MAX_USER_ID_CHARS} characters")
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in user_id):
+            raise InvalidRequestError("user id contains control characters")
+        key = "".join(
+            chr(byte) if chr(byte) in _SAFE else f"%{byte:02X}" for byte in user_id.encode()
+        )
+        return cls(id=user_id, key=key)
+
+    @classmethod
+    def from_key(cls, key: str) -> User:
+        """Rebuild a user from its encoded key (fan-out reads keys from the table)."""
+        user = cls.from_id(unquote(key, errors="strict"))
+        if user.key != key:
+            raise InvalidRequestError("not a canonical user key")
+        return user
+
+
+def validate_session_id(session_id: str) -> str:
+    """1–128 chars of ``[A-Za-z0-9._:-]``, starting alphanumeric."""
+    if not isinstance(session_id, str) or not _SESSION_RE.fullmatch(session_id):
+        raise ValidationFailedError(
+            "session_id must be 1-128 characters of letters, digits, '.', '_', ':' or '-', "
+            "starting with a letter or digit"
+        )
+    return session_id
+
+
+def validate_day(day: str) -> str:
+    """``YYYY-MM-DD`` naming a real calendar day."""
+    if not isinstance(day, str) or not _DAY_RE.fullmatch(day):
+        raise ValidationFailedError("day must look like YYYY-MM-DD")
+    try:
+        date.fromisoformat(day)
+    except ValueError as exc:
+        raise ValidationFailedError(f"{day} is not a calendar day") from exc
+    return day
+
+
+def validate_relative_path(path: str) -> str:
+    """A workspace-relative path: no absolute paths, no traversal, plain segments only."""
+    if not isinstance(path, str) or not path or len(path) > 512:
+        raise InvalidRequestError("path must be 1-512 characters")
+    if path.startswith("/") or "\\" in path:
+        raise InvalidRequestError(f"path {path!r} must be relative to the workspace")
+    for segment in path.split("/"):
+        if segment in ("", ".", "..") or not _PATH_SEGMENT_RE.fullmatch(segment):
+            raise InvalidRequestError(f"path {path!r} has an invalid segment {segment!r}")
+    return path
+
+
+def ledger_path(day: str) -> str:
+    return f"{LEDGER_DIR}{day}.md"
+
+
+def turn_path(session_id: str, turn: int) -> str:
+    """Zero-padded so a LIST returns turns in order."""
+    return f"sessions/{session_id}/turns/{turn:08d}.json"
+
+
+def context_path(session_id: str) -> str:
+    return f"sessions/{session_id}/context.json"

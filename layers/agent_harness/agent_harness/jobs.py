@@ -1,0 +1,36 @@
+"""The messages that cross the queues. Versioned, validated on both ends."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ConsolidationJob", "PostTurnJob"]
+
+
+class PostTurnJob(BaseModel):
+    """One per turn, on FlushQueue (FIFO, group = user): flush up to ``turn``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    v: Literal[1] = 1
+    kind: Literal["post_turn"] = "post_turn"
+    user_id: str = Field(min_length=1)
+    session_id: str = Field(min_length=1)
+    turn: int = Field(ge=1)
+    #: "compaction" jobs ask for a flush regardless of the trigger mode
+    reason: Literal["turn", "import", "compaction"] = "turn"
+    queued_at: str
+
+
+class ConsolidationJob(BaseModel):
+    """One per due user, on ConsolidationQueue. ``force`` ignores the minimum gap."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    v: Literal[1] = 1
+    kind: Literal["consolidate"] = "consolidate"
+    user_id: str = Field(min_length=1)
+    force: bool = False
+    requested_at: str

@@ -1,0 +1,218 @@
+"""Consolidation (layer 2): merge new ledger content into MEMORY.md.
+
+    schedule tick --fan_out--> one ConsolidationJob per due user (sparse GSI, no scan)
+    POST /v1/memory/consolidate --request--> a forced job for the caller
+    ConsolidationJob --consolidate-->
+        user lease (DynamoDB, conditional)                   one run per user at a time
+        LIST memory/ ; new = ledger[consumed:] per day       the per-file watermark
+        nothing new -> done, no model call
+        memory model: consolidation prompt                    LLM (memory role)
+        PUT MEMORY.md If-Match (412: a human edited it -> re-merge onto their version)
+        watermark := bytes read, only after the write; due mark cleared unless re-marked
+
+Appends that land while a run is going are past the bytes it read, so the next run
+gets them. A failed or malformed model answer raises before anything is written.
+An empty MEMORY.md with an old watermark is rebuilt from the newest ledgers, bounded
+by ``consolidation_max_input_bytes`` (the reference lost history there, §5 B16).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Literal
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from agent_harness.clock import epoch_ms, iso
+from agent_harness.errors import ConflictError, PreconditionFailedError
+from agent_harness.ids import MEMORY_FILE, User, ledger_path
+from agent_harness.jobs import ConsolidationJob
+from agent_harness.memory.ledger import DAY_FILE
+from agent_harness.memory.prompts import clean_memory_document, consolidation_messages
+from agent_harness.models.base import ChatRequest
+
+if TYPE_CHECKING:
+    from agent_harness.aws.state import UserState
+    from agent_harness.runtime import Runtime
+
+__all__ = ["ConsolidationOutcome", "consolidate", "fan_out", "request_consolidation"]
+
+logger = Logger(child=True)
+metrics = Metrics()
+
+Status = Literal["consolidated", "unchanged", "nothing_new", "busy", "too_soon"]
+WRITE_ATTEMPTS = 3
+
+
+@dataclass
+class ConsolidationOutcome:
+    status: Status
+    days: list[str] = field(default_factory=list)
+    bytes_read: int = 0
+    model_calls: int = 0
+
+
+@dataclass(frozen=True)
+class _Pending:
+    day: str
+    start: int
+    size: int
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+
+
+def request_consolidation(rt: Runtime, user: User) -> ConsolidationJob:
+    """Queue a forced consolidation of ``user`` (POST /v1/memory/consolidate)."""
+    job = ConsolidationJob(user_id=user.id, force=True, requested_at=iso(rt.clock.now()))
+    rt.queue.send_consolidation([job])
+    return job
+
+
+def fan_out(rt: Runtime) -> int:
+    """Schedule tick: one job per due user whose last run is older than the minimum gap."""
+    metrics.add_metric("ConsolidationTicks", MetricUnit.Count, 1)
+    now = rt.clock.now()
+    gap = timedelta(seconds=rt.settings.consolidation_min_gap_seconds)
+    jobs: list[ConsolidationJob] = []
+    for shard in range(rt.settings.due_shards):
+        for due in rt.table.query_due(f"due#{shard}"):
+            last = _parse_time(due.last_consolidated_at)
+            if last is not None and now - last < gap:
+                continue
+            user = User.from_key(due.user_key)
+            jobs.append(ConsolidationJob(user_id=user.id, requested_at=iso(now)))
+    rt.queue.send_consolidation(jobs)
+    metrics.add_metric("ConsolidationJobsQueued", MetricUnit.Count, len(jobs))
+    logger.info("consolidation fan-out", extra={"jobs": len(jobs)})
+    return len(jobs)
+
+
+def consolidate(rt: Runtime, job: ConsolidationJob) -> ConsolidationOutcome:
+    """Run one user's consolidation; raises on retryable failures."""
+    metrics.add_metric("ConsolidationJobs", MetricUnit.Count, 1)
+    user = User.from_id(job.user_id)
+    owner = rt.new_id()
+    now = rt.clock.now()
+    lease_ms = rt.settings.consolidation_lease_seconds * 1000
+    try:
+        state = rt.table.acquire_consolidation_lease(user, owner, epoch_ms(now), lease_ms)
+    except ConflictError:
+        return ConsolidationOutcome("busy")
+    finished = False
+    try:
+        outcome = _run(rt, user, owner, state, job.force)
+        finished = True
+        return outcome
+    finally:
+        if not finished:
+            rt.table.release_consolidation_lease(user, owner)
+
+
+def _run(
+    rt: Runtime, user: User, owner: str, state: UserState, force: bool
+) -> ConsolidationOutcome:
+    settings = rt.settings
+    now = rt.clock.now()
+    last = _parse_time(state.last_consolidated_at)
+    gap = timedelta(seconds=settings.consolidation_min_gap_seconds)
+    if not force and last is not None and now - last < gap:
+        rt.table.release_consolidation_lease(user, owner)
+        return ConsolidationOutcome("too_soon")
+
+    sizes: dict[str, int] = {}
+    for info in rt.store.list(user, "memory", recursive=False):
+        match = DAY_FILE.fullmatch(info.path)
+        if match:
+            sizes[match.group(1)] = info.size
+    current = rt.store.get(user, MEMORY_FILE)
+    current_text = current.content if current else ""
+    rebuild = not current_text.strip() and any(state.consumed.values())
+
+    # the watermark keeps only days that still exist (archived days drop out)
+    consumed = {day: n for day, n in state.consumed.items() if day in sizes}
+    pending: list[_Pending] = []
+    for day in sorted(sizes):
+        done = 0 if rebuild else consumed.get(day, 0)
+        if sizes[day] < done:  # rewritten by hand: read it again from the start
+            done = 0
+        if sizes[day] > done:
+            pending.append(_Pending(day, done, sizes[day]))
+    if rebuild:  # newest first, so the byte budget keeps the most recent history
+        pending.reverse()
+
+    if not pending:
+        rt.table.complete_consolidation(user, owner, consumed, state.due_seq, iso(now))
+        return ConsolidationOutcome("nothing_new")
+
+    parts: list[tuple[str, str]] = []
+    budget = settings.consolidation_max_input_bytes
+    for item in pending:
+        if budget <= 0:
+            break
+        obj = rt.store.get_from(user, ledger_path(item.day), item.start)
+        if obj is None or not obj.content:
+            continue
+        data = obj.content.encode("utf-8")
+        if len(data) > budget:
+            if parts and not rebuild:
+                break  # the rest waits for the next run
+            cut = data[:budget].rfind(b"\n") + 1 or budget
+            data = data[:cut]
+        parts.append((item.day, data.decode("utf-8", errors="ignore")))
+        consumed[item.day] = item.start + len(data)
+        budget -= len(data)
+    if rebuild:
+        parts.sort()
+        for day, size in sizes.items():
+            consumed[day] = max(consumed.get(day, 0), size)
+
+    outcome = ConsolidationOutcome(
+        "consolidated", days=[day for day, _ in parts], bytes_read=sum(len(t) for _, t in parts)
+    )
+    entries = "\n\n".join(f"### {day}\n{text.strip()}" for day, text in parts if text.strip())
+    if entries:
+        model = rt.models.for_role("memory")
+        max_chars = settings.consolidation_max_tokens * 4 * 2
+        for attempt in range(WRITE_ATTEMPTS):
+            answer = model.complete(
+                ChatRequest(
+                    messages=consolidation_messages(
+                        current_text,
+                        entries,
+                        max_tokens=settings.consolidation_max_tokens,
+                        since=state.last_consolidated_at,
+                        rebuild=rebuild,
+                    ),
+                    purpose="consolidate",
+                )
+            )
+            outcome.model_calls += 1
+            document = clean_memory_document(answer.message.content, max_chars=max_chars)
+            if document.strip() == current_text.strip():
+                outcome.status = "unchanged"
+                break
+            try:
+                if current is None:
+                    rt.store.put(user, MEMORY_FILE, document, create_only=True)
+                else:
+                    rt.store.put(user, MEMORY_FILE, document, if_match=current.etag)
+                break
+            except PreconditionFailedError:
+                if attempt == WRITE_ATTEMPTS - 1:
+                    raise
+                # someone (a person, memory_save) changed MEMORY.md: merge onto theirs
+                current = rt.store.get(user, MEMORY_FILE)
+                current_text = current.content if current else ""
+
+    rt.table.complete_consolidation(user, owner, consumed, state.due_seq, iso(rt.clock.now()))
+    metrics.add_metric("ModelCallsConsolidation", MetricUnit.Count, outcome.model_calls)
+    metrics.add_metric("LedgerBytesConsolidated", MetricUnit.Count, outcome.bytes_read)
+    logger.info(
+        "consolidated",
+        extra={"status": outcome.status, "days": outcome.days, "bytes": outcome.bytes_read},
+    )
+    return outcome

@@ -1,0 +1,132 @@
+"""The daily ledger format (layer 1): ``memory/YYYY-MM-DD.md``, append-only.
+
+Each append is one section with its time and, for flushes, its provenance:
+
+    ## Flush — 2026-11-30T09:12:44Z
+    > source: session=trip-planning turns=3-5
+    - User said: I prefer window seats.
+
+The ``source`` line makes flushes idempotent: before appending, the flush reads the
+day's file and skips every turn a section already covers, so a redelivered or
+duplicated job never writes a fact twice. Ledger days and header times use one
+configured zone (the reference mixed local dates with UTC headers, §5 B14).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agent_harness.clock import iso
+from agent_harness.errors import ModelOutputError
+
+if TYPE_CHECKING:
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+__all__ = [
+    "DAY_FILE",
+    "NO_REPLY",
+    "Source",
+    "clean_bullets",
+    "covered_turns",
+    "day_of",
+    "render_section",
+]
+
+NO_REPLY = "NO_REPLY"
+DAY_FILE = re.compile(r"memory/(\d{4}-\d{2}-\d{2})\.md")
+_SOURCE_LINE = re.compile(r"^> source: session=(\S+) turns=([0-9,\-]+)\s*$", re.MULTILINE)
+_BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+(.*\S)\s*$")
+MAX_BULLETS = 50
+MAX_BULLET_CHARS = 600
+
+
+@dataclass(frozen=True)
+class Source:
+    session_id: str
+    turns: tuple[int, ...]
+
+    def render(self) -> str:
+        return f"> source: session={self.session_id} turns={format_turns(self.turns)}"
+
+
+def day_of(moment: datetime, zone: ZoneInfo) -> str:
+    return moment.astimezone(zone).date().isoformat()
+
+
+def format_turns(turns: tuple[int, ...] | list[int]) -> str:
+    """``[1, 2, 3, 5]`` -> ``1-3,5``."""
+    ordered = sorted(set(turns))
+    runs: list[str] = []
+    start = prev = ordered[0]
+    for n in [*ordered[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        runs.append(str(start) if start == prev else f"{start}-{prev}")
+        if n is not None:
+            start = prev = n
+    return ",".join(runs)
+
+
+def parse_turns(text: str) -> set[int]:
+    out: set[int] = set()
+    for part in text.split(","):
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        if low.isdigit() and (not high or high.isdigit()):
+            out.update(range(int(low), int(high or low) + 1))
+    return out
+
+
+def covered_turns(ledger: str, session_id: str) -> set[int]:
+    """Turns of ``session_id`` that sections in ``ledger`` already cover."""
+    covered: set[int] = set()
+    for session, turns in _SOURCE_LINE.findall(ledger):
+        if session == session_id:
+            covered |= parse_turns(turns)
+    return covered
+
+
+def render_section(
+    kind: str, at: datetime, zone: ZoneInfo, bullets: list[str], source: Source | None = None
+) -> str:
+    lines = ["", f"## {kind} — {iso(at.astimezone(zone))}"]
+    if source is not None:
+        lines.append(source.render())
+    lines.extend(bullets)
+    return "\n".join(lines) + "\n"
+
+
+def clean_bullets(output: str) -> list[str]:
+    """Turn a memory model's answer into ledger bullets.
+
+    ``NO_REPLY`` or blank -> ``[]``. Bullet lines are kept (normalised to ``- ``);
+    preamble, headings and chatter are dropped. An answer with text but no bullet at
+    all is malformed and raises ``ModelOutputError``, so nothing is written.
+    """
+    text = output.strip()
+    if not text or text == NO_REPLY:
+        return []
+    bullets: list[str] = []
+    stray = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("```") or stripped == NO_REPLY:
+            continue
+        match = _BULLET.match(line)
+        if match is None:
+            stray = True
+            continue
+        body = " ".join(match.group(1).split())
+        if body.startswith(("#", ">")):
+            continue
+        if len(body) > MAX_BULLET_CHARS:
+            body = body[: MAX_BULLET_CHARS - 1].rstrip() + "…"
+        bullets.append(f"- {body}")
+    if not bullets and stray:
+        raise ModelOutputError("the memory model answered without a bullet list or NO_REPLY")
+    return bullets[:MAX_BULLETS]

@@ -1,0 +1,156 @@
+"""Prompts of the memory role: flush (extract facts) and consolidation (merge).
+
+Templates use named ``{placeholders}`` filled by plain replacement, so a ``%`` or a
+stray brace in a custom prompt can never break rendering at run time (the reference
+crashed on those, §5 B11). Custom templates are checked when they are configured.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from agent_harness import markup
+from agent_harness.errors import ModelOutputError
+from agent_harness.models.base import Message
+
+if TYPE_CHECKING:
+    from agent_harness.records import TurnRecord
+
+__all__ = [
+    "CONSOLIDATION_PROMPT",
+    "FLUSH_PROMPT",
+    "clean_memory_document",
+    "consolidation_messages",
+    "flush_messages",
+    "render_conversation",
+    "render_template",
+]
+
+FLUSH_PROMPT = """\
+You maintain the long-term memory of an AI assistant. Read the conversation and write \
+down what is worth remembering in future conversations with this user.
+
+Reply with a Markdown bullet list and nothing else. Each bullet is one short, \
+self-contained fact that makes sense on its own when found by a search later: name \
+people, projects, places, dates and numbers instead of saying "it" or "that".
+
+Keep: the user's preferences and personal details, decisions and the reasons for them, \
+commitments, deadlines and action items, who works on what, facts about ongoing projects.
+Skip: greetings, small talk, tool mechanics, anything only true for this moment, and \
+anything already stated in MEMORY.md or in today's ledger shown to you.
+
+If nothing is worth keeping, reply with exactly NO_REPLY."""
+
+CONSOLIDATION_PROMPT = """\
+You own MEMORY.md, the curated long-term memory of an AI assistant about one user. \
+Merge the new daily-ledger entries into it.
+
+Rules:
+- MEMORY.md holds durable knowledge that matters across days and sessions; ledger \
+entries are raw notes, so promote only facts that will still be useful later.
+- Do not repeat what MEMORY.md already says; merge related facts under clear section \
+headings.
+- When a newer entry contradicts or supersedes an older fact, keep the newer one and \
+drop the old.
+- Keep text a person wrote by hand unless a newer entry supersedes it.
+- Stay within about {max_tokens} tokens (about {max_chars} characters); when you must \
+cut, keep what is recent and often relevant.
+
+Reply with the complete new MEMORY.md in Markdown: not a diff, no commentary."""
+
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+TOOL_ARG_CHARS = 500
+TOOL_RESULT_CHARS = 1000
+
+
+def render_template(template: str, **values: object) -> str:
+    """Fill ``{name}`` placeholders; anything else (``%``, other braces) stays literal."""
+    return _PLACEHOLDER.sub(
+        lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), template
+    )
+
+
+def render_conversation(turns: list[TurnRecord]) -> str:
+    """``[role]: text`` lines; tool calls and results shortened; system text left out."""
+    lines: list[str] = []
+    for turn in turns:
+        for message in turn.messages:
+            if message.role == "system":
+                continue
+            parts = [message.content.strip()] if message.content.strip() else []
+            for call in message.tool_calls:
+                args = call.arguments.strip()
+                if args in ("", "{}"):
+                    parts.append(f"[tool_call: {call.name}]")
+                else:
+                    if len(args) > TOOL_ARG_CHARS:
+                        args = args[:TOOL_ARG_CHARS] + "..."
+                    parts.append(f"[tool_call: {call.name}({args})]")
+            if message.role == "tool":
+                body = message.content
+                if len(body) > TOOL_RESULT_CHARS:
+                    body = body[:TOOL_RESULT_CHARS] + "...(truncated)"
+                parts = [f"[tool_result: {message.name or 'tool'}] {body}"]
+            if parts:
+                lines.append(f"[{message.role}]: " + "\n".join(parts))
+    return "\n".join(lines)
+
+
+def flush_messages(conversation: str, memory_md: str, ledger_today: str) -> list[Message]:
+    sections = []
+    if memory_md.strip():
+        sections.append(
+            "MEMORY.md, for reference only (do not restate it):\n"
+            + markup.wrap(markup.MEMORY_MD, memory_md)
+        )
+    if ledger_today.strip():
+        sections.append(
+            "Today's ledger so far (your bullets are appended after it; do not repeat it):\n"
+            + markup.wrap(markup.LEDGER_TODAY, ledger_today)
+        )
+    sections.append(
+        "Extract only NEW memories from this conversation:\n"
+        + markup.wrap(markup.CONVERSATION, conversation)
+    )
+    return [
+        Message(role="system", content=FLUSH_PROMPT),
+        Message(role="user", content="\n\n".join(sections)),
+    ]
+
+
+def consolidation_messages(
+    current: str, entries: str, *, max_tokens: int, since: str | None, rebuild: bool = False
+) -> list[Message]:
+    system = render_template(CONSOLIDATION_PROMPT, max_tokens=max_tokens, max_chars=max_tokens * 4)
+    header = "New daily ledger entries to merge"
+    if rebuild:
+        header = "MEMORY.md is empty: rebuild it from these most recent ledger entries"
+    elif since:
+        header += f" (appended since {since})"
+    user = (
+        "Current MEMORY.md:\n"
+        + markup.wrap(markup.CURRENT_MEMORY, current.strip() or "(empty)")
+        + f"\n\n{header}:\n"
+        + markup.wrap(markup.NEW_ENTRIES, entries)
+    )
+    return [Message(role="system", content=system), Message(role="user", content=user)]
+
+
+def clean_memory_document(output: str, *, max_chars: int) -> str:
+    """Validate a consolidation answer before it may replace MEMORY.md."""
+    text = output.strip()
+    fenced = re.fullmatch(r"```(?:markdown|md)?\s*\n(.*?)\n```", text, flags=re.DOTALL)
+    if fenced:
+        text = fenced.group(1).strip()
+    if not text:
+        raise ModelOutputError("the consolidation answer was empty")
+    if text == "NO_REPLY":
+        raise ModelOutputError("the consolidation answer was NO_REPLY, not a document")
+    if any(f"<{tag}" in text for tag in (markup.CURRENT_MEMORY, markup.NEW_ENTRIES)):
+        raise ModelOutputError("the consolidation answer echoed the prompt's blocks")
+    if len(text) > max_chars:
+        raise ModelOutputError(
+            f"the consolidation answer is {len(text)} characters, over the {max_chars} limit"
+        )
+    return text + "\n"

@@ -1,0 +1,122 @@
+"""Chat models: the interface, the providers, and the per-role registry.
+
+``ModelRegistry.for_role("memory")`` returns the model configured for that role
+(DESIGN §5), building each distinct model once per container and only when first
+used, so importing a handler never imports httpx or reads a secret.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any, Literal
+
+from agent_harness.errors import ConfigError
+from agent_harness.models.base import (
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    Message,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from agent_harness.settings import ModelSpec, Settings
+    from agent_harness.tokens import TokenCounter
+
+__all__ = [
+    "ChatModel",
+    "ChatRequest",
+    "ChatResponse",
+    "Message",
+    "ModelRegistry",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+    "build_chat_model",
+]
+
+Role = Literal["agent", "memory", "compaction"]
+
+
+def _secret_from_parameter(name: str) -> Callable[[], str | None]:
+    """Read an API key from SSM Parameter Store (SecureString) through the Powertools
+    Parameters cache: fetched on first use, refreshed every five minutes."""
+
+    def read() -> str | None:
+        from aws_lambda_powertools.utilities import parameters
+
+        value = parameters.get_parameter(name, decrypt=True, max_age=300)
+        return str(value) if value else None
+
+    return read
+
+
+def build_chat_model(
+    spec: ModelSpec, settings: Settings, *, counter: TokenCounter | None = None, **deps: Any
+) -> ChatModel:
+    """Construct the provider of ``spec``; ``deps`` may inject ``http_client``."""
+    if spec.provider == "offline":
+        from agent_harness.models.offline import OfflineChatModel
+
+        return OfflineChatModel(counter=counter)
+    if spec.provider in ("openai", "ollama"):
+        from agent_harness.models.openai import OpenAIChatModel
+
+        if spec.provider == "ollama":
+            return OpenAIChatModel(
+                spec.name,
+                base_url=settings.ollama_base_url,
+                timeout=settings.model_timeout_seconds,
+                client=deps.get("http_client"),
+                label="ollama",
+            )
+        key: Callable[[], str | None] | str | None = None
+        if settings.openai_api_key is not None:
+            key = settings.openai_api_key.get_secret_value()
+        elif settings.openai_api_key_parameter:
+            key = _secret_from_parameter(settings.openai_api_key_parameter)
+        return OpenAIChatModel(
+            spec.name,
+            base_url=settings.openai_base_url,
+            api_key=key,
+            timeout=settings.model_timeout_seconds,
+            client=deps.get("http_client"),
+        )
+    raise ConfigError(
+        f"model provider {spec.provider!r} is not available in this build; "
+        "use 'offline', 'openai:<model>' (any OpenAI-compatible server) or 'ollama:<model>'"
+    )
+
+
+class ModelRegistry:
+    """Builds each configured model once, lazily; tests pass ``overrides`` per role."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        counter: TokenCounter | None = None,
+        overrides: dict[str, ChatModel] | None = None,
+        **deps: Any,
+    ) -> None:
+        self._settings = settings
+        self._counter = counter
+        self._overrides = dict(overrides or {})
+        self._deps = deps
+        self._built: dict[str, ChatModel] = {}
+        self._lock = threading.Lock()
+
+    def for_role(self, role: Role) -> ChatModel:
+        if role in self._overrides:
+            return self._overrides[role]
+        spec = self._settings.model_for(role)
+        with self._lock:
+            model = self._built.get(str(spec))
+            if model is None:
+                model = build_chat_model(spec, self._settings, counter=self._counter, **self._deps)
+                self._built[str(spec)] = model
+            return model

@@ -1,0 +1,86 @@
+"""The provider-agnostic chat interface.
+
+A ``ChatModel`` takes a ``ChatRequest`` (messages, optional tools, and the purpose of
+the call) and returns a ``ChatResponse``. Providers translate to and from their wire
+format; nothing else in the package knows one. ``purpose`` tells which of the three
+roles of DESIGN §5 is calling (agent, flush/consolidate = memory, compact); real
+providers only log it, the offline model uses it to pick its deterministic behaviour.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ChatModel",
+    "ChatRequest",
+    "ChatResponse",
+    "Message",
+    "Purpose",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+]
+
+Purpose = Literal["agent", "flush", "consolidate", "compact"]
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    name: str
+    arguments: str = "{}"  # JSON text, as the model produced it
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class ToolSpec(BaseModel):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+
+class ChatRequest(BaseModel):
+    messages: list[Message]
+    tools: list[ToolSpec] = Field(default_factory=list)
+    purpose: Purpose = "agent"
+    max_output_tokens: int | None = None
+
+
+class ChatResponse(BaseModel):
+    message: Message
+    usage: Usage = Field(default_factory=Usage)
+    model: str
+    finish_reason: str | None = None
+
+
+class ChatModel(Protocol):
+    """Anything that can answer a chat request. Raise ``ModelError`` subclasses on failure."""
+
+    @property
+    def name(self) -> str: ...
+
+    def complete(self, request: ChatRequest) -> ChatResponse: ...

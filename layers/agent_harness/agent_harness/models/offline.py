@@ -1,0 +1,309 @@
+"""The ``offline`` model: a deterministic stand-in for local runs and tests. Not an LLM.
+
+It reads the same prompts a real model gets and behaves by purpose:
+
+    agent        answers from the memory it was given, by keyword overlap
+    flush        extracts first-person durable statements ("I prefer…", "remember…",
+                 "we decided…", "我喜欢…", "记住…") as ``- User said: …`` bullets, or NO_REPLY
+    consolidate  merges new ledger bullets into MEMORY.md by normalised de-duplication
+    compact      summarises extractively (the first sentence of each message)
+
+Every answer it writes to the user starts with ``[offline model]`` so nobody mistakes it
+for a real model.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import TYPE_CHECKING
+
+from agent_harness import markup
+from agent_harness.models.base import ChatRequest, ChatResponse, Message, Usage
+
+if TYPE_CHECKING:
+    from agent_harness.tokens import TokenCounter
+
+__all__ = ["LABEL", "OfflineChatModel", "extract_facts", "normalise"]
+
+LABEL = "[offline model]"
+NO_REPLY = "NO_REPLY"
+
+_DURABLE = re.compile(
+    r"""
+    \b(?:i|we)\s+(?:really\s+|usually\s+|always\s+|never\s+|don't\s+|do\s+not\s+)?
+        (?:prefer|like|love|hate|dislike|enjoy|avoid|use|work|live|own|have\s+a|am|'m)\b
+    | \bi'm\b | \bmy\s+\w+(?:\s+\w+)?\s+(?:is|are|was)\b | \bmy\s+name\b | \bcall\s+me\b
+    | \bremember\b | \b(?:we|i)\s+(?:have\s+)?(?:decided|agreed|chose|picked|settled)\b
+    | \ballergic\b | \bdeadline\b
+    | 我(?:很|不|最)?(?:喜欢|爱|讨厌|住在|在|是|叫|用|有) | 记住 | 我们(?:决定|同意|选择) | 我的
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+_REMEMBER_PREFIX = re.compile(
+    r"^(?:(?:hi|hello|hey|ok|okay|so|also|and|but|btw)\b[!,.\s]*)*"
+    r"(?:(?:please\s+)?(?:remember|note|keep\s+in\s+mind)(?:\s+that)?[:,]?\s+|记住[:：，,]?)?",
+    re.IGNORECASE,
+)
+_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
+_ROLE_LINE = re.compile(r"^\[(user|assistant|tool)\]:\s?(.*)$")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "for",
+        "with",
+        "from",
+        "by",
+        "about",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "do",
+        "does",
+        "did",
+        "i",
+        "me",
+        "my",
+        "we",
+        "our",
+        "you",
+        "your",
+        "he",
+        "she",
+        "it",
+        "they",
+        "them",
+        "this",
+        "that",
+        "these",
+        "those",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "when",
+        "where",
+        "why",
+        "how",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "have",
+        "has",
+        "had",
+        "not",
+        "no",
+        "yes",
+        "please",
+        "tell",
+        "know",
+        "remember",
+        "again",
+        "any",
+        "some",
+        "there",
+        "here",
+        "just",
+        "so",
+        "very",
+        "much",
+        "many",
+        "more",
+        "most",
+        "than",
+        "then",
+        "also",
+        "too",
+        "am",
+        "im",
+        "ive",
+        "id",
+        "dont",
+        "its",
+        "lets",
+        "say",
+        "said",
+        "user",
+    ]
+)
+
+
+def normalise(text: str) -> str:
+    """Lower-case, NFKC, punctuation and extra spaces removed: the de-duplication key."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = re.sub(r"^[-*\s]+", "", text)
+    text = re.sub(r"^user said:\s*", "", text)
+    return " ".join(_WORD.findall(text))
+
+
+def _keywords(text: str) -> set[str]:
+    words = set()
+    for word in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
+        if _CJK.search(word):
+            words.update(ch for ch in word if _CJK.match(ch) and ch not in "我的是了吗什么")
+            continue
+        if word in _STOPWORDS or len(word) < 2:
+            continue
+        words.add(word[:-1] if len(word) > 3 and word.endswith("s") else word)
+    return words
+
+
+def _conversation_turns(text: str) -> list[tuple[str, str]]:
+    """``[role]: text`` lines (with continuation lines) back into (role, text) pairs."""
+    turns: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        match = _ROLE_LINE.match(line)
+        if match:
+            turns.append((match.group(1), match.group(2)))
+        elif turns:
+            role, body = turns[-1]
+            turns[-1] = (role, f"{body}\n{line}")
+    return turns
+
+
+def extract_facts(conversation: str, known: str = "") -> list[str]:
+    """Durable first-person statements of the user, minus those already ``known``."""
+    seen = {normalise(line) for line in known.splitlines() if line.strip()}
+    facts: list[str] = []
+    for role, body in _conversation_turns(conversation):
+        if role != "user":
+            continue
+        for raw in _SENTENCE.findall(body):
+            sentence = _REMEMBER_PREFIX.sub("", raw.strip()).strip()
+            if len(sentence) < 4 or not _DURABLE.search(raw):
+                continue
+            sentence = sentence[0].upper() + sentence[1:]
+            key = normalise(sentence)
+            if key and key not in seen:
+                seen.add(key)
+                facts.append(f"- User said: {sentence}")
+    return facts
+
+
+def _memory_lines(messages: list[Message]) -> list[str]:
+    for message in messages:
+        block = markup.extract(message.content, markup.MEMORY)
+        if message.role == "user" and markup.HARNESS_CONTEXT in message.content and block:
+            return [
+                line.strip().lstrip("-* ").strip()
+                for line in block.splitlines()
+                if line.strip() and not line.lstrip().startswith(("#", ">", "["))
+            ]
+    return []
+
+
+class OfflineChatModel:
+    """Deterministic, dependency-free. ``counter`` reports token usage like a provider."""
+
+    def __init__(self, counter: TokenCounter | None = None) -> None:
+        self._counter = counter
+
+    @property
+    def name(self) -> str:
+        return "offline"
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        handler = {
+            "agent": self._answer,
+            "flush": self._flush,
+            "consolidate": self._consolidate,
+            "compact": self._compact,
+        }[request.purpose]
+        text = handler(request.messages)
+        usage = Usage()
+        if self._counter is not None:
+            usage = Usage(
+                input_tokens=sum(self._counter.count(m.content) for m in request.messages),
+                output_tokens=self._counter.count(text),
+            )
+        return ChatResponse(
+            message=Message(role="assistant", content=text),
+            usage=usage,
+            model="offline",
+            finish_reason="stop",
+        )
+
+    # purposes -------------------------------------------------------------
+    @staticmethod
+    def _answer(messages: list[Message]) -> str:
+        question = next((m.content for m in reversed(messages) if m.role == "user"), "")
+        wanted = _keywords(question)
+        scored: list[tuple[int, int, str]] = []
+        for index, line in enumerate(_memory_lines(messages)):
+            score = len(wanted & _keywords(line))
+            if score:
+                scored.append((score, index, line))
+        if not scored:
+            return f"{LABEL} I have nothing in memory about that yet."
+        best = max(score for score, _, _ in scored)
+        lines = [line for score, _, line in sorted(scored, key=lambda s: s[1]) if score == best]
+        return f"{LABEL} From memory: " + " | ".join(lines[:3])
+
+    @staticmethod
+    def _flush(messages: list[Message]) -> str:
+        prompt = "\n".join(m.content for m in messages if m.role == "user")
+        conversation = markup.extract(prompt, markup.CONVERSATION) or ""
+        known = "\n".join(
+            block
+            for block in (
+                markup.extract(prompt, markup.MEMORY_MD),
+                markup.extract(prompt, markup.LEDGER_TODAY),
+            )
+            if block
+        )
+        facts = extract_facts(conversation, known)
+        return "\n".join(facts) if facts else NO_REPLY
+
+    @staticmethod
+    def _consolidate(messages: list[Message]) -> str:
+        prompt = "\n".join(m.content for m in messages if m.role == "user")
+        current = (markup.extract(prompt, markup.CURRENT_MEMORY) or "").strip()
+        if current == "(empty)":
+            current = ""
+        entries = markup.extract(prompt, markup.NEW_ENTRIES) or ""
+        seen = {normalise(line) for line in current.splitlines() if line.strip()}
+        added: list[str] = []
+        for line in entries.splitlines():
+            stripped = line.strip()
+            if not stripped.startswith(("- ", "* ")):
+                continue
+            key = normalise(stripped)
+            if key and key not in seen:
+                seen.add(key)
+                added.append("- " + stripped[2:].strip())
+        body = current or "# Memory"
+        return f"{body.rstrip()}\n" + ("\n" + "\n".join(added) + "\n" if added else "")
+
+    @staticmethod
+    def _compact(messages: list[Message]) -> str:
+        prompt = "\n".join(m.content for m in messages if m.role == "user")
+        source = markup.extract(prompt, markup.MESSAGES) or prompt
+        points = []
+        for role, body in _conversation_turns(source):
+            first = (_SENTENCE.findall(body.strip()) or [""])[0].strip()
+            if first:
+                points.append(f"- {role}: {first[:200]}")
+        return "## SUMMARY (offline, extractive)\n" + ("\n".join(points) or "None")

@@ -1,0 +1,72 @@
+"""The composition root: every seam the services use, in one injectable object.
+
+Handlers build one ``Runtime`` per container (``Runtime.from_settings``, cheap: boto3
+clients only); tests build one from fakes or moto clients. Services never reach for
+globals, environment variables or clients of their own.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agent_harness.clock import Clock, SystemClock
+from agent_harness.models import ModelRegistry
+from agent_harness.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import boto3
+
+    from agent_harness.aws.queues import JobQueue
+    from agent_harness.aws.state import StateTable
+    from agent_harness.aws.workspace import WorkspaceStore
+    from agent_harness.settings import Settings
+
+__all__ = ["Runtime"]
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    store: WorkspaceStore
+    table: StateTable
+    queue: JobQueue
+    models: ModelRegistry
+    counter: TokenCounter
+    clock: Clock = field(default_factory=SystemClock)
+    new_id: Callable[[], str] = _new_id
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        session: boto3.Session | None = None,
+        clients: dict[str, Any] | None = None,
+        **model_deps: Any,
+    ) -> Runtime:
+        """Wire the AWS implementations. Creates clients, nothing else: no I/O."""
+        from agent_harness.aws.clients import aws_clients
+        from agent_harness.aws.queues import SqsJobQueue
+        from agent_harness.aws.state import DynamoStateTable
+        from agent_harness.aws.workspace import S3WorkspaceStore
+
+        made = clients or aws_clients(session)
+        counter = TokenCounter(settings.token_encoding, settings.tiktoken_cache_dir)
+        return cls(
+            settings=settings,
+            store=S3WorkspaceStore(made["s3"], settings.bucket),
+            table=DynamoStateTable(made["dynamodb"], settings.table),
+            queue=SqsJobQueue(
+                made["sqs"], settings.flush_queue_url, settings.consolidation_queue_url
+            ),
+            models=ModelRegistry(settings, counter=counter, **model_deps),
+            counter=counter,
+        )

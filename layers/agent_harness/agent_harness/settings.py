@@ -1,0 +1,179 @@
+"""All configuration in one place.
+
+Every environment variable the package reads is named in ``ENV`` below and nowhere
+else; library code receives a validated ``Settings`` object and never reads
+``os.environ``. ``Settings.from_env()`` is cheap (no I/O) and raises ``ConfigError``
+naming the variable at cold start, so a bad deployment fails loudly and early.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from agent_harness.errors import ConfigError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = ["ENV", "PROVIDERS", "ModelSpec", "Settings", "parse_model_spec"]
+
+#: Providers a model string may name (``provider:model``); ``offline`` stands alone.
+PROVIDERS = ("offline", "openai", "ollama", "anthropic", "bedrock")
+
+#: field name -> environment variable. The README configuration table mirrors this.
+ENV: dict[str, str] = {
+    "bucket": "HARNESS_BUCKET",
+    "table": "HARNESS_TABLE",
+    "flush_queue_url": "HARNESS_FLUSH_QUEUE_URL",
+    "consolidation_queue_url": "HARNESS_CONSOLIDATION_QUEUE_URL",
+    "auth_mode": "HARNESS_AUTH_MODE",
+    "agent_model": "HARNESS_MODEL",
+    "memory_model": "HARNESS_MEMORY_MODEL",
+    "compaction_model": "HARNESS_COMPACTION_MODEL",
+    "model_timeout_seconds": "HARNESS_MODEL_TIMEOUT_SECONDS",
+    "model_max_output_tokens": "HARNESS_MODEL_MAX_OUTPUT_TOKENS",
+    "openai_api_key": "OPENAI_API_KEY",
+    "openai_base_url": "OPENAI_BASE_URL",
+    "openai_api_key_parameter": "HARNESS_OPENAI_API_KEY_PARAMETER",
+    "ollama_base_url": "OLLAMA_BASE_URL",
+    "anthropic_api_key": "ANTHROPIC_API_KEY",
+    "anthropic_base_url": "ANTHROPIC_BASE_URL",
+    "timezone": "HARNESS_TIMEZONE",
+    "consolidation_max_tokens": "HARNESS_CONSOLIDATION_MAX_TOKENS",
+    "consolidation_min_gap_seconds": "HARNESS_CONSOLIDATION_MIN_GAP_SECONDS",
+    "consolidation_lease_seconds": "HARNESS_CONSOLIDATION_LEASE_SECONDS",
+    "consolidation_max_input_bytes": "HARNESS_CONSOLIDATION_MAX_INPUT_BYTES",
+    "flush_trigger": "HARNESS_FLUSH_TRIGGER",
+    "flush_min_gap_seconds": "HARNESS_FLUSH_MIN_GAP_SECONDS",
+    "session_lease_seconds": "HARNESS_SESSION_LEASE_SECONDS",
+    "max_message_chars": "HARNESS_MAX_MESSAGE_CHARS",
+    "max_model_calls": "HARNESS_MAX_MODEL_CALLS",
+    "context_max_messages": "HARNESS_CONTEXT_MAX_MESSAGES",
+    "due_shards": "HARNESS_DUE_SHARDS",
+    "token_encoding": "HARNESS_TOKEN_ENCODING",
+    "tiktoken_cache_dir": "TIKTOKEN_CACHE_DIR",
+}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed model string: ``openai:gpt-4.1-mini`` -> ("openai", "gpt-4.1-mini")."""
+
+    provider: str
+    name: str
+
+    def __str__(self) -> str:
+        return self.provider if self.provider == "offline" else f"{self.provider}:{self.name}"
+
+
+def parse_model_spec(value: str) -> ModelSpec:
+    """Parse ``provider:model`` (or ``offline``) and check the provider is known."""
+    text = value.strip()
+    if text == "offline":
+        return ModelSpec("offline", "offline")
+    provider, sep, name = text.partition(":")
+    if not sep or not name.strip():
+        raise ValueError(f"model string {value!r} must look like 'provider:model' or 'offline'")
+    if provider not in PROVIDERS:
+        raise ValueError(f"unknown model provider {provider!r}; known: {', '.join(PROVIDERS)}")
+    return ModelSpec(provider, name.strip())
+
+
+class Settings(BaseModel):
+    """Validated configuration. Build with ``Settings.from_env()`` or directly in tests."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # resources
+    bucket: str = ""
+    table: str = ""
+    flush_queue_url: str = ""
+    consolidation_queue_url: str = ""
+
+    # identity: "jwt" reads the authorizer's `sub` claim; "dev" trusts the X-User-Id header
+    auth_mode: Literal["jwt", "dev"] = "jwt"
+
+    # models (DESIGN §5): unset roles fall back to the agent model
+    agent_model: str = "offline"
+    memory_model: str | None = None
+    compaction_model: str | None = None
+    model_timeout_seconds: float = Field(default=25.0, gt=0, le=900)
+    model_max_output_tokens: int = Field(default=2048, gt=0)
+    openai_api_key: SecretStr | None = None
+    openai_base_url: str = "https://api.openai.com/v1"
+    openai_api_key_parameter: str | None = None
+    ollama_base_url: str = "http://127.0.0.1:11434/v1"
+    anthropic_api_key: SecretStr | None = None
+    anthropic_base_url: str = "https://api.anthropic.com"
+
+    # memory
+    timezone: str = "UTC"
+    consolidation_max_tokens: int = Field(default=4000, gt=0)
+    consolidation_min_gap_seconds: int = Field(default=1800, ge=0)
+    consolidation_lease_seconds: int = Field(default=900, gt=0)
+    consolidation_max_input_bytes: int = Field(default=200_000, ge=1_000)
+    flush_trigger: Literal["always", "never", "throttled"] = "always"
+    flush_min_gap_seconds: int = Field(default=300, ge=0)
+
+    # agent call
+    session_lease_seconds: int = Field(default=60, gt=0)
+    max_message_chars: int = Field(default=100_000, gt=0)
+    max_model_calls: int = Field(default=8, gt=0, le=64)
+    context_max_messages: int = Field(default=40, ge=2)
+
+    # fan-out and tokens
+    due_shards: int = Field(default=16, gt=0, le=1024)
+    token_encoding: str = "cl100k_base"
+    tiktoken_cache_dir: str | None = None
+
+    @field_validator("agent_model")
+    @classmethod
+    def _check_agent_model(cls, value: str) -> str:
+        parse_model_spec(value)
+        return value.strip()
+
+    @field_validator("memory_model", "compaction_model")
+    @classmethod
+    def _check_role_model(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parse_model_spec(value)
+        return value.strip()
+
+    @field_validator("timezone")
+    @classmethod
+    def _check_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {value!r}") from exc
+        return value
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Read every ``ENV`` variable that is set and non-empty; validate the lot."""
+        env = os.environ if environ is None else environ
+        values = {field: env[var] for field, var in ENV.items() if env.get(var, "").strip()}
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = str(first["loc"][0]) if first["loc"] else "?"
+            var = ENV.get(field, field)
+            raise ConfigError(f"invalid configuration {var}: {first['msg']}") from exc
+
+    # derived, cached on the frozen instance
+    @cached_property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    def model_for(self, role: Literal["agent", "memory", "compaction"]) -> ModelSpec:
+        """The model of a role, falling back to the agent model when unset."""
+        chosen = {"memory": self.memory_model, "compaction": self.compaction_model}.get(role)
+        return parse_model_spec(chosen or self.agent_model)

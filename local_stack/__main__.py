@@ -1,0 +1,57 @@
+"""`make dev` / `python -m local_stack`: run the local stack until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+
+from local_stack.stack import LocalStack, LocalStackConfig
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m local_stack", description=__doc__)
+    parser.add_argument("--port", type=int, default=int(os.environ.get("LOCAL_HTTP_PORT", 3000)))
+    parser.add_argument(
+        "--moto-port", type=int, default=int(os.environ.get("LOCAL_MOTO_PORT", 5001))
+    )
+    parser.add_argument(
+        "--schedule-seconds",
+        type=float,
+        default=float(os.environ.get("LOCAL_SCHEDULE_SECONDS", 30)),
+        help="interval of the consolidation schedule (default 30)",
+    )
+    parser.add_argument(
+        "--aws-only", action="store_true", help="run only the embedded AWS (for sam local)"
+    )
+    args = parser.parse_args(argv)
+
+    stack = LocalStack(
+        LocalStackConfig(
+            http_port=args.port,
+            moto_port=args.moto_port,
+            schedule_seconds=args.schedule_seconds,
+            aws_only=args.aws_only,
+        )
+    )
+    done = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    try:
+        stack.start()
+    except OSError as exc:
+        print(f"cannot start the local stack: {exc} (is another one running?)", file=sys.stderr)
+        return 1
+    print(stack.describe(), flush=True)
+    print("local stack ready", flush=True)
+    done.wait()
+    print("\nstopping...", flush=True)
+    stack.stop()
+    print("stopped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

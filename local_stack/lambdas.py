@@ -1,0 +1,208 @@
+"""Run the real handlers in-process, the way Lambda would.
+
+Each handler module is imported under *its own* function environment (Globals plus the
+function's variables from template.yaml, resolved), because handlers read their
+configuration once at import, as in a Lambda container. Events are built in the exact
+shapes Lambda delivers: API Gateway HTTP API v2 payloads and SQS batch records.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.util
+import itertools
+import os
+import sys
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote_plus
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from types import ModuleType
+
+    from local_stack.resources import Resolver
+
+_IMPORT_LOCK = threading.Lock()
+_CONTAINERS = itertools.count(1)
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextmanager
+def environment(env: dict[str, str]) -> Iterator[None]:
+    """Temporarily set process variables; restore the previous values afterwards."""
+    saved = {k: os.environ.get(k) for k in env}
+    try:
+        for key, value in env.items():
+            os.environ[key] = value
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old
+
+
+def handler_module_name(template: dict[str, Any], function_id: str) -> str:
+    props = template["Resources"][function_id]["Properties"]
+    module = props["Handler"].rsplit(".", 1)[0]
+    return props["CodeUri"].strip("/").replace("/", ".") + "." + module
+
+
+def handler_path(template: dict[str, Any], function_id: str) -> Path:
+    props = template["Resources"][function_id]["Properties"]
+    module = props["Handler"].rsplit(".", 1)[0]
+    return ROOT / props["CodeUri"] / f"{module}.py"
+
+
+def import_handler(resolver: Resolver, function_id: str, env: dict[str, str]) -> ModuleType:
+    """Load a fresh copy of a function's handler module under ``env``: a cold start of one
+    container. Copies share nothing module-level, so several can serve requests at once,
+    each one request at a time, as Lambda runs them."""
+    name = f"{handler_module_name(resolver.template, function_id)}__container{next(_CONTAINERS)}"
+    spec = importlib.util.spec_from_file_location(
+        name, handler_path(resolver.template, function_id)
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    with _IMPORT_LOCK, environment(env):
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return module
+
+
+class ContainerPool:
+    """Warm containers of one function; a new one is cold-started when all are busy."""
+
+    def __init__(self, resolver: Resolver, function_id: str, env: dict[str, str]) -> None:
+        self.function_id = function_id
+        self._resolver = resolver
+        self._env = env
+        self._idle: list[ModuleType] = [import_handler(resolver, function_id, env)]
+        self._lock = threading.Lock()
+        self.started = 1
+
+    def invoke(self, event: dict[str, Any]) -> Any:
+        with self._lock:
+            module = self._idle.pop() if self._idle else None
+        if module is None:
+            module = import_handler(self._resolver, self.function_id, self._env)
+            with self._lock:
+                self.started += 1
+        try:
+            return module.lambda_handler(event, context_for(self.function_id))
+        finally:
+            with self._lock:
+                self._idle.append(module)
+
+
+@dataclass
+class LambdaContext:
+    """The attributes Powertools reads from a Lambda context."""
+
+    function_name: str
+    aws_request_id: str
+    memory_limit_in_mb: int = 512
+    function_version: str = "$LATEST"
+    log_group_name: str = "/aws/lambda/local"
+    log_stream_name: str = "local"
+    timeout_ms: int = 30_000
+
+    @property
+    def invoked_function_arn(self) -> str:
+        return f"arn:aws:lambda:us-east-1:123456789012:function:{self.function_name}"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.timeout_ms
+
+
+def context_for(function_id: str) -> LambdaContext:
+    return LambdaContext(function_name=function_id, aws_request_id=str(uuid.uuid4()))
+
+
+def http_event(
+    method: str,
+    raw_path: str,
+    *,
+    query: str = "",
+    headers: dict[str, str] | None = None,
+    body: bytes = b"",
+    source_ip: str = "127.0.0.1",
+) -> dict[str, Any]:
+    """An API Gateway HTTP API (payload 2.0) event, as the `$default` route sends it."""
+    lowered = {k.lower(): v for k, v in (headers or {}).items()}
+    now = time.time()
+    query_params: dict[str, str] = {}
+    for pair in filter(None, query.split("&")):
+        key, _, value = pair.partition("=")
+        key, value = unquote_plus(key), unquote_plus(value)
+        query_params[key] = f"{query_params[key]},{value}" if key in query_params else value
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": raw_path,
+        "rawQueryString": query,
+        "headers": lowered,
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "local",
+            "domainName": lowered.get("host", "127.0.0.1"),
+            "domainPrefix": "local",
+            "http": {
+                "method": method,
+                "path": raw_path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": source_ip,
+                "userAgent": lowered.get("user-agent", ""),
+            },
+            "requestId": str(uuid.uuid4()),
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+            "timeEpoch": int(now * 1000),
+        },
+        "isBase64Encoded": bool(body),
+    }
+    if query_params:
+        event["queryStringParameters"] = query_params
+    if body:
+        event["body"] = base64.b64encode(body).decode()
+    return event
+
+
+def sqs_record(message: dict[str, Any], queue_arn: str) -> dict[str, Any]:
+    """A received SQS message (ReceiveMessage with all attributes) as a Lambda record."""
+    body = message["Body"]
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": body,
+        "attributes": dict(message.get("Attributes", {})),
+        "messageAttributes": message.get("MessageAttributes", {}),
+        "md5OfBody": message.get("MD5OfBody") or hashlib.md5(body.encode()).hexdigest(),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": queue_arn.split(":")[3],
+    }
+
+
+def scheduled_event(rule_arn: str) -> dict[str, Any]:
+    """The EventBridge "Scheduled Event" a `Type: Schedule` rule sends."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": "123456789012",
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "region": "us-east-1",
+        "resources": [rule_arn],
+        "detail": {},
+    }

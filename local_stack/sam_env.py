@@ -1,0 +1,76 @@
+"""The `sam local --env-vars` file: each function's template variables, resolved to the
+embedded AWS of `make moto`. SAM CLI only overrides variables the template declares,
+which is why template.yaml declares AWS_ENDPOINT_URL (empty in AWS).
+
+    python -m local_stack.sam_env --write     regenerate local_stack/sam-env.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from local_stack.resources import (
+    ACCOUNT,
+    LOCAL_NAMES,
+    REGION,
+    Resolver,
+    function_environment,
+    function_ids,
+    load_template,
+)
+
+ENV_FILE = Path(__file__).resolve().parent / "sam-env.json"
+#: `sam local` runs the function in a container; with `--docker-network host` it reaches
+#: the moto server of `make moto` on the host's loopback
+ENDPOINT = "http://127.0.0.1:5001"
+
+
+def local_resolver(template: dict[str, Any], endpoint: str = ENDPOINT) -> Resolver:
+    """The names `make moto` gives the template's resources, without creating them."""
+    resolver = Resolver(template, parameters={"DevMode": "true"})
+    for logical, res in template["Resources"].items():
+        name = LOCAL_NAMES.get(logical)
+        if name is None:
+            continue
+        if res["Type"] == "AWS::SQS::Queue":
+            resolver.refs[logical] = f"{endpoint}/{ACCOUNT}/{name}"
+            resolver.attrs[(logical, "Arn")] = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
+        else:
+            resolver.refs[logical] = name
+    return resolver
+
+
+def build(template: dict[str, Any] | None = None) -> dict[str, dict[str, str]]:
+    template = template or load_template()
+    resolver = local_resolver(template)
+    env = {}
+    for function_id in function_ids(template):
+        variables = function_environment(resolver, function_id)
+        variables["AWS_ENDPOINT_URL"] = ENDPOINT
+        env[function_id] = variables
+    return env
+
+
+def render(env: dict[str, dict[str, str]]) -> str:
+    return json.dumps(env, indent=2, sort_keys=True) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="write local_stack/sam-env.json")
+    args = parser.parse_args(argv)
+    text = render(build())
+    if args.write:
+        ENV_FILE.write_text(text)
+        print(f"wrote {ENV_FILE}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

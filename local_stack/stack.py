@@ -1,0 +1,308 @@
+"""The local stack: the real handlers behind an HTTP adapter, an SQS poller and a schedule
+timer, on an embedded AWS (moto server on 127.0.0.1). No Docker, no AWS account.
+
+    HTTP 127.0.0.1:3000 --API GW v2 event--> AgentCallFunction containers
+    moto 127.0.0.1:5001   S3 bucket, DynamoDB table, SQS queues from template.yaml
+    poller  FlushQueue ---------SQS event--> MemoryFlushFunction
+            ConsolidationQueue --SQS event--> MemoryConsolidateFunction
+    timer   every N s --Scheduled Event----> MemoryConsolidateFunction
+
+Same code path as in AWS: handlers are imported with the environment the template gives
+their function (resources resolved to the local names), and receive events in the exact
+shapes Lambda delivers.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+import boto3
+
+from agent_harness.tokens import DEFAULT_CACHE_DIR
+from local_stack.lambdas import ContainerPool, http_event, scheduled_event, sqs_record
+from local_stack.resources import create_resources, function_environment, load_template
+
+if TYPE_CHECKING:
+    from local_stack.resources import Resolver
+
+#: resource variables come from the template; everything else the caller exports
+#: (HARNESS_MODEL, OPENAI_API_KEY, ...) overrides the template's defaults
+_RESOURCE_VARS = {
+    "HARNESS_BUCKET",
+    "HARNESS_TABLE",
+    "HARNESS_FLUSH_QUEUE_URL",
+    "HARNESS_CONSOLIDATION_QUEUE_URL",
+    "AWS_ENDPOINT_URL",
+    "TIKTOKEN_CACHE_DIR",
+}
+_PASSTHROUGH_PREFIXES = ("HARNESS_", "OPENAI_", "OLLAMA_", "ANTHROPIC_", "POWERTOOLS_")
+
+
+@dataclass
+class LocalStackConfig:
+    http_port: int = 3000
+    moto_port: int = 5001
+    schedule_seconds: float = 30.0
+    retry_seconds: int = 5  # visibility timeout after a failed record (AWS: the queue's)
+    consolidation_min_gap_seconds: int = 0
+    aws_only: bool = False
+    environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+
+def _require_free_port(port: int) -> None:
+    """Fail fast: moto only prints a warning when its port is taken, and the stack would
+    then quietly use whatever server holds it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers do
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise OSError(f"127.0.0.1:{port} is already in use") from exc
+
+
+class LocalStack:
+    def __init__(self, config: LocalStackConfig) -> None:
+        self.config = config
+        self.stopping = threading.Event()
+        self.threads: list[threading.Thread] = []
+        self.http: ThreadingHTTPServer | None = None
+        self.pools: dict[str, ContainerPool] = {}
+        self.resolver: Resolver | None = None
+        self.endpoint = f"http://127.0.0.1:{config.moto_port}"
+
+    # -- start / stop --------------------------------------------------------
+    def start(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        # fake credentials: nothing here may ever reach a real AWS account
+        for key, value in {
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_REGION": "us-east-1",
+        }.items():
+            os.environ[key] = value
+        os.environ.pop("AWS_PROFILE", None)
+        os.environ.pop("AWS_SESSION_TOKEN", None)
+        # read at flush time, so process-wide: EMF metric blobs only clutter a terminal
+        os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's access log
+
+        ports = [self.config.moto_port] + ([] if self.config.aws_only else [self.config.http_port])
+        for port in ports:
+            _require_free_port(port)
+        self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.config.moto_port)
+        self.moto.start()
+        clients = {
+            name: boto3.client(name, endpoint_url=self.endpoint, region_name="us-east-1")
+            for name in ("s3", "dynamodb", "sqs")
+        }
+        self.clients = clients
+        template = load_template()
+        self.resolver = create_resources(
+            template, clients, visibility_timeout=self.config.retry_seconds
+        )
+        self.resolver.parameters.update(
+            DevMode="true",
+            ConsolidationMinGapSeconds=str(self.config.consolidation_min_gap_seconds),
+        )
+        if self.config.aws_only:
+            return
+        for function_id in (
+            "AgentCallFunction",
+            "MemoryFlushFunction",
+            "MemoryConsolidateFunction",
+        ):
+            self.pools[function_id] = ContainerPool(
+                self.resolver, function_id, self.function_env(function_id)
+            )
+        self._start_http()
+        self._start_thread("poller:FlushQueue", self._poll, "FlushQueue", "MemoryFlushFunction")
+        self._start_thread(
+            "poller:ConsolidationQueue",
+            self._poll,
+            "ConsolidationQueue",
+            "MemoryConsolidateFunction",
+        )
+        self._start_thread("schedule", self._tick)
+
+    def function_env(self, function_id: str) -> dict[str, str]:
+        assert self.resolver is not None
+        env = function_environment(self.resolver, function_id)
+        env.update(
+            AWS_ENDPOINT_URL=self.endpoint,
+            TIKTOKEN_CACHE_DIR=str(DEFAULT_CACHE_DIR),
+            POWERTOOLS_LOG_LEVEL="WARNING",  # one line per event is printed instead
+        )
+        for key, value in self.config.environ.items():
+            if key.startswith(_PASSTHROUGH_PREFIXES) and key not in _RESOURCE_VARS:
+                env[key] = value
+        return env
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self.http is not None:
+            self.http.shutdown()
+            self.http.server_close()
+        for thread in self.threads:
+            thread.join(timeout=10)
+        self.moto.stop()
+
+    def _start_thread(self, name: str, target: Any, *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    # -- HTTP adapter --------------------------------------------------------
+    def _start_http(self) -> None:
+        pool = self.pools["AgentCallFunction"]
+
+        class Adapter(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _handle(self) -> None:
+                started = time.perf_counter()
+                length = int(self.headers.get("Content-Length") or 0)
+                payload = self.rfile.read(length) if length else b""
+                path, _, query = self.path.partition("?")
+                event = http_event(
+                    self.command,
+                    path,
+                    query=query,
+                    headers=dict(self.headers.items()),
+                    body=payload,
+                    source_ip=self.client_address[0],
+                )
+                try:
+                    result = pool.invoke(event)
+                except Exception as exc:  # a crashed invocation: API Gateway answers 500
+                    print(f"  !! AgentCallFunction raised {type(exc).__name__}: {exc}", flush=True)
+                    result = {"statusCode": 500, "body": '{"message":"Internal Server Error"}'}
+                body = result.get("body") or ""
+                data = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode()
+                self.send_response(int(result.get("statusCode", 200)))
+                headers = {k.lower(): v for k, v in (result.get("headers") or {}).items()}
+                headers.setdefault("content-type", "application/json")
+                for key, value in headers.items():
+                    if key != "content-length":
+                        self.send_header(key, str(value))
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                elapsed = (time.perf_counter() - started) * 1000
+                status = result.get("statusCode")
+                print(
+                    f"  http  {self.command} {self.path} -> {status} ({elapsed:.0f} ms)", flush=True
+                )
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass  # one line per request is printed by _handle
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", self.config.http_port), Adapter)
+        self.http.daemon_threads = True
+        self._start_thread("http", self.http.serve_forever)
+
+    # -- SQS poller ----------------------------------------------------------
+    def _poll(self, queue: str, function_id: str) -> None:
+        assert self.resolver is not None
+        url = self.resolver.refs[queue]
+        arn = self.resolver.attrs[(queue, "Arn")]
+        sqs = self.clients["sqs"]
+        pool = self.pools[function_id]
+        while not self.stopping.is_set():
+            try:
+                messages = sqs.receive_message(
+                    QueueUrl=url,
+                    MaxNumberOfMessages=10,
+                    WaitTimeSeconds=1,
+                    AttributeNames=["All"],
+                    MessageAttributeNames=["All"],
+                ).get("Messages", [])
+            except Exception as exc:  # the server is going down
+                if not self.stopping.is_set():
+                    print(f"  !! polling {queue} failed: {exc}", flush=True)
+                time.sleep(1)
+                continue
+            if not messages:
+                continue
+            event = {"Records": [sqs_record(m, arn) for m in messages]}
+            try:
+                result = pool.invoke(event)
+                failed = {f["itemIdentifier"] for f in (result or {}).get("batchItemFailures", [])}
+            except Exception as exc:  # the whole batch failed: all records come back later
+                print(f"  !! {function_id} failed the batch: {exc}", flush=True)
+                failed = {m["MessageId"] for m in messages}
+            done = [m for m in messages if m["MessageId"] not in failed]
+            for i in range(0, len(done), 10):
+                sqs.delete_message_batch(
+                    QueueUrl=url,
+                    Entries=[
+                        {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]}
+                        for n, m in enumerate(done[i : i + 10])
+                    ],
+                )
+            print(
+                f"  sqs   {queue}: {len(done)} done, {len(failed)} to retry -> {function_id}",
+                flush=True,
+            )
+
+    # -- schedule ------------------------------------------------------------
+    def _tick(self) -> None:
+        rule = "arn:aws:events:us-east-1:123456789012:rule/local-MemoryConsolidateFunctionTick"
+        pool = self.pools["MemoryConsolidateFunction"]
+        while not self.stopping.wait(self.config.schedule_seconds):
+            try:
+                result = pool.invoke(scheduled_event(rule))
+                print(f"  tick  consolidation fan-out: {json.dumps(result)}", flush=True)
+            except Exception as exc:
+                print(f"  !! scheduled consolidation failed: {exc}", flush=True)
+
+    # -- banner --------------------------------------------------------------
+    def describe(self) -> str:
+        assert self.resolver is not None
+        refs = self.resolver.refs
+        lines = [
+            "agent-harness local stack (no Docker, no AWS account)",
+            f"  embedded AWS (moto)  {self.endpoint}",
+            f"    S3 bucket          {refs['WorkspaceBucket']}",
+            f"    DynamoDB table     {refs['StateTable']}",
+            f"    FlushQueue         {refs['FlushQueue']}",
+            f"    ConsolidationQueue {refs['ConsolidationQueue']}",
+        ]
+        if self.config.aws_only:
+            lines += [
+                "  handlers: not started (--aws-only). Point `sam local` at this endpoint:",
+                "    sam local invoke AgentCallFunction --docker-network host \\",
+                "      --env-vars local_stack/sam-env.json -e events/agent_call_post_message.json",
+            ]
+            return "\n".join(lines)
+        env = self.function_env("AgentCallFunction")
+        model = env.get("HARNESS_MODEL") or "offline"
+        label = " (deterministic stand-in, not an LLM)" if model == "offline" else ""
+        lines += [
+            f"  HTTP API             http://127.0.0.1:{self.config.http_port}   "
+            "(dev auth: send X-User-Id)",
+            "  SQS poller           FlushQueue -> memory_flush, "
+            "ConsolidationQueue -> memory_consolidate",
+            f"  schedule timer       every {self.config.schedule_seconds:g} s "
+            "-> memory_consolidate",
+            f"  models               agent={model}{label}, "
+            f"memory={env.get('HARNESS_MEMORY_MODEL') or model}",
+            f"  try: curl -s -X POST localhost:{self.config.http_port}/v1/sessions/s1/messages "
+            "-H 'X-User-Id: me' \\",
+            "         -H 'content-type: application/json' "
+            '-d \'{"message": "Remember that I prefer tea."}\'',
+            "  Ctrl-C stops everything.",
+        ]
+        return "\n".join(lines)

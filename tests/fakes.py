@@ -1,0 +1,373 @@
+"""In-memory fakes of the seams, with the same conditional semantics as S3 and DynamoDB.
+
+Unit tests run the real services on these (no AWS, no network); integration tests run
+the same services on moto, so a fake that drifted from AWS would show there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+
+from agent_harness.aws.state import DueUser, SessionState, UserState, due_shard
+from agent_harness.aws.workspace import ObjectInfo, StoredObject, VersionInfo
+from agent_harness.errors import (
+    ConflictError,
+    ModelError,
+    PreconditionFailedError,
+    SessionBusyError,
+    StoreError,
+)
+from agent_harness.ids import User, validate_relative_path
+from agent_harness.jobs import ConsolidationJob, PostTurnJob
+from agent_harness.models import ModelRegistry
+from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from agent_harness.runtime import Runtime
+from agent_harness.settings import Settings
+from agent_harness.tokens import TokenCounter
+
+
+class ManualClock:
+    def __init__(self, start: datetime | None = None) -> None:
+        self.current = start or datetime(2026, 11, 30, 9, 0, 0, tzinfo=UTC)
+
+    def now(self) -> datetime:
+        return self.current
+
+    def advance(self, **kwargs: float) -> None:
+        self.current += timedelta(**kwargs)
+
+
+@dataclass
+class _Version:
+    data: bytes
+    etag: str
+    version_id: str
+    at: datetime
+
+
+class MemoryStore:
+    """A versioned bucket in memory: If-Match, If-None-Match, ranges, versions."""
+
+    def __init__(self, clock: ManualClock | None = None) -> None:
+        self.objects: dict[str, list[_Version]] = {}
+        self.clock = clock or ManualClock()
+        self.lock = threading.Lock()
+        self.calls: list[tuple[str, str]] = []
+        self.fail_puts: Callable[[str], bool] = lambda key: False
+        self._ids = itertools.count(1)
+
+    @staticmethod
+    def key(user: User, path: str) -> str:
+        return f"users/{user.key}/{validate_relative_path(path)}"
+
+    def text(self, user: User, path: str) -> str | None:
+        versions = self.objects.get(self.key(user, path))
+        return versions[-1].data.decode() if versions else None
+
+    def _obj(self, path: str, v: _Version, data: bytes | None = None) -> StoredObject:
+        body = v.data if data is None else data
+        return StoredObject(path, body.decode(), v.etag, len(v.data), v.at, v.version_id)
+
+    def get(self, user: User, path: str) -> StoredObject | None:
+        self.calls.append(("get", path))
+        with self.lock:
+            versions = self.objects.get(self.key(user, path))
+            return self._obj(path, versions[-1]) if versions else None
+
+    def get_from(self, user: User, path: str, offset: int) -> StoredObject | None:
+        self.calls.append(("get_from", path))
+        with self.lock:
+            versions = self.objects.get(self.key(user, path))
+            if not versions:
+                return None
+            return self._obj(path, versions[-1], versions[-1].data[offset:])
+
+    def get_many(self, user: User, paths: list[str]) -> dict[str, StoredObject]:
+        found = {p: self.get(user, p) for p in paths}
+        return {p: o for p, o in found.items() if o is not None}
+
+    def put(
+        self,
+        user: User,
+        path: str,
+        content: str,
+        *,
+        if_match: str | None = None,
+        create_only: bool = False,
+    ) -> str:
+        key = self.key(user, path)
+        self.calls.append(("put", path))
+        if self.fail_puts(path):
+            raise StoreError(f"injected failure writing {path}")
+        with self.lock:
+            versions = self.objects.get(key)
+            if create_only and versions:
+                raise PreconditionFailedError(f"{path} exists")
+            if if_match is not None and (not versions or versions[-1].etag != if_match):
+                raise PreconditionFailedError(f"{path} changed")
+            data = content.encode()
+            etag = '"' + hashlib.md5(data + str(next(self._ids)).encode()).hexdigest() + '"'
+            version = _Version(data, etag, f"v{next(self._ids)}", self.clock.now())
+            self.objects.setdefault(key, []).append(version)
+            return etag
+
+    def append(self, user: User, path: str, build: Callable[[str], str | None]) -> str | None:
+        for _ in range(8):
+            current = self.get(user, path)
+            addition = build(current.content if current else "")
+            if not addition:
+                return None
+            try:
+                if current is None:
+                    return self.put(user, path, addition, create_only=True)
+                return self.put(user, path, current.content + addition, if_match=current.etag)
+            except PreconditionFailedError:
+                continue
+        raise StoreError("too many writers")
+
+    def list(self, user: User, prefix: str, *, recursive: bool = True) -> list[ObjectInfo]:
+        base = f"users/{user.key}/"
+        full = base + (prefix.rstrip("/") + "/" if prefix else "")
+        out = []
+        for key in sorted(self.objects):
+            if not key.startswith(full):
+                continue
+            rest = key[len(full) :]
+            if not recursive and "/" in rest:
+                continue
+            v = self.objects[key][-1]
+            out.append(ObjectInfo(key[len(base) :], len(v.data), v.etag, v.at))
+        return out
+
+    def list_versions(self, user: User, path: str) -> list[VersionInfo]:
+        versions = self.objects.get(self.key(user, path), [])
+        return [
+            VersionInfo(v.version_id, v.at, v.etag, len(v.data), i == len(versions) - 1)
+            for i, v in reversed(list(enumerate(versions)))
+        ]
+
+    def get_version(self, user: User, path: str, version_id: str) -> StoredObject | None:
+        for v in self.objects.get(self.key(user, path), []):
+            if v.version_id == version_id:
+                return self._obj(path, v)
+        return None
+
+
+@dataclass
+class _SessionItem:
+    state: SessionState = field(default_factory=SessionState)
+    lease_owner: str | None = None
+    lease_expires_ms: int = 0
+    flush_gate_ms: int | None = None
+
+
+@dataclass
+class _UserItem:
+    state: UserState = field(default_factory=UserState)
+    user_id: str = ""
+    shard: str | None = None
+    due_at: str | None = None
+    cons_owner: str | None = None
+    cons_expires_ms: int = 0
+
+
+class MemoryTable:
+    """The state table in memory, with the conditions DynamoStateTable sends."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[tuple[str, str], _SessionItem] = {}
+        self.users: dict[str, _UserItem] = {}
+        self.lock = threading.Lock()
+        self.calls: list[str] = []
+
+    def acquire_session_lease(
+        self, user: User, session_id: str, owner: str, now_ms: int, lease_ms: int
+    ) -> SessionState:
+        self.calls.append("acquire_session_lease")
+        with self.lock:
+            item = self.sessions.setdefault((user.key, session_id), _SessionItem())
+            if item.lease_owner and item.lease_expires_ms >= now_ms:
+                retry = max(1, math.ceil((item.lease_expires_ms - now_ms) / 1000))
+                raise SessionBusyError(f"session {session_id} is busy", retry_after=retry)
+            item.lease_owner, item.lease_expires_ms = owner, now_ms + lease_ms
+            return item.state
+
+    def commit_turn(self, user: User, session_id: str, owner: str, turn: int, now_iso: str) -> None:
+        self.calls.append("commit_turn")
+        with self.lock:
+            item = self.sessions[(user.key, session_id)]
+            if item.lease_owner != owner:
+                raise ConflictError("lease lost")
+            item.state = replace(item.state, turn=turn)
+            item.lease_owner = None
+
+    def release_session_lease(self, user: User, session_id: str, owner: str) -> None:
+        self.calls.append("release_session_lease")
+        with self.lock:
+            item = self.sessions.get((user.key, session_id))
+            if item and item.lease_owner == owner:
+                item.lease_owner = None
+
+    def get_session(self, user: User, session_id: str) -> SessionState | None:
+        item = self.sessions.get((user.key, session_id))
+        return item.state if item else None
+
+    def advance_flush_cursor(self, user: User, session_id: str, to_turn: int, now_iso: str) -> bool:
+        with self.lock:
+            item = self.sessions[(user.key, session_id)]
+            if item.state.flush_cursor >= to_turn:
+                return False
+            item.state = replace(item.state, flush_cursor=to_turn, last_flush_at=now_iso)
+            return True
+
+    def claim_flush_gate(self, user: User, session_id: str, now_ms: int, min_gap_ms: int) -> bool:
+        with self.lock:
+            item = self.sessions[(user.key, session_id)]
+            if item.flush_gate_ms is not None and item.flush_gate_ms > now_ms - min_gap_ms:
+                return False
+            item.flush_gate_ms = now_ms
+            return True
+
+    def mark_consolidation_due(self, user: User, now_iso: str, shards: int) -> None:
+        with self.lock:
+            item = self.users.setdefault(user.key, _UserItem())
+            item.user_id = user.id
+            item.shard = due_shard(user, shards)
+            item.due_at = item.due_at or now_iso
+            item.state = replace(item.state, due_seq=item.state.due_seq + 1, is_due=True)
+
+    def get_user(self, user: User) -> UserState:
+        item = self.users.get(user.key)
+        return item.state if item else UserState()
+
+    def acquire_consolidation_lease(
+        self, user: User, owner: str, now_ms: int, lease_ms: int
+    ) -> UserState:
+        with self.lock:
+            item = self.users.setdefault(user.key, _UserItem(user_id=user.id))
+            if item.cons_owner and item.cons_expires_ms >= now_ms:
+                raise ConflictError("consolidation running")
+            item.cons_owner, item.cons_expires_ms = owner, now_ms + lease_ms
+            return item.state
+
+    def complete_consolidation(
+        self, user: User, owner: str, consumed: dict[str, int], due_seq: int, now_iso: str
+    ) -> bool:
+        with self.lock:
+            item = self.users[user.key]
+            if item.cons_owner != owner:
+                raise ConflictError("lease lost")
+            item.cons_owner = None
+            cleared = item.state.due_seq == due_seq
+            if cleared:
+                item.shard = item.due_at = None
+            item.state = replace(
+                item.state,
+                consumed=dict(consumed),
+                last_consolidated_at=now_iso,
+                is_due=item.state.is_due and not cleared,
+            )
+            return cleared
+
+    def release_consolidation_lease(self, user: User, owner: str) -> None:
+        with self.lock:
+            item = self.users.get(user.key)
+            if item and item.cons_owner == owner:
+                item.cons_owner = None
+
+    def query_due(self, shard: str) -> list[DueUser]:
+        return [
+            DueUser(key, item.due_at or "", item.state.last_consolidated_at)
+            for key, item in sorted(self.users.items())
+            if item.shard == shard
+        ]
+
+
+class RecordingQueue:
+    def __init__(self) -> None:
+        self.post_turn: list[PostTurnJob] = []
+        self.consolidation: list[ConsolidationJob] = []
+        self.fail = False
+
+    def send_post_turn(self, user: User, job: PostTurnJob) -> None:
+        if self.fail:
+            raise StoreError("injected queue failure")
+        self.post_turn.append(job)
+
+    def send_consolidation(self, jobs: list[ConsolidationJob]) -> None:
+        self.consolidation.extend(jobs)
+
+
+Step = str | Message | Exception | Callable[[ChatRequest], "str | Message"]
+
+
+class ScriptedModel:
+    """Replays scripted answers and records every request it got."""
+
+    def __init__(self, *steps: Step, name: str = "scripted:test") -> None:
+        self.steps = list(steps)
+        self.requests: list[ChatRequest] = []
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        self.requests.append(request)
+        if not self.steps:
+            raise AssertionError("ScriptedModel ran out of steps")
+        step = self.steps.pop(0)
+        if callable(step) and not isinstance(step, Message):
+            step = step(request)
+        if isinstance(step, Exception):
+            raise step
+        message = step if isinstance(step, Message) else Message(role="assistant", content=step)
+        return ChatResponse(
+            message=message, usage=Usage(input_tokens=10, output_tokens=5), model=self.name
+        )
+
+
+def failing(message: str = "provider down") -> ModelError:
+    return ModelError(message)
+
+
+def tool_call(name: str, arguments: str = "{}", call_id: str = "call_1") -> Message:
+    return Message(
+        role="assistant", tool_calls=[ToolCall(id=call_id, name=name, arguments=arguments)]
+    )
+
+
+def make_runtime(
+    *,
+    settings: Settings | None = None,
+    agent: object | None = None,
+    memory: object | None = None,
+    clock: ManualClock | None = None,
+    **overrides: object,
+) -> Runtime:
+    """A Runtime on in-memory fakes; ``agent``/``memory`` replace those roles' models."""
+    settings = settings or Settings(consolidation_min_gap_seconds=0)
+    clock = clock or ManualClock()
+    counter = TokenCounter()
+    roles = {k: v for k, v in {"agent": agent, "memory": memory}.items() if v is not None}
+    ids = itertools.count(1)
+    rt = Runtime(
+        settings=settings,
+        store=MemoryStore(clock),
+        table=MemoryTable(),
+        queue=RecordingQueue(),
+        models=ModelRegistry(settings, counter=counter, overrides=roles),  # type: ignore[arg-type]
+        counter=counter,
+        clock=clock,
+        new_id=lambda: f"id-{next(ids)}",
+    )
+    for name, value in overrides.items():
+        setattr(rt, name, value)
+    return rt

@@ -1,0 +1,269 @@
+"""functions/agent_call on the events in events/, with moto behind it."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+
+import botocore.client
+import pytest
+
+from agent_harness.models import ModelRegistry
+from tests.conftest import load_event
+from tests.fakes import ScriptedModel
+from tests.integration.conftest import Stack, body
+
+FN = "AgentCallFunction"
+
+
+def with_body(event: dict, payload: object) -> dict:
+    event = dict(event)
+    event["body"] = base64.b64encode(json.dumps(payload).encode()).decode()
+    event["isBase64Encoded"] = True
+    return event
+
+
+def as_user(event: dict, sub: str) -> dict:
+    event = json.loads(json.dumps(event))
+    event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = sub
+    return event
+
+
+def test_health_needs_no_identity(stack: Stack) -> None:
+    app = stack.handler(FN)
+    response = stack.invoke(app, load_event("agent_call_health.json"), FN)
+    assert response["statusCode"] == 200 and body(response) == {"status": "ok"}
+
+
+def test_a_message_is_answered_logged_and_queued_for_flush(stack: Stack) -> None:
+    app = stack.handler(FN)
+
+    response = stack.invoke(app, load_event("agent_call_post_message.json"), FN)
+
+    assert response["statusCode"] == 200
+    reply = body(response)
+    assert set(reply) >= {"session_id", "turn", "reply", "usage", "compacted", "flush"}
+    assert set(reply["usage"]) == {"input_tokens", "output_tokens", "memory_tokens"}
+    assert (reply["session_id"], reply["turn"], reply["flush"]) == ("trip-planning", 1, "queued")
+    assert reply["reply"].startswith("[offline model]")
+    record = json.loads(stack.text("users/alice/sessions/trip-planning/turns/00000001.json"))
+    assert record["messages"][0]["content"].startswith("Hi! Please remember")
+    [message] = stack.receive("FlushQueue")
+    assert message["Attributes"]["MessageGroupId"] == "alice"
+    assert json.loads(message["Body"])["turn"] == 1
+
+
+def test_the_hot_path_makes_at_most_seven_aws_requests(stack: Stack, monkeypatch) -> None:
+    app = stack.handler(FN)
+    stack.invoke(app, load_event("agent_call_post_message.json"), FN)  # a session that exists
+    calls: list[str] = []
+    original = botocore.client.BaseClient._make_api_call
+
+    def counting(self, operation_name, api_params):  # type: ignore[no-untyped-def]
+        calls.append(operation_name)
+        return original(self, operation_name, api_params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", counting)
+    response = stack.invoke(app, load_event("agent_call_post_message.json"), FN)
+
+    assert response["statusCode"] == 200
+    assert sorted(calls) == sorted(
+        [
+            "UpdateItem",
+            "GetObject",
+            "GetObject",
+            "PutObject",
+            "PutObject",
+            "UpdateItem",
+            "SendMessage",
+        ]
+    )
+
+
+def test_invalid_input_gets_a_clear_4xx_and_writes_nothing(stack: Stack) -> None:
+    app = stack.handler(FN)
+    cases = [
+        (load_event("agent_call_post_message_invalid.json"), 422, "validation_error"),
+        (
+            with_body(load_event("agent_call_post_message.json"), {"message": ""}),
+            422,
+            "validation_error",
+        ),
+        (
+            with_body(load_event("agent_call_post_message.json"), {"message": 42}),
+            422,
+            "validation_error",
+        ),
+        (
+            {**load_event("agent_call_post_message.json"), "body": "bm90IGpzb24="},
+            400,
+            "invalid_request",
+        ),
+        (
+            with_body(load_event("agent_call_post_message.json"), {"message": "x" * 100_001}),
+            413,
+            "payload_too_large",
+        ),
+    ]
+    for event, status, code in cases:
+        response = stack.invoke(app, event, FN)
+        assert response["statusCode"] == status, code
+        assert body(response)["error"]["code"] == code
+        assert body(response)["error"]["message"]
+    assert stack.object_keys() == [] and stack.items() == [] and stack.receive("FlushQueue") == []
+
+
+def test_a_bad_session_id_is_rejected(stack: Stack) -> None:
+    event = load_event("agent_call_post_message.json")
+    event["rawPath"] = event["requestContext"]["http"]["path"] = "/v1/sessions/.hidden/messages"
+    response = stack.invoke(stack.handler(FN), event, FN)
+    assert response["statusCode"] == 422 and stack.object_keys() == []
+
+
+def test_without_a_sub_claim_the_caller_is_unauthorized(stack: Stack) -> None:
+    event = load_event("agent_call_get_memory.json")
+    event["requestContext"]["authorizer"]["jwt"]["claims"].pop("sub")
+    event["headers"]["x-user-id"] = "mallory"  # ignored outside dev mode
+    response = stack.invoke(stack.handler(FN), event, FN)
+    assert response["statusCode"] == 401 and body(response)["error"]["code"] == "unauthorized"
+
+
+def test_dev_mode_takes_the_user_from_x_user_id(stack: Stack) -> None:
+    app = stack.handler(FN, HARNESS_AUTH_MODE="dev")
+    event = load_event("agent_call_post_message.json")
+    event["headers"]["x-user-id"] = "dev-user"
+    assert stack.invoke(app, event, FN)["statusCode"] == 200
+    assert stack.text("users/dev-user/sessions/trip-planning/turns/00000001.json")
+    event["headers"].pop("x-user-id")
+    assert stack.invoke(app, event, FN)["statusCode"] == 401
+
+
+def test_a_second_concurrent_call_on_a_held_session_gets_409_and_writes_nothing(
+    stack: Stack,
+) -> None:
+    app = stack.handler(FN)
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_reply(request):  # type: ignore[no-untyped-def]
+        entered.set()
+        assert release.wait(10)
+        return "first reply"
+
+    model = ScriptedModel(slow_reply, "never used")
+    app.runtime.models = ModelRegistry(app.runtime.settings, overrides={"agent": model})
+    first: dict = {}
+    worker = threading.Thread(
+        target=lambda: first.update(
+            stack.invoke(app, load_event("agent_call_post_message.json"), FN)
+        )
+    )
+    worker.start()
+    assert entered.wait(10)
+
+    second = stack.invoke(app, load_event("agent_call_post_message.json"), FN)
+    release.set()
+    worker.join(10)
+
+    assert second["statusCode"] == 409
+    assert body(second)["error"]["code"] == "session_busy"
+    assert 1 <= int(second["headers"]["Retry-After"]) <= 60
+    assert first["statusCode"] == 200
+    assert [k for k in stack.object_keys() if "/turns/" in k] == [
+        "users/alice/sessions/trip-planning/turns/00000001.json"
+    ]
+    assert len(stack.receive("FlushQueue")) == 1
+    assert len(model.requests) == 1
+
+
+def test_the_thread_log_can_be_read_back(stack: Stack) -> None:
+    app = stack.handler(FN)
+    for _ in range(3):
+        stack.invoke(app, load_event("agent_call_post_message.json"), FN)
+    response = stack.invoke(app, load_event("agent_call_get_messages.json"), FN)
+    listing = body(response)
+    assert [t["turn"] for t in listing["turns"]] == [1, 2, 3]
+    assert listing["next_after"] is None
+    paged = load_event("agent_call_get_messages.json", rawQueryString="after=1&limit=1")
+    paged["queryStringParameters"] = {"after": "1", "limit": "1"}
+    page = body(stack.invoke(app, paged, FN))
+    assert [t["turn"] for t in page["turns"]] == [2] and page["next_after"] == 2
+
+
+def test_memory_edits_are_conditional_and_versioned(stack: Stack) -> None:
+    app = stack.handler(FN)
+    create = load_event("agent_call_put_memory.json")
+    assert stack.invoke(app, create, FN)["statusCode"] == 201
+    assert stack.invoke(app, create, FN)["statusCode"] == 412  # exists already
+
+    unconditional = json.loads(json.dumps(create))
+    unconditional["headers"].pop("if-none-match")
+    assert stack.invoke(app, unconditional, FN)["statusCode"] == 428
+
+    current = body(stack.invoke(app, load_event("agent_call_get_memory.json"), FN))
+    assert current["content"].startswith("# Memory")
+    edit = with_body(unconditional, {"content": "# Memory\n\n- Prefers window seats.\n"})
+    edit["headers"]["if-match"] = current["etag"]
+    assert stack.invoke(app, edit, FN)["statusCode"] == 200
+    assert stack.invoke(app, edit, FN)["statusCode"] == 412  # stale etag now
+
+    versions_event = load_event("agent_call_get_memory.json", rawPath="/v1/memory/versions")
+    versions_event["requestContext"]["http"]["path"] = "/v1/memory/versions"
+    versions = body(stack.invoke(app, versions_event, FN))["versions"]
+    assert len(versions) == 2 and versions[0]["is_latest"]
+
+    rollback = with_body(
+        load_event("agent_call_consolidate.json"), {"version_id": versions[1]["version_id"]}
+    )
+    rollback["rawPath"] = rollback["requestContext"]["http"]["path"] = "/v1/memory/rollback"
+    assert stack.invoke(app, rollback, FN)["statusCode"] == 200
+    restored = body(stack.invoke(app, load_event("agent_call_get_memory.json"), FN))
+    assert "aisle" in restored["content"]
+    assert len(body(stack.invoke(app, versions_event, FN))["versions"]) == 3
+
+
+def test_a_user_never_sees_another_users_memory(stack: Stack) -> None:
+    app = stack.handler(FN)
+    assert stack.invoke(app, load_event("agent_call_put_memory.json"), FN)["statusCode"] == 201
+    as_bob = as_user(load_event("agent_call_get_memory.json"), "bob")
+    assert body(stack.invoke(app, as_bob, FN)) == {"content": "", "etag": None}
+    sneaky = as_user(load_event("agent_call_get_memory.json"), "alice/../bob")
+    assert body(stack.invoke(app, sneaky, FN))["content"] == ""
+    assert all(k.startswith("users/alice/") for k in stack.object_keys())
+
+
+def test_consolidate_now_is_queued(stack: Stack) -> None:
+    response = stack.invoke(stack.handler(FN), load_event("agent_call_consolidate.json"), FN)
+    assert response["statusCode"] == 202
+    [message] = stack.receive("ConsolidationQueue")
+    assert json.loads(message["Body"]) | {"requested_at": None} == {
+        "v": 1,
+        "kind": "consolidate",
+        "user_id": "alice",
+        "force": True,
+        "requested_at": None,
+    }
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/v1/sessions/s1/import"),
+        ("POST", "/v1/sessions/search"),
+        ("POST", "/v1/memory/search"),
+        ("POST", "/v1/memory/save"),
+        ("DELETE", "/v1/memory"),
+    ],
+)
+def test_routes_of_later_releases_answer_501(stack: Stack, method: str, path: str) -> None:
+    event = load_event("agent_call_get_memory.json", rawPath=path)
+    event["requestContext"]["http"].update(method=method, path=path)
+    response = stack.invoke(stack.handler(FN), event, FN)
+    assert response["statusCode"] == 501 and body(response)["error"]["code"] == "not_implemented"
+
+
+def test_unknown_routes_are_404_in_the_error_shape(stack: Stack) -> None:
+    event = load_event("agent_call_get_memory.json", rawPath="/v2/nothing")
+    event["requestContext"]["http"]["path"] = "/v2/nothing"
+    response = stack.invoke(stack.handler(FN), event, FN)
+    assert response["statusCode"] == 404 and body(response)["error"]["code"] == "not_found"

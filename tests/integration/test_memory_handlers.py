@@ -1,0 +1,192 @@
+"""functions/memory_flush and functions/memory_consolidate on their events, with the
+agent_call handler producing the work, all on moto."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+
+from agent_harness import markup
+from agent_harness.models import ModelRegistry
+from agent_harness.models.offline import OfflineChatModel
+from tests.conftest import load_event
+from tests.fakes import ScriptedModel
+from tests.integration.conftest import Stack, body
+
+AGENT, FLUSH, CONSOLIDATE = "AgentCallFunction", "MemoryFlushFunction", "MemoryConsolidateFunction"
+LEDGER_PREFIX = "users/alice/memory/"
+
+
+def ledger_text(stack: Stack) -> str:
+    keys = [k for k in stack.object_keys() if k.startswith(LEDGER_PREFIX) and k.count("/") == 3]
+    return "".join(stack.text(k) or "" for k in keys)
+
+
+def post(stack: Stack, app, session: str, message: str) -> dict:
+    event = load_event("agent_call_post_message.json")
+    event["rawPath"] = event["requestContext"]["http"]["path"] = f"/v1/sessions/{session}/messages"
+    event["pathParameters"] = {"session_id": session}
+    event["isBase64Encoded"] = False
+    event["body"] = json.dumps({"message": message})
+    response = stack.invoke(app, event, AGENT)
+    assert response["statusCode"] == 200, response
+    return body(response)
+
+
+def test_the_flush_event_extracts_the_fact_into_todays_ledger(stack: Stack) -> None:
+    agent = stack.handler(AGENT)
+    stack.invoke(
+        agent, load_event("agent_call_post_message.json"), AGENT
+    )  # alice, trip-planning, turn 1
+    flush = stack.handler(FLUSH)
+
+    result = stack.invoke(flush, load_event("memory_flush_sqs.json"), FLUSH)
+
+    assert result == {"batchItemFailures": []}
+    ledger = ledger_text(stack)
+    assert "## Flush — " in ledger
+    assert "> source: session=trip-planning turns=1" in ledger
+    assert "- User said: I prefer window seats on long flights." in ledger
+    session = next(i for i in stack.items() if i["sk"]["S"] == "S#trip-planning")
+    assert session["flush_cursor"]["N"] == "1"
+    user = next(i for i in stack.items() if i["sk"]["S"] == "USER")
+    assert user["due_shard"]["S"].startswith("due#")
+
+
+def test_a_redelivered_flush_record_does_not_duplicate_the_ledger(stack: Stack) -> None:
+    stack.invoke(stack.handler(AGENT), load_event("agent_call_post_message.json"), AGENT)
+    flush = stack.handler(FLUSH)
+    stack.invoke(flush, load_event("memory_flush_sqs.json"), FLUSH)
+    before = ledger_text(stack)
+    assert stack.invoke(flush, load_event("memory_flush_sqs.json"), FLUSH) == {
+        "batchItemFailures": []
+    }
+    assert ledger_text(stack) == before
+
+
+def test_a_failing_record_is_reported_and_its_users_later_records_wait(stack: Stack) -> None:
+    agent = stack.handler(AGENT)
+    for _ in range(2):
+        stack.invoke(agent, load_event("agent_call_post_message.json"), AGENT)
+    flush = stack.handler(FLUSH)
+    flush.runtime.models = ModelRegistry(
+        flush.runtime.settings, overrides={"memory": ScriptedModel("just chatter")}
+    )
+    messages = stack.receive("FlushQueue")
+    assert len(messages) == 2  # one receive returns a group's messages in order
+
+    event = stack.sqs_event("FlushQueue", messages)
+
+    # every record failed (the second waits behind the first): Lambda retries the batch
+    with pytest.raises(BatchProcessingError, match="All records failed"):
+        stack.invoke(flush, event, FLUSH)
+    assert ledger_text(stack) == ""
+
+
+def test_other_users_records_complete_when_one_users_group_fails(stack: Stack) -> None:
+    agent = stack.handler(AGENT)
+    for user in ("alice", "bob"):
+        event = load_event("agent_call_post_message.json")
+        event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = user
+        stack.invoke(agent, event, AGENT)
+    flush = stack.handler(FLUSH)
+    flush.runtime.models = ModelRegistry(
+        flush.runtime.settings,
+        overrides={"memory": ScriptedModel("chatter, no bullets", "- Bob prefers window seats")},
+    )
+    messages = stack.receive("FlushQueue")
+    assert [m["Attributes"]["MessageGroupId"] for m in messages] == ["alice", "bob"]
+
+    result = stack.invoke(flush, stack.sqs_event("FlushQueue", messages), FLUSH)
+
+    assert [f["itemIdentifier"] for f in result["batchItemFailures"]] == [messages[0]["MessageId"]]
+    [bob_ledger] = [k for k in stack.object_keys() if k.startswith("users/bob/memory/")]
+    assert "- Bob prefers window seats" in stack.text(bob_ledger)
+    assert not [k for k in stack.object_keys() if k.startswith("users/alice/memory/")]
+
+
+def test_the_whole_loop_reaches_a_new_sessions_model_input(stack: Stack) -> None:
+    agent = stack.handler(AGENT)
+    post(stack, agent, "s1", "Please remember that my favourite city is Lisbon.")
+
+    flush = stack.handler(FLUSH)
+    assert stack.invoke(
+        flush, stack.sqs_event("FlushQueue", stack.receive("FlushQueue")), FLUSH
+    ) == {"batchItemFailures": []}
+    assert "My favourite city is Lisbon." in ledger_text(stack)
+
+    consolidate = stack.handler(CONSOLIDATE)
+    assert (
+        stack.invoke(agent, load_event("agent_call_consolidate.json"), AGENT)["statusCode"] == 202
+    )
+    jobs = stack.sqs_event("ConsolidationQueue", stack.receive("ConsolidationQueue"))
+    assert stack.invoke(consolidate, jobs, CONSOLIDATE) == {"batchItemFailures": []}
+    memory_md = stack.text("users/alice/MEMORY.md")
+    assert "My favourite city is Lisbon." in memory_md
+
+    recorder = ScriptedModel(lambda request: OfflineChatModel().complete(request).message)
+    agent.runtime.models = ModelRegistry(agent.runtime.settings, overrides={"agent": recorder})
+    answer = post(stack, agent, "s2", "Which city is my favourite?")
+
+    system, reference, question = recorder.requests[0].messages
+    assert "Lisbon" not in system.content
+    assert reference.role == "user" and 'kind="reference-data"' in reference.content
+    assert "My favourite city is Lisbon." in markup.extract(reference.content, markup.MEMORY)
+    assert question.content == "Which city is my favourite?"
+    assert "Lisbon" in answer["reply"] and answer["usage"]["memory_tokens"] > 0
+
+
+def test_the_consolidation_event_merges_the_ledger_and_a_second_run_skips_the_model(
+    stack: Stack,
+) -> None:
+    stack.invoke(stack.handler(AGENT), load_event("agent_call_post_message.json"), AGENT)
+    stack.invoke(stack.handler(FLUSH), load_event("memory_flush_sqs.json"), FLUSH)
+    consolidate = stack.handler(CONSOLIDATE)
+
+    assert stack.invoke(consolidate, load_event("memory_consolidate_sqs.json"), CONSOLIDATE) == {
+        "batchItemFailures": []
+    }
+    first = stack.text("users/alice/MEMORY.md")
+    assert "I prefer window seats on long flights." in first
+
+    consolidate.runtime.models = ModelRegistry(
+        consolidate.runtime.settings, overrides={"memory": ScriptedModel()}
+    )
+    assert stack.invoke(consolidate, load_event("memory_consolidate_sqs.json"), CONSOLIDATE) == {
+        "batchItemFailures": []
+    }  # nothing new: the scripted model has no steps and would fail if called
+    assert stack.text("users/alice/MEMORY.md") == first
+
+
+def test_the_schedule_tick_fans_out_one_job_per_due_user(stack: Stack) -> None:
+    agent = stack.handler(AGENT)
+    for user in ("alice", "bob", "carol"):
+        event = load_event("agent_call_post_message.json")
+        event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = user
+        stack.invoke(agent, event, AGENT)
+    flush = stack.handler(FLUSH)
+    while messages := stack.receive("FlushQueue"):
+        assert (
+            stack.invoke(flush, stack.sqs_event("FlushQueue", messages), FLUSH)["batchItemFailures"]
+            == []
+        )
+        for m in messages:
+            stack.clients["sqs"].delete_message(
+                QueueUrl=stack.resolver.refs["FlushQueue"], ReceiptHandle=m["ReceiptHandle"]
+            )
+
+    consolidate = stack.handler(CONSOLIDATE)
+    assert stack.invoke(
+        consolidate, load_event("memory_consolidate_schedule.json"), CONSOLIDATE
+    ) == {"queued": 3}
+    jobs = stack.receive("ConsolidationQueue")
+    assert sorted(json.loads(m["Body"])["user_id"] for m in jobs) == ["alice", "bob", "carol"]
+    assert stack.invoke(consolidate, stack.sqs_event("ConsolidationQueue", jobs), CONSOLIDATE) == {
+        "batchItemFailures": []
+    }
+    # consolidated users are no longer due: the next tick queues nothing
+    assert stack.invoke(
+        consolidate, load_event("memory_consolidate_schedule.json"), CONSOLIDATE
+    ) == {"queued": 0}

@@ -1,0 +1,223 @@
+from __future__ import annotations
+
+import pytest
+
+from agent_harness import markup
+from agent_harness.errors import ModelOutputError
+from agent_harness.ids import User
+from agent_harness.jobs import ConsolidationJob
+from agent_harness.memory.consolidate import consolidate, fan_out, request_consolidation
+from agent_harness.settings import Settings
+from tests.fakes import ScriptedModel, failing, make_runtime
+
+ALICE = User.from_id("alice")
+
+
+def job(force: bool = False, user: str = "alice") -> ConsolidationJob:
+    return ConsolidationJob(user_id=user, force=force, requested_at="2026-11-30T09:00:00Z")
+
+
+def append(rt, day: str, text: str) -> None:
+    rt.store.append(ALICE, f"memory/{day}.md", lambda existing: text)
+
+
+def memory(rt) -> str | None:
+    return rt.store.text(ALICE, "MEMORY.md")
+
+
+def entries_of(request) -> str:
+    return markup.extract(request.messages[1].content, markup.NEW_ENTRIES)
+
+
+def test_new_ledger_content_is_merged_into_memory() -> None:
+    rt = make_runtime()  # offline merge
+    append(rt, "2026-11-30", "\n## Flush — t\n- User said: I prefer tea.\n")
+
+    outcome = consolidate(rt, job())
+
+    assert outcome.status == "consolidated" and outcome.days == ["2026-11-30"]
+    assert memory(rt) == "# Memory\n\n- User said: I prefer tea.\n"
+    state = rt.table.get_user(ALICE)
+    assert state.consumed == {
+        "2026-11-30": len("\n## Flush — t\n- User said: I prefer tea.\n".encode())
+    }
+    assert state.last_consolidated_at == "2026-11-30T09:00:00Z"
+
+
+def test_nothing_new_means_no_model_call_and_no_write() -> None:
+    model = ScriptedModel("# Memory\n- x")
+    rt = make_runtime(memory=model)
+    assert consolidate(rt, job()).status == "nothing_new"
+    append(rt, "2026-11-30", "- a\n")
+    consolidate(rt, job())
+    versions = len(rt.store.list_versions(ALICE, "MEMORY.md"))
+
+    assert consolidate(rt, job()).status == "nothing_new"
+    assert len(model.requests) == 1
+    assert len(rt.store.list_versions(ALICE, "MEMORY.md")) == versions
+
+
+def test_only_content_past_the_watermark_is_sent() -> None:
+    model = ScriptedModel("# Memory\n- old", "# Memory\n- old\n- new")
+    rt = make_runtime(memory=model)
+    append(rt, "2026-11-30", "- old fact\n")
+    consolidate(rt, job())
+    append(rt, "2026-11-30", "- new fact\n")
+    append(rt, "2026-12-01", "- next day fact\n")
+
+    consolidate(rt, job())
+
+    sent = entries_of(model.requests[1])
+    assert "new fact" in sent and "next day fact" in sent and "old fact" not in sent
+    assert sent.index("### 2026-11-30") < sent.index("### 2026-12-01")
+    assert (
+        "- old\n"
+        in markup.extract(model.requests[1].messages[1].content, markup.CURRENT_MEMORY) + "\n"
+    )
+
+
+def test_an_append_landing_during_the_run_is_consolidated_next_time() -> None:
+    def merge_while_a_flush_appends(request):
+        append(rt, "2026-11-30", "- arrived during the run\n")
+        return "# Memory\n- first\n"
+
+    model = ScriptedModel(merge_while_a_flush_appends, "# Memory\n- first\n- second\n")
+    rt = make_runtime(memory=model)
+    append(rt, "2026-11-30", "- first\n")
+
+    consolidate(rt, job())
+    assert rt.table.get_user(ALICE).consumed["2026-11-30"] == len(b"- first\n")
+    consolidate(rt, job())
+
+    assert entries_of(model.requests[1]).endswith("- arrived during the run")
+    assert memory(rt) == "# Memory\n- first\n- second\n"
+
+
+def test_a_human_edit_made_meanwhile_is_not_overwritten() -> None:
+    def merge_while_a_person_edits(request):
+        current = rt.store.get(ALICE, "MEMORY.md")
+        rt.store.put(ALICE, "MEMORY.md", "# Memory\n- edited by hand\n", if_match=current.etag)
+        return "# Memory\n- stale merge\n"
+
+    def merge_onto_the_edit(request):
+        assert "edited by hand" in request.messages[1].content
+        return "# Memory\n- edited by hand\n- new fact\n"
+
+    model = ScriptedModel(merge_while_a_person_edits, merge_onto_the_edit)
+    rt = make_runtime(memory=model)
+    rt.store.put(ALICE, "MEMORY.md", "# Memory\n", create_only=True)
+    append(rt, "2026-11-30", "- new fact\n")
+
+    consolidate(rt, job())
+
+    assert memory(rt) == "# Memory\n- edited by hand\n- new fact\n"
+    assert len(model.requests) == 2
+
+
+@pytest.mark.parametrize("bad", [failing(), "   ", "NO_REPLY"])
+def test_a_failed_or_malformed_answer_changes_nothing(bad) -> None:
+    rt = make_runtime(memory=ScriptedModel(bad))
+    rt.store.put(ALICE, "MEMORY.md", "# Memory\n- keep me\n", create_only=True)
+    append(rt, "2026-11-30", "- fact\n")
+
+    with pytest.raises((ModelOutputError, type(failing()))):
+        consolidate(rt, job())
+
+    assert memory(rt) == "# Memory\n- keep me\n"
+    assert rt.table.get_user(ALICE).consumed == {}
+    assert rt.table.users[ALICE.key].cons_owner is None  # lease released
+    rt.models = make_runtime().models  # a healthy model: the retry succeeds
+    assert consolidate(rt, job()).status == "consolidated"
+
+
+def test_two_concurrent_consolidations_produce_one_write() -> None:
+    def second_run_starts_meanwhile(request):
+        assert consolidate(rt, job()).status == "busy"
+        return "# Memory\n- fact\n"
+
+    rt = make_runtime(memory=ScriptedModel(second_run_starts_meanwhile))
+    append(rt, "2026-11-30", "- fact\n")
+    consolidate(rt, job())
+    assert len(rt.store.list_versions(ALICE, "MEMORY.md")) == 1
+
+
+def test_the_minimum_gap_spaces_automatic_runs_but_not_forced_ones() -> None:
+    rt = make_runtime(settings=Settings(consolidation_min_gap_seconds=1800))
+    append(rt, "2026-11-30", "- one\n")
+    assert consolidate(rt, job()).status == "consolidated"
+    append(rt, "2026-11-30", "- two\n")
+    rt.clock.advance(minutes=10)
+    assert consolidate(rt, job()).status == "too_soon"
+    assert consolidate(rt, job(force=True)).status == "consolidated"
+
+
+def test_the_due_mark_survives_a_flush_during_the_run() -> None:
+    def flush_marks_due_meanwhile(request):
+        rt.table.mark_consolidation_due(ALICE, "2026-11-30T09:00:01Z", 16)
+        return "# Memory\n- a\n"
+
+    rt = make_runtime(memory=ScriptedModel(flush_marks_due_meanwhile, "# Memory\n- a\n- b\n"))
+    rt.table.mark_consolidation_due(ALICE, "2026-11-30T09:00:00Z", 16)
+    append(rt, "2026-11-30", "- a\n")
+    consolidate(rt, job())
+    assert rt.table.get_user(ALICE).is_due
+    append(rt, "2026-11-30", "- b\n")
+    consolidate(rt, job())
+    assert not rt.table.get_user(ALICE).is_due
+
+
+def test_a_blank_memory_with_an_old_watermark_is_rebuilt_from_recent_ledgers() -> None:
+    model = ScriptedModel("# Memory\n- a\n", "# Memory\n- rebuilt\n")
+    rt = make_runtime(
+        memory=model,
+        settings=Settings(consolidation_max_input_bytes=1000, consolidation_min_gap_seconds=0),
+    )
+    for day in range(1, 29):
+        append(rt, f"2026-11-{day:02d}", f"- fact of day {day} " + "x" * 60 + "\n")
+    consolidate(rt, job())
+    rt.store.put(ALICE, "MEMORY.md", "", if_match=rt.store.get(ALICE, "MEMORY.md").etag)
+
+    consolidate(rt, job())
+
+    rebuild = model.requests[1].messages[1].content
+    assert "rebuild" in rebuild
+    sent = entries_of(model.requests[1])
+    assert "day 28" in sent and "day 1 " not in sent  # the newest days, within the budget
+    assert len(sent.encode()) <= 1000 + 28 * 20
+    assert memory(rt) == "# Memory\n- rebuilt\n"
+
+
+def test_input_over_the_byte_budget_is_carried_to_the_next_run() -> None:
+    model = ScriptedModel("# Memory\n- 1\n", "# Memory\n- 1\n- 2\n")
+    rt = make_runtime(
+        memory=model,
+        settings=Settings(consolidation_max_input_bytes=1000, consolidation_min_gap_seconds=0),
+    )
+    append(rt, "2026-11-29", "- " + "a" * 900 + "\n")
+    append(rt, "2026-11-30", "- " + "b" * 900 + "\n")
+
+    consolidate(rt, job())
+    assert "b" * 900 not in entries_of(model.requests[0])
+    consolidate(rt, job())
+    assert "b" * 900 in entries_of(model.requests[1])
+    assert "a" * 900 not in entries_of(model.requests[1])
+
+
+def test_fan_out_queues_each_due_user_once_and_respects_the_gap() -> None:
+    rt = make_runtime(settings=Settings(consolidation_min_gap_seconds=600, due_shards=4))
+    bob = User.from_id("auth0|bob")
+    for user in (ALICE, bob):
+        rt.table.mark_consolidation_due(user, "2026-11-30T08:00:00Z", 4)
+    rt.table.users[bob.key].state = rt.table.users[bob.key].state.__class__(
+        due_seq=1, is_due=True, last_consolidated_at="2026-11-30T08:59:00Z"
+    )
+
+    assert fan_out(rt) == 1
+    assert [j.user_id for j in rt.queue.consolidation] == ["alice"]
+    assert not rt.queue.consolidation[0].force
+
+
+def test_a_requested_consolidation_is_forced() -> None:
+    rt = make_runtime()
+    request_consolidation(rt, ALICE)
+    assert [(j.user_id, j.force) for j in rt.queue.consolidation] == [("alice", True)]

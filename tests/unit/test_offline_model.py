@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+from agent_harness import markup
+from agent_harness.memory.prompts import consolidation_messages, flush_messages
+from agent_harness.models.base import ChatRequest, Message
+from agent_harness.models.offline import LABEL, OfflineChatModel, extract_facts
+
+
+def ask(purpose: str, messages: list[Message]) -> str:
+    return (
+        OfflineChatModel().complete(ChatRequest(messages=messages, purpose=purpose)).message.content
+    )
+
+
+def test_flush_extracts_first_person_durable_statements() -> None:
+    conversation = (
+        "[user]: Hi! Please remember that I prefer window seats. What time is it?\n"
+        "[assistant]: I prefer not to guess the time.\n"
+        "[user]: We decided to use PostgreSQL for Atlas. 记住我喜欢绿茶。"
+    )
+    answer = ask("flush", flush_messages(conversation, "", ""))
+    assert answer.splitlines() == [
+        "- User said: I prefer window seats.",
+        "- User said: We decided to use PostgreSQL for Atlas.",
+        "- User said: 我喜欢绿茶。",
+    ]
+
+
+def test_flush_does_not_restate_what_is_already_known() -> None:
+    conversation = "[user]: I prefer window seats."
+    known_in_memory = flush_messages(conversation, "- User said: I prefer window seats.", "")
+    assert ask("flush", known_in_memory) == "NO_REPLY"
+    known_in_ledger = flush_messages(
+        conversation, "", "## Flush\n- User said: I prefer window seats."
+    )
+    assert ask("flush", known_in_ledger) == "NO_REPLY"
+
+
+def test_flush_of_small_talk_is_no_reply() -> None:
+    assert (
+        ask("flush", flush_messages("[user]: hello there!\n[assistant]: hi", "", "")) == "NO_REPLY"
+    )
+
+
+def test_consolidation_merges_by_normalised_deduplication_and_keeps_hand_edits() -> None:
+    current = "# Memory\n\nWritten by hand: call me Sam.\n\n- User said: I prefer tea."
+    entries = (
+        "### 2026-11-30\n## Flush — t\n> source: session=s turns=1\n"
+        "- User said: I prefer TEA!\n- User said: I live in Porto."
+    )
+    merged = ask(
+        "consolidate", consolidation_messages(current, entries, max_tokens=100, since=None)
+    )
+    assert merged == current + "\n\n- User said: I live in Porto.\n"
+
+
+def test_consolidation_of_an_empty_memory_starts_a_document() -> None:
+    merged = ask("consolidate", consolidation_messages("", "- a fact", max_tokens=100, since=None))
+    assert merged == "# Memory\n\n- a fact\n"
+
+
+def reference(memory: str) -> Message:
+    return Message(
+        role="user",
+        content=markup.wrap(markup.HARNESS_CONTEXT, markup.wrap(markup.MEMORY, memory)),
+    )
+
+
+def test_agent_answers_from_memory_by_keyword_overlap() -> None:
+    memory = "# Memory\n- User said: I prefer window seats.\n- User said: I live in Porto."
+    answer = ask(
+        "agent", [reference(memory), Message(role="user", content="Which seat do I prefer?")]
+    )
+    assert answer == f"{LABEL} From memory: User said: I prefer window seats."
+
+
+def test_agent_says_when_memory_has_nothing() -> None:
+    answer = ask("agent", [Message(role="user", content="What is my favourite colour?")])
+    assert answer.startswith(LABEL) and "nothing in memory" in answer
+
+
+def test_extract_facts_ignores_assistant_lines() -> None:
+    assert extract_facts("[assistant]: I prefer blue.") == []

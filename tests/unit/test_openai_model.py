@@ -1,0 +1,150 @@
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from agent_harness.errors import (
+    ModelError,
+    ModelOutputError,
+    ModelRateLimitError,
+    ModelTimeoutError,
+)
+from agent_harness.models import ModelRegistry
+from agent_harness.models.base import ChatRequest, Message, ToolSpec
+from agent_harness.models.openai import OpenAIChatModel
+from agent_harness.settings import Settings
+
+
+def completion(content: str | None = "hi", tool_calls: list | None = None) -> dict:
+    message: dict = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "choices": [{"message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 3},
+    }
+
+
+def model_with(handler, **kwargs) -> OpenAIChatModel:
+    client = httpx.Client(transport=httpx.MockTransport(handler))
+    return OpenAIChatModel("gpt-test", base_url="https://llm.example/v1", client=client, **kwargs)
+
+
+REQUEST = ChatRequest(
+    messages=[Message(role="system", content="sys"), Message(role="user", content="hello")],
+    tools=[ToolSpec(name="memory_search", description="search", parameters={"type": "object"})],
+)
+
+
+def test_request_is_a_chat_completion_with_tools_and_bearer_key() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json=completion())
+
+    response = model_with(handler, api_key="sk-1").complete(REQUEST)
+    sent = json.loads(seen[0].content)
+    assert str(seen[0].url) == "https://llm.example/v1/chat/completions"
+    assert seen[0].headers["authorization"] == "Bearer sk-1"
+    assert sent["model"] == "gpt-test"
+    assert sent["messages"] == [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "hello"},
+    ]
+    assert sent["tools"][0]["function"]["name"] == "memory_search"
+    assert response.message.content == "hi"
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (12, 3)
+
+
+def test_tool_calls_are_parsed() -> None:
+    calls = [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "memory_search", "arguments": '{"query":"x"}'},
+        }
+    ]
+    model = model_with(lambda r: httpx.Response(200, json=completion(None, calls)))
+    message = model.complete(REQUEST).message
+    assert message.content == ""
+    assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [
+        ("c1", "memory_search", '{"query":"x"}')
+    ]
+
+
+def test_rate_limit_carries_retry_after() -> None:
+    model = model_with(lambda r: httpx.Response(429, headers={"retry-after": "7"}, json={}))
+    with pytest.raises(ModelRateLimitError) as caught:
+        model.complete(REQUEST)
+    assert caught.value.retry_after == 7 and caught.value.status == 429
+
+
+def test_server_errors_are_retried_once_then_fail() -> None:
+    attempts = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        attempts.append(1)
+        return httpx.Response(503, json={"error": {"message": "overloaded"}})
+
+    with pytest.raises(ModelError, match="overloaded"):
+        model_with(handler).complete(REQUEST)
+    assert len(attempts) == 2
+
+
+def test_a_transient_server_error_is_recovered() -> None:
+    answers = iter([httpx.Response(500), httpx.Response(200, json=completion("ok"))])
+    assert model_with(lambda r: next(answers)).complete(REQUEST).message.content == "ok"
+
+
+def test_timeouts_are_not_retried() -> None:
+    attempts = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        attempts.append(1)
+        raise httpx.ReadTimeout("slow", request=request)
+
+    with pytest.raises(ModelTimeoutError):
+        model_with(handler).complete(REQUEST)
+    assert len(attempts) == 1
+
+
+@pytest.mark.parametrize("body", [b"not json", b'{"choices": []}', b'{"choices": [{}]}', b"[]"])
+def test_malformed_completions_are_model_output_errors(body: bytes) -> None:
+    with pytest.raises(ModelOutputError):
+        model_with(lambda r: httpx.Response(200, content=body)).complete(REQUEST)
+
+
+def test_client_errors_are_reported_with_the_provider_message() -> None:
+    model = model_with(lambda r: httpx.Response(401, json={"error": {"message": "bad key"}}))
+    with pytest.raises(ModelError, match="401: bad key"):
+        model.complete(REQUEST)
+
+
+def test_registry_builds_providers_from_settings_and_falls_back_per_role() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json=completion())
+
+    settings = Settings(
+        agent_model="openai:gpt-4.1-mini",
+        memory_model="ollama:llama3.1",
+        openai_base_url="http://vllm.local:8000/v1",
+        openai_api_key="sk-x",
+        ollama_base_url="http://ollama.local:11434/v1",
+    )
+    registry = ModelRegistry(
+        settings, http_client=httpx.Client(transport=httpx.MockTransport(handler))
+    )
+    assert registry.for_role("compaction") is registry.for_role("agent")
+    registry.for_role("agent").complete(REQUEST)
+    registry.for_role("memory").complete(REQUEST)
+    assert str(seen[0].url) == "http://vllm.local:8000/v1/chat/completions"
+    assert seen[0].headers["authorization"] == "Bearer sk-x"
+    assert str(seen[1].url) == "http://ollama.local:11434/v1/chat/completions"
+    assert "authorization" not in seen[1].headers
+    assert registry.for_role("memory").name == "ollama:llama3.1"

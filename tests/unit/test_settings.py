@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import pytest
+
+from agent_harness.errors import ConfigError
+from agent_harness.settings import ENV, Settings, parse_model_spec
+
+
+def test_defaults_need_no_environment() -> None:
+    settings = Settings.from_env({})
+    assert settings.agent_model == "offline"
+    assert settings.auth_mode == "jwt"
+    assert settings.consolidation_max_tokens == 4000
+    assert settings.consolidation_min_gap_seconds == 1800
+    assert settings.flush_trigger == "always"
+    assert settings.timezone == "UTC"
+
+
+def test_environment_values_are_parsed_and_validated() -> None:
+    settings = Settings.from_env(
+        {
+            "HARNESS_MODEL": "openai:gpt-4.1-mini",
+            "HARNESS_MEMORY_MODEL": "ollama:llama3.1",
+            "HARNESS_CONSOLIDATION_MAX_TOKENS": "1234",
+            "HARNESS_TIMEZONE": "Europe/Lisbon",
+            "OPENAI_API_KEY": "sk-test",
+            "HARNESS_COMPACTION_MODEL": "   ",
+        }
+    )
+    assert settings.consolidation_max_tokens == 1234
+    assert settings.zone.key == "Europe/Lisbon"
+    assert settings.openai_api_key is not None
+    assert "sk-test" not in repr(settings)  # secrets never print
+
+
+def test_roles_fall_back_to_the_agent_model() -> None:
+    settings = Settings(agent_model="openai:gpt-4.1", memory_model="openai:gpt-4.1-mini")
+    assert str(settings.model_for("agent")) == "openai:gpt-4.1"
+    assert str(settings.model_for("memory")) == "openai:gpt-4.1-mini"
+    assert str(settings.model_for("compaction")) == "openai:gpt-4.1"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("HARNESS_MODEL", "gpt-4"),
+        ("HARNESS_MODEL", "acme:model"),
+        ("HARNESS_MEMORY_MODEL", "openai:"),
+        ("HARNESS_CONSOLIDATION_MAX_TOKENS", "0"),
+        ("HARNESS_CONSOLIDATION_MIN_GAP_SECONDS", "-1"),
+        ("HARNESS_TIMEZONE", "Mars/Olympus"),
+        ("HARNESS_AUTH_MODE", "none"),
+        ("HARNESS_FLUSH_TRIGGER", "sometimes"),
+    ],
+)
+def test_bad_configuration_names_the_variable(variable: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=variable):
+        Settings.from_env({variable: value})
+
+
+def test_every_setting_has_an_environment_variable() -> None:
+    assert set(ENV) == set(Settings.model_fields)
+
+
+def test_model_strings() -> None:
+    assert parse_model_spec("offline").provider == "offline"
+    spec = parse_model_spec("openai:org/model:v2")
+    assert (spec.provider, spec.name) == ("openai", "org/model:v2")
