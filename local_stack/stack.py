@@ -55,6 +55,7 @@ class LocalStackConfig:
     retry_seconds: int = 5  # visibility timeout after a failed record (AWS: the queue's)
     consolidation_min_gap_seconds: int = 0
     aws_only: bool = False
+    verbose: bool = True  # one line per request, batch and tick
     environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
@@ -157,6 +158,10 @@ class LocalStack:
             thread.join(timeout=10)
         self.moto.stop()
 
+    def _log(self, line: str, *, error: bool = False) -> None:
+        if self.config.verbose or error:
+            print(line, flush=True)
+
     def _start_thread(self, name: str, target: Any, *args: Any) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
         thread.start()
@@ -165,6 +170,7 @@ class LocalStack:
     # -- HTTP adapter --------------------------------------------------------
     def _start_http(self) -> None:
         pool = self.pools["AgentCallFunction"]
+        log = self._log
 
         class Adapter(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -185,7 +191,7 @@ class LocalStack:
                 try:
                     result = pool.invoke(event)
                 except Exception as exc:  # a crashed invocation: API Gateway answers 500
-                    print(f"  !! AgentCallFunction raised {type(exc).__name__}: {exc}", flush=True)
+                    log(f"  !! AgentCallFunction raised {type(exc).__name__}: {exc}", error=True)
                     result = {"statusCode": 500, "body": '{"message":"Internal Server Error"}'}
                 body = result.get("body") or ""
                 data = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode()
@@ -200,9 +206,7 @@ class LocalStack:
                 self.wfile.write(data)
                 elapsed = (time.perf_counter() - started) * 1000
                 status = result.get("statusCode")
-                print(
-                    f"  http  {self.command} {self.path} -> {status} ({elapsed:.0f} ms)", flush=True
-                )
+                log(f"  http  {self.command} {self.path} -> {status} ({elapsed:.0f} ms)")
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
 
@@ -231,7 +235,7 @@ class LocalStack:
                 ).get("Messages", [])
             except Exception as exc:  # the server is going down
                 if not self.stopping.is_set():
-                    print(f"  !! polling {queue} failed: {exc}", flush=True)
+                    self._log(f"  !! polling {queue} failed: {exc}", error=True)
                 time.sleep(1)
                 continue
             if not messages:
@@ -241,7 +245,7 @@ class LocalStack:
                 result = pool.invoke(event)
                 failed = {f["itemIdentifier"] for f in (result or {}).get("batchItemFailures", [])}
             except Exception as exc:  # the whole batch failed: all records come back later
-                print(f"  !! {function_id} failed the batch: {exc}", flush=True)
+                self._log(f"  !! {function_id} failed the batch: {exc}", error=True)
                 failed = {m["MessageId"] for m in messages}
             done = [m for m in messages if m["MessageId"] not in failed]
             for i in range(0, len(done), 10):
@@ -252,10 +256,7 @@ class LocalStack:
                         for n, m in enumerate(done[i : i + 10])
                     ],
                 )
-            print(
-                f"  sqs   {queue}: {len(done)} done, {len(failed)} to retry -> {function_id}",
-                flush=True,
-            )
+            self._log(f"  sqs   {queue}: {len(done)} done, {len(failed)} to retry -> {function_id}")
 
     # -- schedule ------------------------------------------------------------
     def _tick(self) -> None:
@@ -264,9 +265,9 @@ class LocalStack:
         while not self.stopping.wait(self.config.schedule_seconds):
             try:
                 result = pool.invoke(scheduled_event(rule))
-                print(f"  tick  consolidation fan-out: {json.dumps(result)}", flush=True)
+                self._log(f"  tick  consolidation fan-out: {json.dumps(result)}")
             except Exception as exc:
-                print(f"  !! scheduled consolidation failed: {exc}", flush=True)
+                self._log(f"  !! scheduled consolidation failed: {exc}", error=True)
 
     # -- banner --------------------------------------------------------------
     def describe(self) -> str:

@@ -46,6 +46,7 @@ _REMEMBER_PREFIX = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
+_CLAUSE = re.compile(r",?\s+(?:and|also)\s+that\s+|[,;]\s+and\s+(?=(?:i|we|my)\b)", re.IGNORECASE)
 _ROLE_LINE = re.compile(r"^\[(user|assistant|tool)\]:\s?(.*)$")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CJK = re.compile(r"[\u3400-\u9fff]")
@@ -191,11 +192,14 @@ def extract_facts(conversation: str, known: str = "") -> list[str]:
     for role, body in _conversation_turns(conversation):
         if role != "user":
             continue
-        for raw in _SENTENCE.findall(body):
-            sentence = _REMEMBER_PREFIX.sub("", raw.strip()).strip()
+        clauses = (c for s in _SENTENCE.findall(body) for c in _CLAUSE.split(s.strip()))
+        for raw in clauses:
+            sentence = _REMEMBER_PREFIX.sub("", raw.strip()).strip().rstrip(",;")
             if len(sentence) < 4 or not _DURABLE.search(raw):
                 continue
             sentence = sentence[0].upper() + sentence[1:]
+            if sentence[-1] not in ".!?。！？":
+                sentence += "."
             key = normalise(sentence)
             if key and key not in seen:
                 seen.add(key)

@@ -1,0 +1,111 @@
+"""The memory loop over HTTP against `python -m local_stack` (what `make dev` runs)."""
+
+from __future__ import annotations
+
+import threading
+
+import httpx
+
+from agent_harness import markup
+from tests.e2e.conftest import FakeLLM, LocalStackProcess, wait_for
+
+FACT = "I prefer window seats on long flights."
+
+
+def test_the_memory_loop_crosses_sessions(
+    local_stack: LocalStackProcess, fake_llm: FakeLLM
+) -> None:
+    alice = local_stack.client("e2e-alice")
+
+    # 1. a turn: reply with the DESIGN §4 fields
+    first = alice.post(
+        "/v1/sessions/trip/messages", json={"message": f"Please remember that {FACT}"}
+    )
+    assert first.status_code == 200, first.text
+    reply = first.json()
+    assert reply["session_id"] == "trip" and reply["turn"] == 1
+    assert reply["reply"] == f"ack: Please remember that {FACT}"
+    assert reply["usage"] == {"input_tokens": 42, "output_tokens": 7, "memory_tokens": 0}
+    assert reply["compacted"] is False and reply["flush"] == "queued"
+    assert fake_llm.requests[-1]["_authorization"] == "Bearer sk-e2e"
+
+    # 2. the turn's thread-log object exists
+    s3 = local_stack.s3()
+    key = "users/e2e-alice/sessions/trip/turns/00000001.json"
+    logged = s3.get_object(Bucket="agent-harness-local-workspace", Key=key)["Body"].read()
+    assert FACT.encode() in logged
+
+    # 3. the post-turn job puts the fact in today's ledger
+    days = wait_for(lambda: alice.get("/v1/memory/ledger").json()["days"])
+    ledger = alice.get(f"/v1/memory/ledger/{days[0]['day']}").json()["content"]
+    assert f"- User said: {FACT}" in ledger
+    assert "> source: session=trip turns=1" in ledger
+
+    # 4. after consolidation MEMORY.md has it
+    assert alice.post("/v1/memory/consolidate").status_code == 202
+    memory = wait_for(
+        lambda: FACT in alice.get("/v1/memory").json()["content"] and alice.get("/v1/memory").json()
+    )
+    assert memory["etag"]
+
+    # 5. a new session's model input carries it as reference data, not as the system prompt
+    question = "Which seat should you book for me?"
+    second = alice.post("/v1/sessions/next-trip/messages", json={"message": question})
+    assert second.status_code == 200 and second.json()["usage"]["memory_tokens"] > 0
+    [request] = fake_llm.requests_for(question)
+    system, reference, asked = request["messages"]
+    assert system["role"] == "system" and FACT not in system["content"]
+    assert reference["role"] == "user"
+    assert (
+        'source="MEMORY.md"' in reference["content"]
+        and 'kind="reference-data"' in reference["content"]
+    )
+    assert FACT in markup.extract(reference["content"], markup.MEMORY)
+    assert asked == {"role": "user", "content": question}
+
+
+def test_a_second_concurrent_call_gets_409_and_writes_nothing(
+    local_stack: LocalStackProcess, fake_llm: FakeLLM
+) -> None:
+    bob = local_stack.client("e2e-bob")
+    results: dict[str, httpx.Response] = {}
+    slow = threading.Thread(
+        target=lambda: results.update(
+            first=bob.post("/v1/sessions/busy/messages", json={"message": "[slow] hello"})
+        )
+    )
+    slow.start()
+    assert fake_llm.slow_entered.wait(30)
+
+    second = bob.post("/v1/sessions/busy/messages", json={"message": "am I interleaved?"})
+    fake_llm.release.set()
+    slow.join(30)
+
+    assert second.status_code == 409
+    assert second.json()["error"]["code"] == "session_busy"
+    assert 1 <= int(second.headers["retry-after"]) <= 60
+    assert results["first"].status_code == 200
+    assert fake_llm.requests_for("am I interleaved?") == []
+    turns = bob.get("/v1/sessions/busy/messages").json()["turns"]
+    assert [t["turn"] for t in turns] == [1]
+    listed = local_stack.s3().list_objects_v2(
+        Bucket="agent-harness-local-workspace", Prefix="users/e2e-bob/sessions/busy/turns/"
+    )
+    assert len(listed["Contents"]) == 1
+
+
+def test_identity_and_bad_input_over_http(local_stack: LocalStackProcess) -> None:
+    anonymous = local_stack.client(None)
+    assert anonymous.get("/health").json() == {"status": "ok"}
+    assert anonymous.get("/v1/memory").status_code == 401
+
+    carol = local_stack.client("e2e-carol")
+    bad = carol.post(
+        "/v1/sessions/s/messages",
+        content=b"{not json",
+        headers={"content-type": "application/json"},
+    )
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_request"
+    assert carol.post("/v1/sessions/s/messages", json={"msg": "x"}).status_code == 422
+    assert carol.get("/v1/sessions/s/messages").json()["turns"] == []
+    assert carol.get("/v1/memory").json() == {"content": "", "etag": None}

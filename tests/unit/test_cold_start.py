@@ -1,0 +1,50 @@
+"""Handlers import cheaply: no network, no tokenizer files, no model client, no X-Ray SDK.
+(How long the import takes is measured by `make bench`, not asserted here.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+PROBE = """
+import json, socket, sys
+def refuse(*a, **k):
+    raise RuntimeError("network at import")
+socket.socket.connect = refuse
+socket.create_connection = refuse
+import importlib
+importlib.import_module(sys.argv[1])
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in
+      {"tiktoken", "httpx", "aws_xray_sdk", "moto", "yaml", "local_stack"})))
+"""
+
+
+def test_handlers_import_without_network_or_heavy_work() -> None:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": f"{ROOT}:{ROOT / 'layers' / 'agent_harness'}",
+        # what the Lambda runtime provides: region and the role's credentials as variables
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "ASIA-TEST",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_SESSION_TOKEN": "test",
+        "HARNESS_MODEL": "openai:gpt-4.1-mini",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+    }
+    for module in (
+        "functions.agent_call.app",
+        "functions.memory_flush.app",
+        "functions.memory_consolidate.app",
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, module],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout.splitlines()[-1]) == [], module
