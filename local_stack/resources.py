@@ -39,6 +39,9 @@ _TAGS = {
     "!If": "Fn::If",
     "!Equals": "Fn::Equals",
     "!Not": "Fn::Not",
+    "!Or": "Fn::Or",
+    "!And": "Fn::And",
+    "!Condition": "Condition",
     "!Select": "Fn::Select",
     "!Split": "Fn::Split",
     "!Join": "Fn::Join",
@@ -110,6 +113,10 @@ class Resolver:
             return self.resolve(arg[0]) == self.resolve(arg[1])
         if key == "Fn::Not":
             return not self.resolve(arg[0])
+        if key == "Fn::Or":
+            return any(self.resolve(a) for a in arg)
+        if key == "Fn::And":
+            return all(self.resolve(a) for a in arg)
         if key == "Condition":
             return self.condition(arg)
         if key == "Fn::Sub":

@@ -44,6 +44,7 @@ ENV: dict[str, str] = {
     "ollama_base_url": "OLLAMA_BASE_URL",
     "anthropic_api_key": "ANTHROPIC_API_KEY",
     "anthropic_base_url": "ANTHROPIC_BASE_URL",
+    "anthropic_api_key_parameter": "HARNESS_ANTHROPIC_API_KEY_PARAMETER",
     "timezone": "HARNESS_TIMEZONE",
     "consolidation_max_tokens": "HARNESS_CONSOLIDATION_MAX_TOKENS",
     "consolidation_min_gap_seconds": "HARNESS_CONSOLIDATION_MIN_GAP_SECONDS",
@@ -104,13 +105,14 @@ class Settings(BaseModel):
     memory_model: str | None = None
     compaction_model: str | None = None
     model_timeout_seconds: float = Field(default=25.0, gt=0, le=900)
-    model_max_output_tokens: int = Field(default=2048, gt=0)
+    model_max_output_tokens: int | None = Field(default=None, gt=0)
     openai_api_key: SecretStr | None = None
     openai_base_url: str = "https://api.openai.com/v1"
     openai_api_key_parameter: str | None = None
     ollama_base_url: str = "http://127.0.0.1:11434/v1"
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str = "https://api.anthropic.com"
+    anthropic_api_key_parameter: str | None = None
 
     # memory
     timezone: str = "UTC"

@@ -73,6 +73,7 @@ def build_chat_model(
                 timeout=settings.model_timeout_seconds,
                 client=deps.get("http_client"),
                 label="ollama",
+                max_output_tokens=settings.model_max_output_tokens,
             )
         key: Callable[[], str | None] | str | None = None
         if settings.openai_api_key is not None:
@@ -85,11 +86,40 @@ def build_chat_model(
             api_key=key,
             timeout=settings.model_timeout_seconds,
             client=deps.get("http_client"),
+            max_output_tokens=settings.model_max_output_tokens,
         )
-    raise ConfigError(
-        f"model provider {spec.provider!r} is not available in this build; "
-        "use 'offline', 'openai:<model>' (any OpenAI-compatible server) or 'ollama:<model>'"
-    )
+    if spec.provider == "anthropic":
+        from agent_harness.models.anthropic import AnthropicChatModel
+
+        anthropic_key: Callable[[], str | None] | str | None = None
+        if settings.anthropic_api_key is not None:
+            anthropic_key = settings.anthropic_api_key.get_secret_value()
+        elif settings.anthropic_api_key_parameter:
+            anthropic_key = _secret_from_parameter(settings.anthropic_api_key_parameter)
+        return AnthropicChatModel(
+            spec.name,
+            api_key=anthropic_key,
+            base_url=settings.anthropic_base_url,
+            timeout=settings.model_timeout_seconds,
+            max_output_tokens=settings.model_max_output_tokens,
+            client=deps.get("http_client"),
+        )
+    if spec.provider == "bedrock":
+        from agent_harness.models.bedrock import BedrockChatModel
+
+        client = deps.get("bedrock_client") or _bedrock_client(settings.model_timeout_seconds)
+        return BedrockChatModel(
+            spec.name, client=client, max_output_tokens=settings.model_max_output_tokens
+        )
+    raise ConfigError(f"unknown model provider {spec.provider!r}")  # pragma: no cover
+
+
+def _bedrock_client(timeout: float) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    config = Config(read_timeout=timeout, connect_timeout=5, retries={"max_attempts": 2})
+    return boto3.client("bedrock-runtime", config=config)
 
 
 class ModelRegistry:

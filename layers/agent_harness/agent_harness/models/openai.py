@@ -3,8 +3,7 @@
 Works with OpenAI and with any server that speaks ``POST {base_url}/chat/completions``:
 Ollama (``ollama:<model>``, default base ``http://127.0.0.1:11434/v1``), vLLM,
 llama.cpp's server, LiteLLM. The ``httpx.Client`` is injectable, so tests use
-``httpx.MockTransport``. HTTP and transport failures become ``ModelError`` subclasses;
-one retry on 5xx and connection errors, never on timeouts (the Lambda clock is short).
+``httpx.MockTransport``; errors are mapped by ``models.http.post_json``.
 """
 
 from __future__ import annotations
@@ -13,13 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from agent_harness.errors import (
-    ModelError,
-    ModelOutputError,
-    ModelRateLimitError,
-    ModelTimeoutError,
-)
+from agent_harness.errors import ModelOutputError
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from agent_harness.models.http import post_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -45,25 +40,6 @@ def _wire_message(message: Message) -> dict[str, Any]:
     return out
 
 
-def _retry_after(response: httpx.Response) -> int | None:
-    value = response.headers.get("retry-after", "")
-    try:
-        return max(1, int(float(value)))
-    except ValueError:
-        return None
-
-
-def _error_text(response: httpx.Response) -> str:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text[:300]
-    error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict):
-        return str(error.get("message", error))[:300]
-    return str(error or body)[:300]
-
-
 class OpenAIChatModel:
     """One model on one OpenAI-compatible endpoint."""
 
@@ -76,11 +52,13 @@ class OpenAIChatModel:
         timeout: float = 25.0,
         client: httpx.Client | None = None,
         label: str = "openai",
+        max_output_tokens: int | None = None,
     ) -> None:
         self._model = model
         self._url = base_url.rstrip("/") + "/chat/completions"
         self._api_key = api_key
         self._label = label
+        self._max_tokens = max_output_tokens
         self._client = client or httpx.Client(timeout=httpx.Timeout(timeout, connect=5.0))
 
     @property
@@ -108,40 +86,10 @@ class OpenAIChatModel:
                 }
                 for t in request.tools
             ]
-        if request.max_output_tokens:
-            payload["max_tokens"] = request.max_output_tokens
-        return self._parse(self._post(payload))
-
-    def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
-        response: httpx.Response | None = None
-        for attempt in range(2):
-            try:
-                response = self._client.post(self._url, json=payload, headers=self._headers())
-            except httpx.TimeoutException as exc:
-                raise ModelTimeoutError(f"{self.name} timed out") from exc
-            except httpx.TransportError as exc:
-                if attempt == 0:
-                    continue
-                raise ModelError(f"{self.name} is unreachable: {type(exc).__name__}") from exc
-            if response.status_code >= 500 and attempt == 0:
-                continue
-            break
-        assert response is not None
-        if response.status_code == 429:
-            raise ModelRateLimitError(
-                f"{self.name} rate-limited the call", retry_after=_retry_after(response)
-            )
-        if response.status_code >= 400:
-            raise ModelError(
-                f"{self.name} answered {response.status_code}: {_error_text(response)}"
-            )
-        try:
-            body = response.json()
-        except ValueError as exc:
-            raise ModelOutputError(f"{self.name} returned a non-JSON body") from exc
-        if not isinstance(body, dict):
-            raise ModelOutputError(f"{self.name} returned an unexpected body")
-        return body
+        max_tokens = request.max_output_tokens or self._max_tokens
+        if max_tokens:  # unset by default: the server's own limit applies
+            payload["max_tokens"] = max_tokens
+        return self._parse(post_json(self._client, self._url, payload, self._headers(), self.name))
 
     def _parse(self, body: dict[str, Any]) -> ChatResponse:
         try:

@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`). Ratios measured in one run; never asserted by tests."""

@@ -1,0 +1,105 @@
+"""Anthropic Messages API over httpx (``anthropic:<model>``).
+
+``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL`` configure it; the ``httpx.Client`` is
+injectable for tests. Errors are mapped by ``models.http.post_json``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from agent_harness.errors import ModelOutputError
+from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from agent_harness.models.convert import alternating_turns
+from agent_harness.models.http import post_json
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from agent_harness.models.convert import Part
+
+__all__ = ["AnthropicChatModel"]
+
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096  # the Messages API requires a value
+
+
+def _block(part: Part) -> dict[str, Any]:
+    if part.kind == "text":
+        return {"type": "text", "text": part.text}
+    if part.kind == "tool_use":
+        return {"type": "tool_use", "id": part.id, "name": part.name, "input": part.input}
+    return {"type": "tool_result", "tool_use_id": part.id, "content": part.text}
+
+
+class AnthropicChatModel:
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: Callable[[], str | None] | str | None,
+        base_url: str = "https://api.anthropic.com",
+        timeout: float = 25.0,
+        max_output_tokens: int | None = None,
+        client: httpx.Client | None = None,
+    ) -> None:
+        self._model = model
+        self._url = base_url.rstrip("/") + "/v1/messages"
+        self._api_key = api_key
+        self._max_tokens = max_output_tokens or DEFAULT_MAX_TOKENS
+        self._client = client or httpx.Client(timeout=httpx.Timeout(timeout, connect=5.0))
+
+    @property
+    def name(self) -> str:
+        return f"anthropic:{self._model}"
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        system, turns = alternating_turns(request.messages)
+        payload: dict[str, Any] = {
+            "model": self._model,
+            "max_tokens": request.max_output_tokens or self._max_tokens,
+            "messages": [{"role": t.role, "content": [_block(p) for p in t.parts]} for t in turns],
+        }
+        if system:
+            payload["system"] = system
+        if request.tools:
+            payload["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in request.tools
+            ]
+        headers = {"anthropic-version": API_VERSION}
+        key = self._api_key() if callable(self._api_key) else self._api_key
+        if key:
+            headers["x-api-key"] = key
+        return self._parse(post_json(self._client, self._url, payload, headers, self.name))
+
+    def _parse(self, body: dict[str, Any]) -> ChatResponse:
+        try:
+            texts: list[str] = []
+            calls: list[ToolCall] = []
+            for block in body["content"]:
+                if block["type"] == "text":
+                    texts.append(block["text"])
+                elif block["type"] == "tool_use":
+                    calls.append(
+                        ToolCall(
+                            id=block["id"],
+                            name=block["name"],
+                            arguments=json.dumps(block.get("input") or {}),
+                        )
+                    )
+            usage = body.get("usage") or {}
+            return ChatResponse(
+                message=Message(role="assistant", content="".join(texts), tool_calls=calls),
+                usage=Usage(
+                    input_tokens=int(usage.get("input_tokens") or 0),
+                    output_tokens=int(usage.get("output_tokens") or 0),
+                ),
+                model=self.name,
+                finish_reason=body.get("stop_reason"),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelOutputError(f"{self.name} returned a malformed message") from exc

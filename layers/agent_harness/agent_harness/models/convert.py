@@ -1,0 +1,73 @@
+"""Message conversion for providers whose APIs want strictly alternating user/assistant
+turns with typed content blocks (Anthropic Messages, Bedrock Converse).
+
+    system messages            -> one system text
+    user / assistant text      -> text parts
+    assistant tool calls       -> tool_use parts
+    tool results               -> tool_result parts in a *user* turn
+    consecutive same-role turns are merged; the first turn is a user turn
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from agent_harness.models.base import Message
+
+__all__ = ["Part", "Turn", "alternating_turns", "parse_arguments"]
+
+
+@dataclass(frozen=True)
+class Part:
+    kind: Literal["text", "tool_use", "tool_result"]
+    text: str = ""
+    id: str = ""
+    name: str = ""
+    input: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Turn:
+    role: Literal["user", "assistant"]
+    parts: list[Part]
+
+
+def parse_arguments(arguments: str) -> dict[str, Any]:
+    """Tool-call arguments as an object; text that is not a JSON object is kept whole."""
+    try:
+        value = json.loads(arguments or "{}")
+    except ValueError:
+        return {"_raw": arguments}
+    return value if isinstance(value, dict) else {"_value": value}
+
+
+def alternating_turns(messages: list[Message]) -> tuple[str, list[Turn]]:
+    system: list[str] = []
+    turns: list[Turn] = []
+    for message in messages:
+        if message.role == "system":
+            system.append(message.content)
+            continue
+        role: Literal["user", "assistant"] = "assistant" if message.role == "assistant" else "user"
+        parts: list[Part] = []
+        if message.role == "tool":
+            parts.append(Part("tool_result", text=message.content, id=message.tool_call_id or ""))
+        else:
+            if message.content.strip():
+                parts.append(Part("text", text=message.content))
+            parts.extend(
+                Part("tool_use", id=c.id, name=c.name, input=parse_arguments(c.arguments))
+                for c in message.tool_calls
+            )
+        if not parts:
+            continue
+        if turns and turns[-1].role == role:
+            turns[-1].parts.extend(parts)
+        else:
+            turns.append(Turn(role, parts))
+    if turns and turns[0].role == "assistant":
+        turns.insert(0, Turn("user", [Part("text", text="(conversation continues)")]))
+    return "\n\n".join(system), turns
