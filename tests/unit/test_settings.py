@@ -66,3 +66,10 @@ def test_model_strings() -> None:
     assert parse_model_spec("offline").provider == "offline"
     spec = parse_model_spec("openai:org/model:v2")
     assert (spec.provider, spec.name) == ("openai", "org/model:v2")
+
+
+def test_a_deployment_without_its_resources_fails_at_cold_start() -> None:
+    from agent_harness.runtime import Runtime
+
+    with pytest.raises(ConfigError, match="HARNESS_BUCKET, HARNESS_TABLE"):
+        Runtime.from_settings(Settings(flush_queue_url="q", consolidation_queue_url="q"))

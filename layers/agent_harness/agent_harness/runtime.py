@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_harness.clock import Clock, SystemClock
+from agent_harness.errors import ConfigError
 from agent_harness.models import ModelRegistry
+from agent_harness.settings import ENV
 from agent_harness.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -58,6 +60,13 @@ class Runtime:
         from agent_harness.aws.state import DynamoStateTable
         from agent_harness.aws.workspace import S3WorkspaceStore
 
+        missing = [
+            ENV[name]
+            for name in ("bucket", "table", "flush_queue_url", "consolidation_queue_url")
+            if not getattr(settings, name)
+        ]
+        if missing:
+            raise ConfigError(f"missing configuration: {', '.join(missing)}")
         made = clients or aws_clients(session)
         counter = TokenCounter(settings.token_encoding, settings.tiktoken_cache_dir)
         return cls(
