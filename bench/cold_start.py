@@ -17,36 +17,26 @@ import sys
 import time
 from pathlib import Path
 
+from local_stack.sam_env import lambda_environment
+
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET = 1.6
 
 FLOOR = "import boto3; s = boto3.Session(); [s.client(n) for n in ('s3', 'dynamodb', 'sqs')]"
 BASELINE = "pass"
 HANDLERS = {
-    "agent_call": "import functions.agent_call.app",
-    "memory_flush": "import functions.memory_flush.app",
-    "memory_consolidate": "import functions.memory_consolidate.app",
+    "agent_call": ("AgentCallFunction", "import functions.agent_call.app"),
+    "memory_flush": ("MemoryFlushFunction", "import functions.memory_flush.app"),
+    "memory_consolidate": ("MemoryConsolidateFunction", "import functions.memory_consolidate.app"),
 }
 
 
-def lambda_like_env() -> dict[str, str]:
-    """What a Lambda container provides, plus the template's variables (local names)."""
-    from local_stack.sam_env import build
-
-    env = {
+def lambda_like_env(function_id: str) -> dict[str, str]:
+    return {
+        **lambda_environment(function_id),
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "PYTHONPATH": f"{ROOT}:{ROOT / 'layers' / 'agent_harness'}",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "ASIA-BENCH",
-        "AWS_SECRET_ACCESS_KEY": "bench",
-        "AWS_SESSION_TOKEN": "bench",
-        "PYTHONDONTWRITEBYTECODE": "1",
     }
-    variables = build()["AgentCallFunction"]
-    variables.pop("AWS_ENDPOINT_URL", None)
-    variables["HARNESS_AUTH_MODE"] = "jwt"  # as deployed
-    return {**variables, **env}
 
 
 def sample(code: str, env: dict[str, str]) -> float:
@@ -56,13 +46,16 @@ def sample(code: str, env: dict[str, str]) -> float:
 
 
 def run(rounds: int = 9) -> dict[str, object]:
-    env = lambda_like_env()
-    programs = {"baseline": BASELINE, "floor": FLOOR, **HANDLERS}
-    for code in programs.values():  # warm the OS file cache and .pyc files once
+    programs = {
+        "baseline": (BASELINE, lambda_like_env("AgentCallFunction")),
+        "floor": (FLOOR, lambda_like_env("AgentCallFunction")),
+        **{name: (code, lambda_like_env(fn)) for name, (fn, code) in HANDLERS.items()},
+    }
+    for code, env in programs.values():  # warm the OS file cache and .pyc files once
         sample(code, env)
     times: dict[str, list[float]] = {name: [] for name in programs}
     for _ in range(rounds):
-        for name, code in programs.items():
+        for name, (code, env) in programs.items():
             times[name].append(sample(code, env))
     medians = {name: statistics.median(values) for name, values in times.items()}
     floor = medians["floor"]

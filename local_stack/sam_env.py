@@ -55,6 +55,23 @@ def build(template: dict[str, Any] | None = None) -> dict[str, dict[str, str]]:
     return env
 
 
+def lambda_environment(function_id: str) -> dict[str, str]:
+    """What a deployed container of ``function_id`` sees: its template variables (resource
+    names resolved to the local ones, JWT auth, no endpoint override) plus the variables
+    the Lambda runtime itself sets. Used to import handlers as a cold start would."""
+    variables = build()[function_id]
+    variables.pop("AWS_ENDPOINT_URL")
+    variables["HARNESS_AUTH_MODE"] = "jwt"
+    return {
+        **variables,
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "ASIA-LOCAL",
+        "AWS_SECRET_ACCESS_KEY": "local",
+        "AWS_SESSION_TOKEN": "local",
+    }
+
+
 def render(env: dict[str, dict[str, str]]) -> str:
     return json.dumps(env, indent=2, sort_keys=True) + "\n"
 

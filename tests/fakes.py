@@ -10,12 +10,13 @@ import hashlib
 import itertools
 import math
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from agent_harness.aws.state import DueUser, SessionState, UserState, due_shard
-from agent_harness.aws.workspace import ObjectInfo, StoredObject, VersionInfo
+from agent_harness.aws.workspace import ObjectInfo, StoredObject, VersionInfo, cas_append
 from agent_harness.errors import (
     ConflictError,
     ModelError,
@@ -60,6 +61,8 @@ class MemoryStore:
         self.lock = threading.Lock()
         self.calls: list[tuple[str, str]] = []
         self.fail_puts: Callable[[str], bool] = lambda key: False
+        self.append_attempts = 8
+        self.latency = 0.0  # seconds per request, so concurrent callers really interleave
         self._ids = itertools.count(1)
 
     @staticmethod
@@ -76,6 +79,8 @@ class MemoryStore:
 
     def get(self, user: User, path: str) -> StoredObject | None:
         self.calls.append(("get", path))
+        if self.latency:
+            time.sleep(self.latency)
         with self.lock:
             versions = self.objects.get(self.key(user, path))
             return self._obj(path, versions[-1]) if versions else None
@@ -103,6 +108,8 @@ class MemoryStore:
     ) -> str:
         key = self.key(user, path)
         self.calls.append(("put", path))
+        if self.latency:
+            time.sleep(self.latency)
         if self.fail_puts(path):
             raise StoreError(f"injected failure writing {path}")
         with self.lock:
@@ -118,18 +125,8 @@ class MemoryStore:
             return etag
 
     def append(self, user: User, path: str, build: Callable[[str], str | None]) -> str | None:
-        for _ in range(8):
-            current = self.get(user, path)
-            addition = build(current.content if current else "")
-            if not addition:
-                return None
-            try:
-                if current is None:
-                    return self.put(user, path, addition, create_only=True)
-                return self.put(user, path, current.content + addition, if_match=current.etag)
-            except PreconditionFailedError:
-                continue
-        raise StoreError("too many writers")
+        # the production CAS loop, on this store's atomic conditional put
+        return cas_append(self, user, path, build, attempts=self.append_attempts)
 
     def list(self, user: User, prefix: str, *, recursive: bool = True) -> list[ObjectInfo]:
         base = f"users/{user.key}/"

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 
+from local_stack.sam_env import lambda_environment
 from tests.conftest import ROOT
 
 PROBE = """
@@ -23,22 +24,18 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in
 
 
 def test_handlers_import_without_network_or_heavy_work() -> None:
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": f"{ROOT}:{ROOT / 'layers' / 'agent_harness'}",
-        # what the Lambda runtime provides: region and the role's credentials as variables
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "ASIA-TEST",
-        "AWS_SECRET_ACCESS_KEY": "test",
-        "AWS_SESSION_TOKEN": "test",
-        "HARNESS_MODEL": "openai:gpt-4.1-mini",
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-    }
-    for module in (
-        "functions.agent_call.app",
-        "functions.memory_flush.app",
-        "functions.memory_consolidate.app",
+    for function_id, module in (
+        ("AgentCallFunction", "functions.agent_call.app"),
+        ("MemoryFlushFunction", "functions.memory_flush.app"),
+        ("MemoryConsolidateFunction", "functions.memory_consolidate.app"),
     ):
+        env = {
+            **lambda_environment(function_id),  # as a deployed container sees it
+            "PATH": "/usr/bin:/bin",
+            "PYTHONPATH": f"{ROOT}:{ROOT / 'layers' / 'agent_harness'}",
+            "HARNESS_MODEL": "openai:gpt-4.1-mini",
+            "HTTPS_PROXY": "http://127.0.0.1:9",
+        }
         done = subprocess.run(
             [sys.executable, "-c", PROBE, module],
             env=env,

@@ -187,3 +187,25 @@ def test_throttled_flush_runs_once_per_gap() -> None:
 def test_flush_of_an_unknown_session_does_nothing() -> None:
     rt = make_runtime(memory=ScriptedModel())
     assert flush_turns(rt, job("ghost", 1)).status == "no_session"
+
+
+def test_concurrent_appends_to_one_ledger_are_never_lost() -> None:
+    """Invariant 4: the CAS append loop under 16 simultaneous writers. (On a store whose
+    conditional put is atomic, as S3's is; moto's in-process If-Match is not.)"""
+    import threading
+
+    rt = make_runtime()
+    rt.store.append_attempts = 64
+    rt.store.latency = 0.002  # a network round trip: reads and writes really interleave
+    barrier = threading.Barrier(16)
+
+    def writer(n: int) -> None:
+        barrier.wait()
+        rt.store.append(ALICE, "memory/2026-11-30.md", lambda existing: f"- fact {n}\n")
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(ledger(rt).splitlines()) == sorted(f"- fact {n}" for n in range(16))

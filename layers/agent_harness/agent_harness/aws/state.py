@@ -163,27 +163,52 @@ class DynamoStateTable:
         except BotoCoreError as exc:
             raise StoreError("state table update failed") from exc
 
+    def _acquire(
+        self, key: dict[str, Any], prefix: str, user: User, owner: str, now_ms: int, lease_ms: int
+    ) -> dict[str, Any]:
+        """Take the lease ``<prefix>_owner``/``<prefix>_expires_ms`` of one item if it is
+        free or expired and return the item; ClientError when another holder has it."""
+        resp = self._update(
+            Key=key,
+            UpdateExpression=(
+                f"SET {prefix}_owner = :o, {prefix}_expires_ms = :exp, "
+                "user_id = if_not_exists(user_id, :uid)"
+            ),
+            ConditionExpression=(
+                f"attribute_not_exists({prefix}_owner) OR {prefix}_expires_ms < :now"
+            ),
+            ExpressionAttributeValues={
+                ":o": _s(owner),
+                ":exp": _n(now_ms + lease_ms),
+                ":now": _n(now_ms),
+                ":uid": _s(user.id),
+            },
+            ReturnValues="ALL_NEW",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+        return _plain(resp.get("Attributes"))
+
+    def _release(self, key: dict[str, Any], prefix: str, owner: str, what: str) -> None:
+        """Give a lease back if we still hold it (an expired one may be someone else's)."""
+        try:
+            self._update(
+                Key=key,
+                UpdateExpression=f"REMOVE {prefix}_owner, {prefix}_expires_ms",
+                ConditionExpression=f"{prefix}_owner = :o",
+                ExpressionAttributeValues={":o": _s(owner)},
+            )
+        except ClientError as exc:
+            if not _is_condition_failure(exc):
+                raise StoreError(f"releasing the {what} lease failed") from exc
+
     # sessions -------------------------------------------------------------
     def acquire_session_lease(
         self, user: User, session_id: str, owner: str, now_ms: int, lease_ms: int
     ) -> SessionState:
         """Take the session lease or raise ``SessionBusyError`` with a Retry-After."""
         try:
-            resp = self._update(
-                Key=self._session_key(user, session_id),
-                UpdateExpression=(
-                    "SET lease_owner = :o, lease_expires_ms = :exp, "
-                    "user_id = if_not_exists(user_id, :uid)"
-                ),
-                ConditionExpression="attribute_not_exists(lease_owner) OR lease_expires_ms < :now",
-                ExpressionAttributeValues={
-                    ":o": _s(owner),
-                    ":exp": _n(now_ms + lease_ms),
-                    ":now": _n(now_ms),
-                    ":uid": _s(user.id),
-                },
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            item = self._acquire(
+                self._session_key(user, session_id), "lease", user, owner, now_ms, lease_ms
             )
         except ClientError as exc:
             if _is_condition_failure(exc):
@@ -194,7 +219,7 @@ class DynamoStateTable:
                     f"session {session_id} is busy with another call", retry_after=retry_after
                 ) from exc
             raise StoreError("acquiring the session lease failed") from exc
-        return _session_state(_plain(resp.get("Attributes")))
+        return _session_state(item)
 
     def commit_turn(self, user: User, session_id: str, owner: str, turn: int, now_iso: str) -> None:
         """Record ``turn`` as the session's last turn and release the lease, atomically."""
@@ -213,16 +238,7 @@ class DynamoStateTable:
             raise StoreError("committing the turn failed") from exc
 
     def release_session_lease(self, user: User, session_id: str, owner: str) -> None:
-        try:
-            self._update(
-                Key=self._session_key(user, session_id),
-                UpdateExpression="REMOVE lease_owner, lease_expires_ms",
-                ConditionExpression="lease_owner = :o",
-                ExpressionAttributeValues={":o": _s(owner)},
-            )
-        except ClientError as exc:
-            if not _is_condition_failure(exc):
-                raise StoreError("releasing the session lease failed") from exc
+        self._release(self._session_key(user, session_id), "lease", owner, "session")
 
     def get_session(self, user: User, session_id: str) -> SessionState | None:
         try:
@@ -296,26 +312,12 @@ class DynamoStateTable:
         self, user: User, owner: str, now_ms: int, lease_ms: int
     ) -> UserState:
         try:
-            resp = self._update(
-                Key=self._user_key(user),
-                UpdateExpression=(
-                    "SET cons_owner = :o, cons_expires_ms = :exp, "
-                    "user_id = if_not_exists(user_id, :uid)"
-                ),
-                ConditionExpression="attribute_not_exists(cons_owner) OR cons_expires_ms < :now",
-                ExpressionAttributeValues={
-                    ":o": _s(owner),
-                    ":exp": _n(now_ms + lease_ms),
-                    ":now": _n(now_ms),
-                    ":uid": _s(user.id),
-                },
-                ReturnValues="ALL_NEW",
-            )
+            item = self._acquire(self._user_key(user), "cons", user, owner, now_ms, lease_ms)
         except ClientError as exc:
             if _is_condition_failure(exc):
                 raise ConflictError("a consolidation of this user is already running") from exc
             raise StoreError("acquiring the consolidation lease failed") from exc
-        return _user_state(_plain(resp.get("Attributes")))
+        return _user_state(item)
 
     def complete_consolidation(
         self, user: User, owner: str, consumed: dict[str, int], due_seq: int, now_iso: str
@@ -358,16 +360,7 @@ class DynamoStateTable:
         return False
 
     def release_consolidation_lease(self, user: User, owner: str) -> None:
-        try:
-            self._update(
-                Key=self._user_key(user),
-                UpdateExpression="REMOVE cons_owner, cons_expires_ms",
-                ConditionExpression="cons_owner = :o",
-                ExpressionAttributeValues={":o": _s(owner)},
-            )
-        except ClientError as exc:
-            if not _is_condition_failure(exc):
-                raise StoreError("releasing the consolidation lease failed") from exc
+        self._release(self._user_key(user), "cons", owner, "consolidation")
 
     def query_due(self, shard: str) -> list[DueUser]:
         out: list[DueUser] = []

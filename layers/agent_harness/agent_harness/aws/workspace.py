@@ -29,7 +29,14 @@ if TYPE_CHECKING:
 
     from agent_harness.ids import User
 
-__all__ = ["ObjectInfo", "S3WorkspaceStore", "StoredObject", "VersionInfo", "WorkspaceStore"]
+__all__ = [
+    "ObjectInfo",
+    "S3WorkspaceStore",
+    "StoredObject",
+    "VersionInfo",
+    "WorkspaceStore",
+    "cas_append",
+]
 
 USER_ROOT = "users/"
 _PRECONDITION_CODES = {"PreconditionFailed", "412"}
@@ -92,6 +99,35 @@ class WorkspaceStore(Protocol):
     def list_versions(self, user: User, path: str) -> list[VersionInfo]: ...
 
     def get_version(self, user: User, path: str, version_id: str) -> StoredObject | None: ...
+
+
+def cas_append(
+    store: WorkspaceStore,
+    user: User,
+    path: str,
+    build: AppendBuilder,
+    *,
+    attempts: int = 8,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str | None:
+    """Append ``build(existing)`` to ``path``: GET, then PUT conditioned on what was read
+    (If-Match, or If-None-Match when absent). After a lost race (412) the object is read
+    again and ``build`` called again, so it can re-check what is already there
+    (idempotent appends). Returns the new ETag, or None when ``build`` added nothing.
+    Correct as long as the store's conditional write is atomic, as S3's is."""
+    for attempt in range(attempts):
+        current = store.get(user, path)
+        existing = current.content if current else ""
+        addition = build(existing)
+        if not addition:
+            return None
+        try:
+            if current is None:
+                return store.put(user, path, addition, create_only=True)
+            return store.put(user, path, existing + addition, if_match=current.etag)
+        except PreconditionFailedError:
+            sleep(random.uniform(0, min(1.0, 0.02 * 2**attempt)))
+    raise StoreError(f"appending to {path} failed: too many concurrent writers")
 
 
 def _error_code(exc: ClientError) -> str:
@@ -288,22 +324,6 @@ class S3WorkspaceStore:
         raise StoreError(f"writing {path} failed: conflicting writes")  # pragma: no cover
 
     def append(self, user: User, path: str, build: AppendBuilder) -> str | None:
-        """Append ``build(existing)`` to ``path`` with a compare-and-swap loop.
-
-        ``build`` is called again with the fresh content after each lost race, so it
-        can re-check what is already there (idempotent appends). Returns the new ETag,
-        or None when ``build`` decided there was nothing to append.
-        """
-        for attempt in range(self._append_attempts):
-            current = self.get(user, path)
-            existing = current.content if current else ""
-            addition = build(existing)
-            if not addition:
-                return None
-            try:
-                if current is None:
-                    return self.put(user, path, addition, create_only=True)
-                return self.put(user, path, existing + addition, if_match=current.etag)
-            except PreconditionFailedError:
-                self._sleep(random.uniform(0, 0.05 * 2**attempt))
-        raise StoreError(f"appending to {path} failed: too many concurrent writers")
+        return cas_append(
+            self, user, path, build, attempts=self._append_attempts, sleep=self._sleep
+        )

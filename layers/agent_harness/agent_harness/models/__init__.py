@@ -24,6 +24,8 @@ from agent_harness.models.base import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from pydantic import SecretStr
+
     from agent_harness.settings import ModelSpec, Settings
     from agent_harness.tokens import TokenCounter
 
@@ -55,6 +57,15 @@ def _secret_from_parameter(name: str) -> Callable[[], str | None]:
     return read
 
 
+def _api_key(
+    secret: SecretStr | None, parameter: str | None
+) -> Callable[[], str | None] | str | None:
+    """A key given directly wins; otherwise read lazily from the named SSM parameter."""
+    if secret is not None:
+        return secret.get_secret_value()
+    return _secret_from_parameter(parameter) if parameter else None
+
+
 def build_chat_model(
     spec: ModelSpec, settings: Settings, *, counter: TokenCounter | None = None, **deps: Any
 ) -> ChatModel:
@@ -75,15 +86,10 @@ def build_chat_model(
                 label="ollama",
                 max_output_tokens=settings.model_max_output_tokens,
             )
-        key: Callable[[], str | None] | str | None = None
-        if settings.openai_api_key is not None:
-            key = settings.openai_api_key.get_secret_value()
-        elif settings.openai_api_key_parameter:
-            key = _secret_from_parameter(settings.openai_api_key_parameter)
         return OpenAIChatModel(
             spec.name,
             base_url=settings.openai_base_url,
-            api_key=key,
+            api_key=_api_key(settings.openai_api_key, settings.openai_api_key_parameter),
             timeout=settings.model_timeout_seconds,
             client=deps.get("http_client"),
             max_output_tokens=settings.model_max_output_tokens,
@@ -91,14 +97,9 @@ def build_chat_model(
     if spec.provider == "anthropic":
         from agent_harness.models.anthropic import AnthropicChatModel
 
-        anthropic_key: Callable[[], str | None] | str | None = None
-        if settings.anthropic_api_key is not None:
-            anthropic_key = settings.anthropic_api_key.get_secret_value()
-        elif settings.anthropic_api_key_parameter:
-            anthropic_key = _secret_from_parameter(settings.anthropic_api_key_parameter)
         return AnthropicChatModel(
             spec.name,
-            api_key=anthropic_key,
+            api_key=_api_key(settings.anthropic_api_key, settings.anthropic_api_key_parameter),
             base_url=settings.anthropic_base_url,
             timeout=settings.model_timeout_seconds,
             max_output_tokens=settings.model_max_output_tokens,
