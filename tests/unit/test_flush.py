@@ -209,3 +209,13 @@ def test_concurrent_appends_to_one_ledger_are_never_lost() -> None:
     for t in threads:
         t.join()
     assert sorted(ledger(rt).splitlines()) == sorted(f"- fact {n}" for n in range(16))
+
+
+def test_a_turn_object_that_is_not_a_turn_is_skipped_not_fatal() -> None:
+    rt = make_runtime(memory=ScriptedModel("- from turn two"))
+    add_turn(rt, "s1", 1, "first")
+    rt.store.put(ALICE, "sessions/s1/turns/00000001.json", "{ edited by hand")
+    add_turn(rt, "s1", 2, "second")
+    outcome = flush_turns(rt, job("s1", 2))
+    assert outcome.turns == [2] and "- from turn two" in ledger(rt)
+    assert rt.table.get_session(ALICE, "s1").flush_cursor == 2

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_harness.models.base import Message, Usage
 
@@ -43,6 +43,15 @@ class TurnRecord(BaseModel):
 
     def created(self) -> datetime:
         return datetime.fromisoformat(self.created_at.replace("Z", "+00:00"))
+
+    @classmethod
+    def parse_or_none(cls, text: str) -> TurnRecord | None:
+        """A stored turn, or None when the object is not one (e.g. edited by hand): the
+        raw object stays in S3, and one bad object must not block a user's jobs."""
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError:
+            return None
 
 
 class WorkingContext(BaseModel):

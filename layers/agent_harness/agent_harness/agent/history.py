@@ -30,5 +30,6 @@ def list_turns(
     more = len(page) > limit
     page = page[:limit]
     objects = rt.store.get_many(user, [turn_path(session_id, n) for n in page])
-    records = [TurnRecord.model_validate_json(objects[p].content) for p in sorted(objects)]
+    parsed = (TurnRecord.parse_or_none(objects[p].content) for p in sorted(objects))
+    records = [r for r in parsed if r is not None]
     return records, (page[-1] if more and page else None)

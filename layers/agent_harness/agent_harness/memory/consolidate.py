@@ -174,7 +174,9 @@ def _run(
         "consolidated", days=[day for day, _ in parts], bytes_read=sum(len(t) for _, t in parts)
     )
     entries = "\n\n".join(f"### {day}\n{text.strip()}" for day, text in parts if text.strip())
-    if entries:
+    if not entries:
+        outcome.status = "nothing_new"  # only whitespace arrived: no model call
+    else:
         model = rt.models.for_role("memory")
         max_chars = settings.consolidation_max_tokens * 4 * 2
         for attempt in range(WRITE_ATTEMPTS):

@@ -78,10 +78,13 @@ def flush_turns(rt: Runtime, job: PostTurnJob) -> FlushOutcome:
             return FlushOutcome("throttled")
 
     wanted = [turn_path(session_id, n) for n in range(state.flush_cursor + 1, upto + 1)]
-    records = [
-        TurnRecord.model_validate_json(obj.content)
-        for obj in rt.store.get_many(user, wanted).values()
-    ]
+    records: list[TurnRecord] = []
+    for path, obj in rt.store.get_many(user, wanted).items():
+        record = TurnRecord.parse_or_none(obj.content)
+        if record is None:
+            logger.warning("skipping a turn object that is not a turn", extra={"path": path})
+        else:
+            records.append(record)
     records.sort(key=lambda r: r.turn)
 
     outcome = FlushOutcome("flushed", turns=[r.turn for r in records])
