@@ -161,7 +161,6 @@ class _SessionItem:
     state: SessionState = field(default_factory=SessionState)
     lease_owner: str | None = None
     lease_expires_ms: int = 0
-    flush_gate_ms: int | None = None
 
 
 @dataclass
@@ -221,14 +220,6 @@ class MemoryTable:
             if item.state.flush_cursor >= to_turn:
                 return False
             item.state = replace(item.state, flush_cursor=to_turn, last_flush_at=now_iso)
-            return True
-
-    def claim_flush_gate(self, user: User, session_id: str, now_ms: int, min_gap_ms: int) -> bool:
-        with self.lock:
-            item = self.sessions[(user.key, session_id)]
-            if item.flush_gate_ms is not None and item.flush_gate_ms > now_ms - min_gap_ms:
-                return False
-            item.flush_gate_ms = now_ms
             return True
 
     def mark_consolidation_due(self, user: User, now_iso: str, shards: int) -> None:

@@ -117,9 +117,6 @@ def test_the_flush_cursor_never_moves_backwards(table: DynamoStateTable) -> None
     assert table.advance_flush_cursor(ALICE, "s1", 3, "t")
     assert not table.advance_flush_cursor(ALICE, "s1", 2, "t")
     assert table.get_session(ALICE, "s1").flush_cursor == 3
-    assert table.claim_flush_gate(ALICE, "s1", now_ms=10_000, min_gap_ms=5_000)
-    assert not table.claim_flush_gate(ALICE, "s1", now_ms=12_000, min_gap_ms=5_000)
-    assert table.claim_flush_gate(ALICE, "s1", now_ms=15_000, min_gap_ms=5_000)
 
 
 def test_consolidation_state_and_the_due_index(table: DynamoStateTable) -> None:

@@ -221,3 +221,22 @@ def test_a_requested_consolidation_is_forced() -> None:
     rt = make_runtime()
     request_consolidation(rt, ALICE)
     assert [(j.user_id, j.force) for j in rt.queue.consolidation] == [("alice", True)]
+
+
+def test_a_large_hand_written_memory_can_still_be_consolidated() -> None:
+    big = "# Memory\n" + "".join(f"- hand-written fact {i}\n" for i in range(2000))
+    rt = make_runtime(
+        settings=Settings(consolidation_max_tokens=500, consolidation_min_gap_seconds=0)
+    )
+    rt.store.put(ALICE, "MEMORY.md", big, create_only=True)
+    append(rt, "2026-11-30", "- a new fact\n")
+    assert consolidate(rt, job()).status == "consolidated"
+    assert memory(rt).endswith("- a new fact\n")
+
+
+def test_a_runaway_answer_is_rejected() -> None:
+    rt = make_runtime(memory=ScriptedModel("# Memory\n" + "- x\n" * 10_000))  # 40k chars
+    append(rt, "2026-11-30", "- a fact\n")
+    with pytest.raises(ModelOutputError, match="over the"):
+        consolidate(rt, job())
+    assert memory(rt) is None

@@ -219,3 +219,13 @@ def test_a_turn_object_that_is_not_a_turn_is_skipped_not_fatal() -> None:
     outcome = flush_turns(rt, job("s1", 2))
     assert outcome.turns == [2] and "- from turn two" in ledger(rt)
     assert rt.table.get_session(ALICE, "s1").flush_cursor == 2
+
+
+def test_a_failed_throttled_flush_is_retried_not_throttled() -> None:
+    settings = Settings(flush_trigger="throttled", flush_min_gap_seconds=300)
+    rt = make_runtime(memory=ScriptedModel(failing(), "- recovered"), settings=settings)
+    add_turn(rt, "s1", 1, "one")
+    with pytest.raises(type(failing())):
+        flush_turns(rt, job("s1", 1))
+    assert flush_turns(rt, job("s1", 1)).status == "flushed"  # the redelivery
+    assert "- recovered" in ledger(rt)

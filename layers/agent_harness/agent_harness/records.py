@@ -62,3 +62,10 @@ class WorkingContext(BaseModel):
     summary: str | None = None
     messages: list[Message] = Field(default_factory=list)
     last_turn: int = 0
+
+    @classmethod
+    def parse_or_none(cls, text: str) -> WorkingContext | None:
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError:
+            return None

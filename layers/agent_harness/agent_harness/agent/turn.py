@@ -17,7 +17,6 @@ reply is returned: every 200 has its thread-log object.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 from aws_lambda_powertools import Logger, Metrics
@@ -41,10 +40,13 @@ from agent_harness.errors import (
 )
 from agent_harness.ids import MEMORY_FILE, context_path, turn_path, validate_session_id
 from agent_harness.jobs import PostTurnJob
+from agent_harness.memory.flush import flush_throttled
 from agent_harness.models.base import Message, Usage
 from agent_harness.records import TurnRecord, WorkingContext
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from agent_harness.agent.loop import LoopResult
     from agent_harness.aws.state import SessionState
     from agent_harness.ids import User
@@ -118,11 +120,13 @@ def _turn(
         iso(started),
     )
     stored_ctx = loaded.get(ctx_key)
-    context = (
-        WorkingContext.model_validate_json(stored_ctx.content)
-        if stored_ctx
-        else WorkingContext(session_id=session_id)
-    )
+    context = WorkingContext.parse_or_none(stored_ctx.content) if stored_ctx else None
+    if stored_ctx is not None and context is None:
+        # unreadable (edited by hand?): start afresh; the thread log still has everything
+        logger.warning(
+            "working context unreadable; starting afresh", extra={"session_id": session_id}
+        )
+    context = context or WorkingContext(session_id=session_id)
 
     new_message = Message(role="user", content=text)
     model = rt.models.for_role("agent")
@@ -230,8 +234,8 @@ def _enqueue_post_turn(
         return "skipped"
     if settings.flush_trigger == "never":
         return "skipped"
-    if settings.flush_trigger == "throttled" and state.last_flush_at:
-        last = datetime.fromisoformat(state.last_flush_at.replace("Z", "+00:00"))
-        if now - last < timedelta(seconds=settings.flush_min_gap_seconds):
-            return "throttled"
+    if settings.flush_trigger == "throttled" and flush_throttled(
+        state, now, settings.flush_min_gap_seconds
+    ):
+        return "throttled"
     return "queued"

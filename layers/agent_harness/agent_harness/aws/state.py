@@ -88,10 +88,6 @@ class StateTable(Protocol):
         self, user: User, session_id: str, to_turn: int, now_iso: str
     ) -> bool: ...
 
-    def claim_flush_gate(
-        self, user: User, session_id: str, now_ms: int, min_gap_ms: int
-    ) -> bool: ...
-
     def mark_consolidation_due(self, user: User, now_iso: str, shards: int) -> None: ...
 
     def get_user(self, user: User) -> UserState: ...
@@ -263,21 +259,6 @@ class DynamoStateTable:
             if _is_condition_failure(exc):
                 return False
             raise StoreError("advancing the flush cursor failed") from exc
-        return True
-
-    def claim_flush_gate(self, user: User, session_id: str, now_ms: int, min_gap_ms: int) -> bool:
-        """THROTTLED flush: claim this session's slot if ``min_gap_ms`` has passed."""
-        try:
-            self._update(
-                Key=self._session_key(user, session_id),
-                UpdateExpression="SET flush_gate_ms = :now",
-                ConditionExpression="attribute_not_exists(flush_gate_ms) OR flush_gate_ms <= :gap",
-                ExpressionAttributeValues={":now": _n(now_ms), ":gap": _n(now_ms - min_gap_ms)},
-            )
-        except ClientError as exc:
-            if _is_condition_failure(exc):
-                return False
-            raise StoreError("claiming the flush gate failed") from exc
         return True
 
     # users ----------------------------------------------------------------

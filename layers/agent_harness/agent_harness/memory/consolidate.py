@@ -178,8 +178,9 @@ def _run(
         outcome.status = "nothing_new"  # only whitespace arrived: no model call
     else:
         model = rt.models.for_role("memory")
-        max_chars = settings.consolidation_max_tokens * 4 * 2
         for attempt in range(WRITE_ATTEMPTS):
+            # reject runaway answers, yet never below what a person already wrote
+            max_chars = max(settings.consolidation_max_tokens * 8, len(current_text) * 5 // 4)
             answer = model.complete(
                 ChatRequest(
                     messages=consolidation_messages(

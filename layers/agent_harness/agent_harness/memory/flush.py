@@ -2,7 +2,7 @@
 
     PostTurnJob(user, session, turn N)
       -> session item: flush cursor C (turns 1..C are flushed)      DynamoDB GetItem
-      -> trigger: always | never | throttled (claim the gap)         DynamoDB
+      -> trigger: always | never | throttled (gap since the last flush)
       -> turns C+1..N from the thread log                            S3 GETs (concurrent)
       -> per ledger day (the day of each turn, in the configured zone):
            skip turns a section already covers (source line)         idempotency
@@ -20,13 +20,14 @@ anything is appended for that day, so the job is retried and nothing is half-wri
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from itertools import groupby
 from typing import TYPE_CHECKING, Literal
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from agent_harness.clock import epoch_ms, iso
+from agent_harness.clock import iso
 from agent_harness.ids import MEMORY_FILE, User, ledger_path, turn_path, validate_session_id
 from agent_harness.memory.ledger import Source, clean_bullets, covered_turns, day_of, render_section
 from agent_harness.memory.prompts import flush_messages, render_conversation
@@ -34,10 +35,11 @@ from agent_harness.models.base import ChatRequest
 from agent_harness.records import TurnRecord
 
 if TYPE_CHECKING:
+    from agent_harness.aws.state import SessionState
     from agent_harness.jobs import PostTurnJob
     from agent_harness.runtime import Runtime
 
-__all__ = ["FlushOutcome", "flush_turns"]
+__all__ = ["FlushOutcome", "flush_throttled", "flush_turns"]
 
 logger = Logger(child=True)
 metrics = Metrics()
@@ -56,6 +58,16 @@ class FlushOutcome:
     facts: int = 0
 
 
+def flush_throttled(state: SessionState, now: datetime, min_gap_seconds: int) -> bool:
+    """THROTTLED trigger: the last *successful* flush of the session is too recent. A
+    user's jobs run one at a time (FIFO group), so no claim is needed, and a failed flush
+    does not hold the gate shut for its own retry."""
+    if not state.last_flush_at:
+        return False
+    last = datetime.fromisoformat(state.last_flush_at.replace("Z", "+00:00"))
+    return now - last < timedelta(seconds=min_gap_seconds)
+
+
 def flush_turns(rt: Runtime, job: PostTurnJob) -> FlushOutcome:
     """Run one post-turn job. Raises on retryable failures (the record is redelivered)."""
     metrics.add_metric("PostTurnJobs", MetricUnit.Count, 1)
@@ -72,8 +84,8 @@ def flush_turns(rt: Runtime, job: PostTurnJob) -> FlushOutcome:
     if job.reason != "compaction":
         if settings.flush_trigger == "never":
             return FlushOutcome("skipped")
-        if settings.flush_trigger == "throttled" and not rt.table.claim_flush_gate(
-            user, session_id, epoch_ms(rt.clock.now()), settings.flush_min_gap_seconds * 1000
+        if settings.flush_trigger == "throttled" and flush_throttled(
+            state, rt.clock.now(), settings.flush_min_gap_seconds
         ):
             return FlushOutcome("throttled")
 
