@@ -108,6 +108,12 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
             logger.warning("request failed", extra={"code": exc.code, "error": exc.message})
         return _json(exc.status, exc.to_body(), exc.headers())
 
+    @app.exception_handler(Exception)
+    def unexpected_error(exc: Exception) -> Response:
+        # a bug: keep the error contract, log the traceback, show nothing internal
+        logger.exception("unhandled error")
+        return _json(500, HarnessError("internal error").to_body())
+
     @app.not_found
     def route_not_found(_: RouteNotFound) -> Response:
         return _json(404, NotFoundError("no such route").to_body())

@@ -1,0 +1,100 @@
+"""The HTTP error contract: every failure is `{"error": {"code", "message"}}` with the
+right status and headers, on the resolver with in-memory fakes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent_harness.api.routes import build_app
+from agent_harness.errors import (
+    ModelError,
+    ModelRateLimitError,
+    ModelTimeoutError,
+    StoreError,
+)
+from agent_harness.settings import Settings
+from local_stack.lambdas import context_for, http_event
+from tests.fakes import ScriptedModel, make_runtime
+
+
+def call(rt, method: str, path: str, payload: object | None = None, user: str | None = "alice"):
+    headers = {"content-type": "application/json"}
+    if user:
+        headers["x-user-id"] = user
+    body = json.dumps(payload).encode() if payload is not None else b""
+    raw_path, _, query = path.partition("?")
+    event = http_event(method, raw_path, query=query, headers=headers, body=body)
+    response = build_app(rt).resolve(event, context_for("AgentCallFunction"))
+    return response["statusCode"], json.loads(response["body"]), response.get("headers", {})
+
+
+def dev_runtime(**kwargs):
+    return make_runtime(settings=Settings(auth_mode="dev"), **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "code"),
+    [
+        (ModelError("upstream 500"), 502, "model_error"),
+        (ModelTimeoutError("slow"), 504, "model_timeout"),
+        (ModelRateLimitError("limited", retry_after=9), 429, "model_rate_limited"),
+    ],
+)
+def test_model_failures_map_to_gateway_errors(error: Exception, status: int, code: str) -> None:
+    rt = dev_runtime(agent=ScriptedModel(error))
+    got_status, body, headers = call(rt, "POST", "/v1/sessions/s1/messages", {"message": "hi"})
+    assert (got_status, body["error"]["code"]) == (status, code)
+    if isinstance(error, ModelRateLimitError):
+        assert headers["Retry-After"] == "9"
+    assert rt.store.objects == {}
+
+
+def test_a_storage_outage_is_503_and_retryable() -> None:
+    rt = dev_runtime()
+    rt.store.fail_puts = lambda path: True
+    status, body, _ = call(rt, "PUT", "/v1/memory", {"content": "x"}, user="alice")
+    assert status == 428  # the precondition check comes first
+    status, body, _ = call(rt, "POST", "/v1/sessions/s1/messages", {"message": "hi"})
+    assert (status, body["error"]["code"]) == (503, "store_unavailable")
+
+
+def test_a_bug_is_a_json_500_without_internals() -> None:
+    rt = dev_runtime()
+
+    def broken(*args, **kwargs):
+        raise KeyError("secret internal detail")
+
+    rt.store.get = broken
+    status, body, _ = call(rt, "GET", "/v1/memory")
+    assert status == 500
+    assert body == {"error": {"code": "internal_error", "message": "internal error"}}
+
+
+def test_store_errors_do_not_leak_other_users_paths() -> None:
+    rt = dev_runtime()
+    rt.store.get = lambda *a, **k: (_ for _ in ()).throw(StoreError("reading MEMORY.md failed"))
+    status, body, _ = call(rt, "GET", "/v1/memory")
+    assert status == 503 and "users/" not in body["error"]["message"]
+
+
+def test_ledger_days_must_be_days() -> None:
+    status, body, _ = call(dev_runtime(), "GET", "/v1/memory/ledger/..%2F..%2Fx")
+    assert status in (404, 422)
+    status, body, _ = call(dev_runtime(), "GET", "/v1/memory/ledger/2026-02-30")
+    assert (status, body["error"]["code"]) == (422, "validation_error")
+    status, body, _ = call(dev_runtime(), "GET", "/v1/memory/ledger/2026-02-27")
+    assert (status, body["error"]["code"]) == (404, "not_found")
+
+
+def test_query_parameters_are_validated() -> None:
+    status, body, _ = call(dev_runtime(), "GET", "/v1/sessions/s1/messages?limit=0")
+    assert (status, body["error"]["code"]) == (422, "validation_error")
+    status, _, _ = call(dev_runtime(), "GET", "/v1/sessions/s1/messages?limit=abc")
+    assert status == 422
+
+
+def test_rollback_to_an_unknown_version_is_404() -> None:
+    status, body, _ = call(dev_runtime(), "POST", "/v1/memory/rollback", {"version_id": "nope"})
+    assert (status, body["error"]["code"]) == (404, "not_found")
