@@ -81,6 +81,79 @@ def test_the_hot_path_makes_at_most_seven_aws_requests(stack: Stack, monkeypatch
     )
 
 
+def test_a_new_sessions_first_turn_also_makes_at_most_seven_requests(
+    stack: Stack, monkeypatch
+) -> None:
+    app = stack.handler(FN)
+    calls: list[str] = []
+    original = botocore.client.BaseClient._make_api_call
+
+    def counting(self, operation_name, api_params):  # type: ignore[no-untyped-def]
+        calls.append(f"{operation_name}:{api_params.get('Key', '')}")
+        return original(self, operation_name, api_params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", counting)
+    response = stack.invoke(app, load_event("agent_call_post_message.json"), FN)
+
+    assert response["statusCode"] == 200
+    assert len(calls) == 7
+    assert "GetObject:users/alice/AGENTS.md" in calls  # the persona, instead of a context
+
+
+def test_memory_save_then_search_through_the_api(stack: Stack) -> None:
+    app = stack.handler(FN)
+    saved = stack.invoke(app, load_event("agent_call_memory_save.json"), FN)
+    assert (saved["statusCode"], body(saved)) == (200, {"saved": 2})
+    assert "- Allergic to peanuts" in stack.text("users/alice/MEMORY.md")
+
+    found = body(stack.invoke(app, load_event("agent_call_memory_search.json"), FN))
+    assert found["match_mode"] == "all"
+    assert [(h["path"], h["line"], h["text"]) for h in found["hits"]] == [
+        ("MEMORY.md", 1, "- Prefers window seats on long flights"),
+        (found["hits"][1]["path"], 4, "- Prefers window seats on long flights"),
+    ]
+    assert found["hits"][1]["path"].startswith("memory/")
+
+    ranked = with_body(
+        load_event("agent_call_memory_search.json"),
+        {"query": "peanut allergy", "match_mode": "ranked"},
+    )
+    hits = body(stack.invoke(app, ranked, FN))["hits"]
+    assert hits[0]["text"] == "- Allergic to peanuts" and hits[0]["score"] > 0
+    assert len({h["text"] for h in hits}) == len(hits)  # each distinct line once
+
+
+@pytest.mark.parametrize(
+    ("payload", "status"),
+    [
+        ({"query": "x", "match_mode": ""}, 422),
+        ({"query": "x", "match_mode": "fuzzy"}, 422),
+        ({"query": "x", "limit": 0}, 422),
+        ({"query": 5}, 422),
+        ({"match_mode": "any"}, 422),
+    ],
+)
+def test_bad_searches_are_422(stack: Stack, payload: dict, status: int) -> None:
+    event = with_body(load_event("agent_call_memory_search.json"), payload)
+    assert stack.invoke(stack.handler(FN), event, FN)["statusCode"] == status
+
+
+def test_a_blank_search_matches_nothing_and_says_so(stack: Stack) -> None:
+    event = with_body(
+        load_event("agent_call_memory_search.json"), {"query": "  ", "match_mode": None}
+    )
+    assert body(stack.invoke(stack.handler(FN), event, FN)) == {
+        "hits": [],
+        "message": "no query provided",
+    }
+
+
+def test_a_blank_save_is_422_and_writes_nothing(stack: Stack) -> None:
+    event = with_body(load_event("agent_call_memory_save.json"), {"content": " \n "})
+    response = stack.invoke(stack.handler(FN), event, FN)
+    assert response["statusCode"] == 422 and stack.object_keys() == []
+
+
 def test_invalid_input_gets_a_clear_4xx_and_writes_nothing(stack: Stack) -> None:
     app = stack.handler(FN)
     cases = [
@@ -250,8 +323,6 @@ def test_consolidate_now_is_queued(stack: Stack) -> None:
     [
         ("POST", "/v1/sessions/s1/import"),
         ("POST", "/v1/sessions/search"),
-        ("POST", "/v1/memory/search"),
-        ("POST", "/v1/memory/save"),
         ("DELETE", "/v1/memory"),
     ],
 )

@@ -24,7 +24,7 @@ def test_turn_ranges_round_trip() -> None:
 
 def test_sections_carry_time_and_provenance() -> None:
     at = datetime(2026, 11, 30, 9, 12, 44, tzinfo=UTC)
-    text = render_section("Flush", at, ZoneInfo("UTC"), ["- a"], Source("s1", (3, 4, 5)))
+    text = render_section("Flush", at, ZoneInfo("UTC"), ["- a"], Source("s1", (3, 4, 5)).render())
     assert text == "\n## Flush — 2026-11-30T09:12:44Z\n> source: session=s1 turns=3-5\n- a\n"
 
 
@@ -38,9 +38,9 @@ def test_day_and_header_use_the_same_configured_zone() -> None:
 
 def test_covered_turns_are_per_session() -> None:
     ledger = (
-        render_section("Flush", datetime.now(UTC), UTC_ZONE, ["- a"], Source("s1", (1, 2)))
-        + render_section("Flush", datetime.now(UTC), UTC_ZONE, ["- b"], Source("s2", (1,)))
-        + render_section("Flush", datetime.now(UTC), UTC_ZONE, ["- c"], Source("s1", (4,)))
+        render_section("Flush", datetime.now(UTC), UTC_ZONE, ["- a"], Source("s1", (1, 2)).render())
+        + render_section("Flush", datetime.now(UTC), UTC_ZONE, ["- b"], Source("s2", (1,)).render())
+        + render_section("Flush", datetime.now(UTC), UTC_ZONE, ["- c"], Source("s1", (4,)).render())
     )
     assert covered_turns(ledger, "s1") == {1, 2, 4}
     assert covered_turns(ledger, "s2") == {1}

@@ -59,6 +59,8 @@ class WorkingContext(BaseModel):
 
     v: Literal[1] = 1
     session_id: str
+    #: AGENTS.md as read when the session started (the session's persona), if any
+    agents_md: str | None = None
     summary: str | None = None
     messages: list[Message] = Field(default_factory=list)
     last_turn: int = 0

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_harness.clock import Clock, SystemClock
 from agent_harness.errors import ConfigError
+from agent_harness.memory.search import MemoryIndexCache
 from agent_harness.models import ModelRegistry
 from agent_harness.settings import ENV
 from agent_harness.tokens import TokenCounter
@@ -44,6 +45,8 @@ class Runtime:
     counter: TokenCounter
     clock: Clock = field(default_factory=SystemClock)
     new_id: Callable[[], str] = _new_id
+    #: warm, bounded per-container cache of indexed memory files (keyed by user and ETag)
+    search_cache: MemoryIndexCache = field(default_factory=MemoryIndexCache)
 
     @classmethod
     def from_settings(

@@ -56,6 +56,8 @@ ENV: dict[str, str] = {
     "max_message_chars": "HARNESS_MAX_MESSAGE_CHARS",
     "max_model_calls": "HARNESS_MAX_MODEL_CALLS",
     "context_max_messages": "HARNESS_CONTEXT_MAX_MESSAGES",
+    "disable_memory_tools": "HARNESS_DISABLE_MEMORY_TOOLS",
+    "disable_memory_hooks": "HARNESS_DISABLE_MEMORY_HOOKS",
     "due_shards": "HARNESS_DUE_SHARDS",
     "token_encoding": "HARNESS_TOKEN_ENCODING",
     "tiktoken_cache_dir": "TIKTOKEN_CACHE_DIR",
@@ -128,6 +130,10 @@ class Settings(BaseModel):
     max_message_chars: int = Field(default=100_000, gt=0)
     max_model_calls: int = Field(default=8, gt=0, le=64)
     context_max_messages: int = Field(default=40, ge=2)
+    #: no memory_search / memory_get / memory_save for the agent
+    disable_memory_tools: bool = False
+    #: no post-turn flush jobs (and so no consolidation marks); with both, no MEMORY.md
+    disable_memory_hooks: bool = False
 
     # fan-out and tokens
     due_shards: int = Field(default=16, gt=0, le=1024)

@@ -2,9 +2,11 @@
 
     1 DynamoDB UpdateItem   session lease (409 + Retry-After when held); turn counter read
     2 S3 GET                MEMORY.md  -> reference message, capped       } concurrent
-    3 S3 GET                context.json (working context of the session) }
+    3 S3 GET                context.json; AGENTS.md instead for a new     }
+                            session (the persona is kept in the context)
       model loop            agent role, bounded
     4 S3 PUT                sessions/<s>/turns/<n>.json, create-only (the thread log)
+      (memory_save calls, staged during the loop, are applied here)
     5 S3 PUT                context.json, If-Match / If-None-Match
     6 DynamoDB UpdateItem   turn := n and lease released, in one conditional write
     7 SQS SendMessage       post-turn job (FlushQueue, group = user)
@@ -23,12 +25,13 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.agent.context import (
-    SYSTEM_PROMPT,
     build_messages,
     memory_reference,
+    system_prompt,
     trim_messages,
 )
 from agent_harness.agent.loop import run_loop
+from agent_harness.agent.tools import MemoryTools
 from agent_harness.clock import epoch_ms, iso
 from agent_harness.errors import (
     ConflictError,
@@ -38,19 +41,26 @@ from agent_harness.errors import (
     PreconditionFailedError,
     ValidationFailedError,
 )
-from agent_harness.ids import MEMORY_FILE, context_path, turn_path, validate_session_id
+from agent_harness.ids import (
+    AGENTS_FILE,
+    MEMORY_FILE,
+    context_path,
+    turn_path,
+    validate_session_id,
+)
 from agent_harness.jobs import PostTurnJob
+from agent_harness.memory.files import save_memories
 from agent_harness.memory.flush import flush_throttled
 from agent_harness.models.base import Message, Usage
-from agent_harness.records import TurnRecord, WorkingContext
+from agent_harness.records import MemoryInjection, TurnRecord, WorkingContext
 
 if TYPE_CHECKING:
     from datetime import datetime
 
     from agent_harness.agent.loop import LoopResult
     from agent_harness.aws.state import SessionState
+    from agent_harness.aws.workspace import StoredObject
     from agent_harness.ids import User
-    from agent_harness.records import MemoryInjection
     from agent_harness.runtime import Runtime
 
 __all__ = ["TurnResult", "run_turn"]
@@ -111,52 +121,65 @@ def _turn(
     owner: str,
     started: datetime,
 ) -> TurnResult:
+    settings = rt.settings
+    tools_on, hooks_on = not settings.disable_memory_tools, not settings.disable_memory_hooks
     ctx_key = context_path(session_id)
-    loaded = rt.store.get_many(user, [MEMORY_FILE, ctx_key])
-    reference, injection = memory_reference(
-        loaded.get(MEMORY_FILE),
-        rt.counter,
-        rt.settings.consolidation_max_tokens,
-        iso(started),
-    )
+    # a new session reads AGENTS.md (its persona, kept in the context); a running one its
+    # context: two GETs either way, so the hot path stays at seven requests
+    new_session = state.turn == 0
+    loaded = rt.store.get_many(user, [MEMORY_FILE, AGENTS_FILE if new_session else ctx_key])
     stored_ctx = loaded.get(ctx_key)
     context = WorkingContext.parse_or_none(stored_ctx.content) if stored_ctx else None
-    if stored_ctx is not None and context is None:
-        # unreadable (edited by hand?): start afresh; the thread log still has everything
-        logger.warning(
-            "working context unreadable; starting afresh", extra={"session_id": session_id}
+    if context is None:
+        if not new_session:  # lost or unreadable: start afresh, the thread log has it all
+            logger.warning(
+                "working context missing; starting afresh", extra={"session_id": session_id}
+            )
+            loaded.update(rt.store.get_many(user, [AGENTS_FILE]))
+        agents = loaded.get(AGENTS_FILE)
+        context = WorkingContext(
+            session_id=session_id, agents_md=agents.content if agents else None
         )
-    context = context or WorkingContext(session_id=session_id)
 
+    reference, injection = None, MemoryInjection()
+    if tools_on or hooks_on:
+        reference, injection = memory_reference(
+            loaded.get(MEMORY_FILE), rt.counter, settings.consolidation_max_tokens, iso(started)
+        )
+    tools = MemoryTools(rt, user) if tools_on else None
     new_message = Message(role="user", content=text)
-    model = rt.models.for_role("agent")
     result = run_loop(
-        model,
-        build_messages(SYSTEM_PROMPT, reference, context, new_message),
-        tools=None,
-        max_calls=rt.settings.max_model_calls,
+        rt.models.for_role("agent"),
+        build_messages(
+            system_prompt(context.agents_md, tools=tools_on, hooks=hooks_on),
+            reference,
+            context,
+            new_message,
+        ),
+        tools=tools.registry() if tools else None,
+        max_calls=settings.max_model_calls,
     )
     if not result.reply.strip():
         raise ModelOutputError(f"{result.model} returned an empty reply")
 
-    # --- durable from here: thread log first, then the context, then the counter ---
+    # --- durable from here: thread log first, then saves and context, then the counter ---
     turn_messages = [new_message, *result.messages]
     turn_no = _write_turn(
         rt, user, session_id, state.turn, started, turn_messages, result, injection
     )
+    for lines in tools.staged if tools else []:
+        save_memories(
+            rt,
+            user,
+            lines,
+            provenance=f"> source: session={session_id} turn={turn_no} via=memory_save",
+            at=started,
+        )
     context.messages = trim_messages(
-        [*context.messages, *turn_messages], rt.settings.context_max_messages
+        [*context.messages, *turn_messages], settings.context_max_messages
     )
     context.last_turn = turn_no
-    try:
-        if stored_ctx is None:
-            rt.store.put(user, ctx_key, context.model_dump_json(), create_only=True)
-        else:
-            rt.store.put(user, ctx_key, context.model_dump_json(), if_match=stored_ctx.etag)
-    except PreconditionFailedError as exc:
-        raise ConflictError(
-            f"the working context of session {session_id} changed during the call"
-        ) from exc
+    _save_context(rt, user, session_id, context, stored_ctx)
     rt.table.commit_turn(user, session_id, owner, turn_no, iso(rt.clock.now()))
     metrics.add_metric("Turns", MetricUnit.Count, 1)
     metrics.add_metric("ModelCalls", MetricUnit.Count, result.model_calls)
@@ -184,6 +207,34 @@ def _turn(
         flush="queued",
         model=result.model,
     )
+
+
+def _save_context(
+    rt: Runtime,
+    user: User,
+    session_id: str,
+    context: WorkingContext,
+    stored: StoredObject | None,
+) -> None:
+    """CAS write of the working context. A context left by a call that crashed before
+    committing (the counter never saw it) is replaced: we hold the lease."""
+    key = context_path(session_id)
+    body = context.model_dump_json()
+    try:
+        if stored is None:
+            try:
+                rt.store.put(user, key, body, create_only=True)
+            except PreconditionFailedError:
+                orphan = rt.store.get(user, key)
+                if orphan is None:
+                    raise
+                rt.store.put(user, key, body, if_match=orphan.etag)
+        else:
+            rt.store.put(user, key, body, if_match=stored.etag)
+    except PreconditionFailedError as exc:
+        raise ConflictError(
+            f"the working context of session {session_id} changed during the call"
+        ) from exc
 
 
 def _write_turn(
@@ -224,6 +275,8 @@ def _enqueue_post_turn(
 ) -> FlushState:
     """Queue the post-turn job; report what the flush trigger will do with it."""
     settings = rt.settings
+    if settings.disable_memory_hooks:
+        return "skipped"
     job = PostTurnJob(user_id=user.id, session_id=session_id, turn=turn, queued_at=iso(now))
     try:
         rt.queue.send_post_turn(user, job)

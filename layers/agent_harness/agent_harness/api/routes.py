@@ -17,7 +17,14 @@ from pydantic import BaseModel, ValidationError
 
 from agent_harness.agent.history import list_turns
 from agent_harness.agent.turn import run_turn
-from agent_harness.api.schemas import MAX_MEMORY_CHARS, MemoryPutBody, MessageBody, RollbackBody
+from agent_harness.api.schemas import (
+    MAX_MEMORY_CHARS,
+    MemoryPutBody,
+    MemorySaveBody,
+    MessageBody,
+    RollbackBody,
+    SearchBody,
+)
 from agent_harness.clock import iso
 from agent_harness.errors import (
     HarnessError,
@@ -31,6 +38,7 @@ from agent_harness.errors import (
 from agent_harness.ids import User, validate_session_id
 from agent_harness.memory import files
 from agent_harness.memory.consolidate import request_consolidation
+from agent_harness.memory.search import search_memory
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
@@ -218,6 +226,38 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
         content = files.get_ledger_day(rt, current_user(), day)
         return _json(200, {"day": day, "content": content})
 
+    @app.post("/v1/memory/search")
+    def memory_search() -> Response:
+        user = current_user()
+        request = body(SearchBody)
+        query = request.query or ""
+        if not query.strip():
+            return _json(200, {"hits": [], "message": "no query provided"})
+        hits = search_memory(rt, user, query, request.match_mode, request.limit, rt.search_cache)
+        return _json(
+            200,
+            {
+                "hits": [
+                    {"path": h.path, "line": h.line, "text": h.text}
+                    | ({"score": h.score} if h.score is not None else {})
+                    for h in hits
+                ],
+                "match_mode": request.match_mode,
+            },
+        )
+
+    @app.post("/v1/memory/save")
+    def memory_save() -> Response:
+        user = current_user()
+        request = body(MemorySaveBody)
+        if len(request.content) > MAX_MEMORY_CHARS:
+            raise PayloadTooLargeError(f"content is limited to {MAX_MEMORY_CHARS} characters")
+        lines = files.memory_lines(request.content)
+        saved = files.save_memories(
+            rt, user, lines, provenance="> source: api via=memory_save", at=rt.clock.now()
+        )
+        return _json(200, {"saved": saved})
+
     @app.post("/v1/memory/consolidate")
     def consolidate_now() -> Response:
         job = request_consolidation(rt, current_user())
@@ -230,8 +270,6 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
 
     app.post("/v1/sessions/<session_id>/import")(lambda session_id: later("history import"))
     app.post("/v1/sessions/search")(lambda: later("thread search"))
-    app.post("/v1/memory/search")(lambda: later("memory search"))
-    app.post("/v1/memory/save")(lambda: later("memory save"))
     app.delete("/v1/memory")(lambda: later("forgetting a user"))
 
     return app

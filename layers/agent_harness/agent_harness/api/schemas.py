@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from typing import Any
 
-__all__ = ["MAX_MEMORY_CHARS", "MemoryPutBody", "MessageBody", "RollbackBody"]
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
+
+from agent_harness.memory.search import DEFAULT_LIMIT, MAX_LIMIT, Mode, parse_match_mode
+
+__all__ = [
+    "MAX_MEMORY_CHARS",
+    "MemoryPutBody",
+    "MemorySaveBody",
+    "MessageBody",
+    "RollbackBody",
+    "SearchBody",
+]
 
 MAX_MEMORY_CHARS = 512_000
 
@@ -23,3 +34,18 @@ class MemoryPutBody(_Body):
 
 class RollbackBody(_Body):
     version_id: StrictStr = Field(min_length=1, max_length=1024)
+
+
+class SearchBody(_Body):
+    query: StrictStr | None
+    match_mode: Any = None  # null means phrase; "" and unknown modes are errors
+    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
+
+    @field_validator("match_mode")
+    @classmethod
+    def _mode(cls, value: Any) -> Mode:
+        return parse_match_mode(value)
+
+
+class MemorySaveBody(_Body):
+    content: StrictStr

@@ -9,23 +9,35 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agent_harness.clock import iso
-from agent_harness.errors import NotFoundError, PreconditionRequiredError
-from agent_harness.ids import MEMORY_FILE, ledger_path, validate_day
-from agent_harness.memory.ledger import DAY_FILE
+from agent_harness.errors import (
+    InvalidRequestError,
+    NotFoundError,
+    PreconditionRequiredError,
+    ValidationFailedError,
+)
+from agent_harness.ids import MEMORY_FILE, ledger_path, validate_day, validate_relative_path
+from agent_harness.memory.ledger import DAY_FILE, day_of, render_section
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from agent_harness.aws.workspace import VersionInfo
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
 __all__ = [
+    "MAX_GET_CHARS",
+    "MAX_GET_LINES",
     "MemoryDocument",
     "get_ledger_day",
     "get_memory",
     "list_ledger_days",
     "list_memory_versions",
+    "memory_lines",
     "put_memory",
+    "read_lines",
     "rollback_memory",
+    "save_memories",
 ]
 
 
@@ -92,3 +104,67 @@ def get_ledger_day(rt: Runtime, user: User, day: str) -> str:
     if obj is None:
         raise NotFoundError(f"no ledger for {day}")
     return obj.content
+
+
+MAX_GET_LINES = 400
+MAX_GET_CHARS = 40_000
+
+
+def read_lines(
+    rt: Runtime, user: User, path: str, start: int | None = None, end: int | None = None
+) -> str:
+    """memory_get: lines ``start..end`` (1-based, inclusive) as ``N|text`` rows.
+
+    The file is split on newlines, so a trailing newline counts as a last, empty line
+    (spec §4.12 #88). ``start`` below 1 reads from 1; ``end`` before ``start`` is empty;
+    ``start`` past the end is an error. The path may be any file of the caller's own
+    workspace and nothing else."""
+    validate_relative_path(path)
+    obj = rt.store.get(user, path)
+    if obj is None or not obj.content.strip():
+        raise NotFoundError(f"file not found: {path}")
+    lines = obj.content.split("\n")
+    first = max(1, start or 1)
+    last = len(lines) if end is None else min(end, len(lines))
+    if first > len(lines):
+        raise InvalidRequestError(f"startLine {first} exceeds file length {len(lines)}")
+    rows: list[str] = []
+    size = 0
+    for number in range(first, last + 1):
+        row = f"{number}|{lines[number - 1]}"
+        if len(rows) >= MAX_GET_LINES or size + len(row) > MAX_GET_CHARS:
+            rows.append(f"[truncated at line {number - 1}; ask for startLine={number} to go on]")
+            break
+        rows.append(row)
+        size += len(row) + 1
+    return "\n".join(rows)
+
+
+def memory_lines(content: str) -> list[str]:
+    """What memory_save stores: the content's non-blank lines; blank content is an error."""
+    lines = [line.rstrip() for line in content.splitlines() if line.strip()]
+    if not lines:
+        raise ValidationFailedError("content is required")
+    return lines
+
+
+def save_memories(
+    rt: Runtime, user: User, lines: list[str], *, provenance: str, at: datetime
+) -> int:
+    """memory_save: append to MEMORY.md and record a ``## Memory Save`` section in the
+    ledger of the day, both with compare-and-swap appends (a consolidation running at the
+    same time re-merges onto the new MEMORY.md instead of overwriting it)."""
+    block = "\n".join(lines) + "\n"
+    rt.store.append(
+        user,
+        MEMORY_FILE,
+        lambda existing: (
+            ("\n" if existing and not existing.endswith("\n") else "")
+            + ("\n" if existing else "")
+            + block
+        ),
+    )
+    day = day_of(at, rt.settings.zone)
+    section = render_section("Memory Save", at, rt.settings.zone, lines, provenance)
+    rt.store.append(user, ledger_path(day), lambda existing: section)
+    return len(lines)

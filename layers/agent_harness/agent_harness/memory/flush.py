@@ -159,7 +159,7 @@ def _flush_chunk(
         if covered_turns(existing, session_id) & set(turns):
             return None
         return render_section(
-            "Flush", rt.clock.now(), rt.settings.zone, bullets, Source(session_id, turns)
+            "Flush", rt.clock.now(), rt.settings.zone, bullets, Source(session_id, turns).render()
         )
 
     return len(bullets) if rt.store.append(user, path, build) else 0

@@ -92,11 +92,11 @@ def covered_turns(ledger: str, session_id: str) -> set[int]:
 
 
 def render_section(
-    kind: str, at: datetime, zone: ZoneInfo, bullets: list[str], source: Source | None = None
+    kind: str, at: datetime, zone: ZoneInfo, bullets: list[str], provenance: str | None = None
 ) -> str:
     lines = ["", f"## {kind} — {iso(at.astimezone(zone))}"]
-    if source is not None:
-        lines.append(source.render())
+    if provenance is not None:
+        lines.append(provenance)
     lines.extend(bullets)
     return "\n".join(lines) + "\n"
 

@@ -2,7 +2,9 @@
 
 It reads the same prompts a real model gets and behaves by purpose:
 
-    agent        answers from the memory it was given, by keyword overlap
+    agent        answers from the memory it was given, by keyword overlap; asked a
+                 question that memory does not answer, it calls memory_search (when
+                 offered) with the question's keywords and answers from the hits
     flush        extracts first-person durable statements ("I prefer…", "remember…",
                  "we decided…", "我喜欢…", "记住…") as ``- User said: …`` bullets, or NO_REPLY
     consolidate  merges new ledger bullets into MEMORY.md by normalised de-duplication
@@ -14,12 +16,13 @@ for a real model.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from typing import TYPE_CHECKING
 
 from agent_harness import markup
-from agent_harness.models.base import ChatRequest, ChatResponse, Message, Usage
+from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
 
 if TYPE_CHECKING:
     from agent_harness.tokens import TokenCounter
@@ -152,6 +155,17 @@ _STOPWORDS = frozenset(
 )
 
 
+_SOURCE_HIT = re.compile(r"^Source: (\S+#\d+): (.*)$", re.MULTILINE)
+_QUESTION = re.compile(
+    r"\?|？|^\s*(?:what|which|who|when|where|why|how|do|does|did|is|are|am|can|could)\b",
+    re.IGNORECASE,
+)
+
+
+def _reply(text: str) -> Message:
+    return Message(role="assistant", content=f"{LABEL} {text}")
+
+
 def normalise(text: str) -> str:
     """Lower-case, NFKC, punctuation and extra spaces removed: the de-duplication key."""
     text = unicodedata.normalize("NFKC", text).casefold()
@@ -230,21 +244,23 @@ class OfflineChatModel:
         return "offline"
 
     def complete(self, request: ChatRequest) -> ChatResponse:
-        handler = {
-            "agent": self._answer,
-            "flush": self._flush,
-            "consolidate": self._consolidate,
-            "compact": self._compact,
-        }[request.purpose]
-        text = handler(request.messages)
+        if request.purpose == "agent":
+            message = self._answer(request)
+        else:
+            handler = {
+                "flush": self._flush,
+                "consolidate": self._consolidate,
+                "compact": self._compact,
+            }[request.purpose]
+            message = Message(role="assistant", content=handler(request.messages))
         usage = Usage()
         if self._counter is not None:
             usage = Usage(
                 input_tokens=sum(self._counter.count(m.content) for m in request.messages),
-                output_tokens=self._counter.count(text),
+                output_tokens=self._counter.count(message.content or message.model_dump_json()),
             )
         return ChatResponse(
-            message=Message(role="assistant", content=text),
+            message=message,
             usage=usage,
             model="offline",
             finish_reason="stop",
@@ -252,19 +268,40 @@ class OfflineChatModel:
 
     # purposes -------------------------------------------------------------
     @staticmethod
-    def _answer(messages: list[Message]) -> str:
-        question = next((m.content for m in reversed(messages) if m.role == "user"), "")
+    def _best(wanted: set[str], lines: list[str]) -> list[str]:
+        scored = [(len(wanted & _keywords(line)), i, line) for i, line in enumerate(lines)]
+        best = max((score for score, _, _ in scored), default=0)
+        return [line for score, _, line in scored if score == best and best > 0][:3]
+
+    def _answer(self, request: ChatRequest) -> Message:
+        messages = request.messages
+        asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
+        question = messages[asked].content
         wanted = _keywords(question)
-        scored: list[tuple[int, int, str]] = []
-        for index, line in enumerate(_memory_lines(messages)):
-            score = len(wanted & _keywords(line))
-            if score:
-                scored.append((score, index, line))
-        if not scored:
-            return f"{LABEL} I have nothing in memory about that yet."
-        best = max(score for score, _, _ in scored)
-        lines = [line for score, _, line in sorted(scored, key=lambda s: s[1]) if score == best]
-        return f"{LABEL} From memory: " + " | ".join(lines[:3])
+        found = self._best(wanted, _memory_lines(messages))
+        if found:
+            return _reply("From memory: " + " | ".join(found))
+        results = [m for m in messages[asked + 1 :] if m.role == "tool"]
+        if results:  # the search ran: answer from its hits
+            hits = [
+                m.group(2) + f" ({m.group(1)})"
+                for r in results
+                for m in _SOURCE_HIT.finditer(r.content)
+            ]
+            found = self._best(wanted, hits)
+            if found:
+                return _reply("From memory_search: " + " | ".join(found))
+            return _reply("I searched my memory and found nothing about that.")
+        offered = {tool.name for tool in request.tools}
+        if "memory_search" in offered and wanted and _QUESTION.search(question):
+            arguments = json.dumps({"query": " ".join(sorted(wanted)), "matchMode": "any"})
+            return Message(
+                role="assistant",
+                tool_calls=[
+                    ToolCall(id="offline-search-1", name="memory_search", arguments=arguments)
+                ],
+            )
+        return _reply("I have nothing in memory about that yet.")
 
     @staticmethod
     def _flush(messages: list[Message]) -> str:

@@ -1,0 +1,209 @@
+"""Tools the agent can call. A tool is a name, a description, a JSON schema and a handler;
+the registry runs them and never raises: every failure goes back to the model as a
+result starting with ``Error:`` (bad JSON, unknown tool, invalid arguments, a missing
+file, an AWS hiccup), so the model can recover.
+
+    memory_search(query, matchMode?, limit?)   lines of MEMORY.md and memory/**.md
+    memory_get(path, startLine?, endLine?)     N|text rows of one file of the workspace
+    memory_save(content)                       MEMORY.md + today's ledger, applied when the
+                                               turn is saved (a failed turn saves nothing)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Logger
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from agent_harness.errors import HarnessError
+from agent_harness.memory.files import memory_lines, read_lines
+from agent_harness.memory.search import (
+    DEFAULT_LIMIT,
+    MATCH_MODES,
+    MAX_LIMIT,
+    format_hits,
+    parse_match_mode,
+    search_memory,
+)
+from agent_harness.models.base import ToolCall, ToolSpec
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from agent_harness.ids import User
+    from agent_harness.runtime import Runtime
+
+__all__ = ["MemoryTools", "Tool", "ToolRegistry"]
+
+logger = Logger(child=True)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    handler: Callable[[dict[str, Any]], str]
+
+
+class ToolRegistry:
+    """A ``ToolBox`` over a list of tools."""
+
+    def __init__(self, tools: list[Tool]) -> None:
+        self._tools = {t.name: t for t in tools}
+
+    def specs(self) -> list[ToolSpec]:
+        return [
+            ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
+            for t in self._tools.values()
+        ]
+
+    def call(self, call: ToolCall) -> str:
+        tool = self._tools.get(call.name)
+        if tool is None:
+            return f"Error: unknown tool {call.name}"
+        try:
+            arguments = json.loads(call.arguments or "{}")
+        except ValueError:
+            return f"Error: the arguments of {call.name} are not valid JSON"
+        if not isinstance(arguments, dict):
+            return f"Error: the arguments of {call.name} must be a JSON object"
+        try:
+            return tool.handler(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            return f"Error: invalid arguments for {call.name}: {problems}"
+        except HarnessError as exc:
+            return f"Error: {exc.message}"
+        except Exception:  # a bug in a tool must not end the turn
+            logger.exception("tool failed", extra={"tool_name": call.name})
+            return f"Error: {call.name} failed unexpectedly"
+
+
+class _SearchArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str | None
+    matchMode: str | None = None  # the tool's public argument name
+    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
+
+    @field_validator("matchMode")
+    @classmethod
+    def _mode(cls, value: str | None) -> str | None:
+        parse_match_mode(value)
+        return value
+
+
+class _GetArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    startLine: int | None = None
+    endLine: int | None = None
+
+
+class _SaveArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: str
+
+
+SEARCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "text or keywords to look for"},
+        "matchMode": {
+            "type": "string",
+            "enum": list(MATCH_MODES),
+            "description": (
+                "phrase (default): the query as one literal phrase; all: every keyword in "
+                "the same line; any: at least one keyword; ranked: best matches first"
+            ),
+        },
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+    },
+    "required": ["query"],
+}
+GET_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "workspace path, e.g. MEMORY.md"},
+        "startLine": {"type": "integer", "minimum": 1},
+        "endLine": {"type": "integer", "minimum": 1},
+    },
+    "required": ["path"],
+}
+SAVE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "content": {
+            "type": "string",
+            "description": "one durable fact per line, e.g. '- Prefers aisle seats'",
+        }
+    },
+    "required": ["content"],
+}
+
+
+@dataclass
+class MemoryTools:
+    """The memory tools of one turn. ``memory_save`` is staged: ``staged`` holds the lines
+    to persist once the turn is saved."""
+
+    rt: Runtime
+    user: User
+    staged: list[list[str]] = field(default_factory=list)
+
+    def registry(self) -> ToolRegistry:
+        return ToolRegistry(
+            [
+                Tool(
+                    "memory_search",
+                    "Search long-term memory (MEMORY.md and the daily ledgers memory/*.md) "
+                    "line by line. Use it before answering about earlier conversations, "
+                    "decisions, dates, people or preferences. Hits read "
+                    "'Source: <path>#<line>: <text>'.",
+                    SEARCH_SCHEMA,
+                    self.search,
+                ),
+                Tool(
+                    "memory_get",
+                    "Read lines of a file of your workspace (e.g. MEMORY.md, "
+                    "memory/2026-11-30.md) as 'N|text' rows, to see the context of a hit.",
+                    GET_SCHEMA,
+                    self.get,
+                ),
+                Tool(
+                    "memory_save",
+                    "Save durable facts to long-term memory (MEMORY.md and today's ledger) "
+                    "when the user asks you to remember something or states a lasting "
+                    "preference or decision. One fact per line.",
+                    SAVE_SCHEMA,
+                    self.save,
+                ),
+            ]
+        )
+
+    def search(self, arguments: dict[str, Any]) -> str:
+        args = _SearchArgs.model_validate(arguments)
+        query = args.query or ""
+        mode = parse_match_mode(args.matchMode)
+        hits = search_memory(self.rt, self.user, query, mode, args.limit, self.rt.search_cache)
+        return format_hits(query, hits)
+
+    def get(self, arguments: dict[str, Any]) -> str:
+        args = _GetArgs.model_validate(arguments)
+        return read_lines(self.rt, self.user, args.path, args.startLine, args.endLine)
+
+    def save(self, arguments: dict[str, Any]) -> str:
+        args = _SaveArgs.model_validate(arguments)
+        lines = memory_lines(args.content)
+        self.staged.append(lines)
+        noun = "memory" if len(lines) == 1 else "memories"
+        return f"Saved {len(lines)} {noun} to MEMORY.md"

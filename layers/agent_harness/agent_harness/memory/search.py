@@ -1,0 +1,347 @@
+"""memory_search: lines of MEMORY.md and the ledgers that match a query.
+
+A record is one line. Match modes:
+
+    phrase   the query (trimmed) as a literal, case-insensitive substring   (default; null)
+    all      every whitespace-separated keyword occurs in the line, any order
+    any      at least one keyword occurs in the line
+    ranked   best first by BM25 over word tokens (CJK as character bigrams), each distinct
+             line once; section headers and provenance lines are not results
+
+Keywords are literal text (no regex), duplicates and extra whitespace are ignored, and
+case folding is Unicode-aware (``casefold``: "ÄPFEL" finds "äpfel"; the reference folded
+ASCII only, spec §4.12 #85). A blank query matches nothing. phrase/all/any keep file
+then line order (MEMORY.md first, then memory/** by path, archive included).
+
+Reading (DESIGN §7): one GET of MEMORY.md, one LIST of memory/, concurrent GETs of the
+ledgers whose ETag is not in a warm, bounded, per-container cache; each cached file keeps
+its lines and BM25 postings, so a query over 90 ledgers does no parsing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import unicodedata
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import TYPE_CHECKING, Literal
+
+from agent_harness.ids import MEMORY_FILE
+
+if TYPE_CHECKING:
+    from agent_harness.ids import User
+    from agent_harness.runtime import Runtime
+
+__all__ = [
+    "MATCH_MODES",
+    "Hit",
+    "MemoryIndexCache",
+    "Mode",
+    "format_hits",
+    "parse_match_mode",
+    "search_files",
+    "search_memory",
+]
+
+Mode = Literal["phrase", "all", "any", "ranked"]
+MATCH_MODES: tuple[Mode, ...] = ("phrase", "all", "any", "ranked")
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 200
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+_STRUCTURE = re.compile(r"^\s*(?:#{1,6}\s|> source:)")
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "for",
+        "with",
+        "from",
+        "by",
+        "about",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "do",
+        "does",
+        "did",
+        "i",
+        "me",
+        "my",
+        "we",
+        "our",
+        "you",
+        "your",
+        "it",
+        "they",
+        "them",
+        "this",
+        "that",
+        "these",
+        "those",
+        "what",
+        "which",
+        "who",
+        "when",
+        "where",
+        "why",
+        "how",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "have",
+        "has",
+        "had",
+        "not",
+        "no",
+        "so",
+        "than",
+        "then",
+        "also",
+        "too",
+        "am",
+    ]
+)
+K1, B = 1.2, 0.75
+
+
+def parse_match_mode(value: object) -> Mode:
+    """``None`` means phrase; anything not a known mode (``""`` included) is an error."""
+    if value is None:
+        return "phrase"
+    if isinstance(value, str) and value in MATCH_MODES:
+        return value  # type: ignore[return-value]
+    raise ValueError(f"matchMode must be one of {', '.join(MATCH_MODES)} (or null)")
+
+
+def fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def keywords(query: str) -> list[str]:
+    """Distinct whitespace-separated keywords, folded, in first-seen order."""
+    return list(dict.fromkeys(fold(query).split()))
+
+
+def tokens(text: str) -> list[str]:
+    """Word tokens for ranking: folded words, light plural stripping, CJK bigrams."""
+    out: list[str] = []
+    for word in _WORD.findall(fold(text)):
+        if _CJK.search(word):
+            chars = [c for c in word if not c.isspace()]
+            out.extend(chars if len(chars) == 1 else (a + b for a, b in pairwise(chars)))
+            continue
+        if word in _STOPWORDS:
+            continue
+        out.append(
+            word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    line: int
+    text: str
+    score: float | None = None
+
+
+@dataclass
+class _FileIndex:
+    """One file's lines and folded lines (built once per ETag); its BM25 postings are
+    built on the first ranked query and kept with it."""
+
+    lines: list[str]
+    folded: list[str]
+    size: int = 0
+    _postings: dict[str, list[tuple[int, int]]] | None = field(default=None, repr=False)
+    _lengths: list[int] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def build(cls, text: str) -> _FileIndex:
+        lines = text.split("\n")
+        return cls(lines=lines, folded=[fold(line) for line in lines], size=len(text))
+
+    def _ranking(self) -> tuple[dict[str, list[tuple[int, int]]], list[int]]:
+        if self._postings is None:
+            postings: dict[str, list[tuple[int, int]]] = {}  # token -> [(line, tf)]
+            lengths: list[int] = []
+            for number, line in enumerate(self.lines):
+                if _STRUCTURE.match(line) or not line.strip():
+                    lengths.append(0)
+                    continue
+                counts = Counter(tokens(line))
+                lengths.append(sum(counts.values()))
+                for token, tf in counts.items():
+                    postings.setdefault(token, []).append((number, tf))
+            self._lengths, self._postings = lengths, postings
+        return self._postings, self._lengths
+
+    @property
+    def postings(self) -> dict[str, list[tuple[int, int]]]:
+        return self._ranking()[0]
+
+    @property
+    def lengths(self) -> list[int]:
+        return self._ranking()[1]
+
+
+class MemoryIndexCache:
+    """Warm per-container cache of file indexes, keyed by (user key, path, ETag) so it is
+    never stale and never crosses users; bounded by total text size (LRU)."""
+
+    def __init__(self, max_bytes: int = 32 * 1024 * 1024) -> None:
+        self._max_bytes = max_bytes
+        self._items: OrderedDict[tuple[str, str, str], _FileIndex] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str, str]) -> _FileIndex | None:
+        with self._lock:
+            index = self._items.get(key)
+            if index is not None:
+                self._items.move_to_end(key)
+            return index
+
+    def put(self, key: tuple[str, str, str], index: _FileIndex) -> None:
+        with self._lock:
+            if key in self._items:
+                return
+            self._items[key] = index
+            self._bytes += index.size
+            while self._bytes > self._max_bytes and len(self._items) > 1:
+                _, evicted = self._items.popitem(last=False)
+                self._bytes -= evicted.size
+
+
+def _line_matches(folded_line: str, mode: Mode, phrase: str, words: list[str]) -> bool:
+    if mode == "phrase":
+        return phrase in folded_line
+    if mode == "all":
+        return all(w in folded_line for w in words)
+    return any(w in folded_line for w in words)
+
+
+def search_files(
+    files: list[tuple[str, _FileIndex]], query: str, mode: Mode, limit: int = DEFAULT_LIMIT
+) -> list[Hit]:
+    """Search already-indexed files (in result order: MEMORY.md first, then by path)."""
+    if not query or not query.strip():
+        return []
+    if mode == "ranked":
+        return _ranked(files, query, limit)
+    phrase, words = fold(query.strip()), keywords(query)
+    hits: list[Hit] = []
+    for path, index in files:
+        for number, folded_line in enumerate(index.folded):
+            if _line_matches(folded_line, mode, phrase, words):
+                hits.append(Hit(path, number + 1, index.lines[number]))
+                if len(hits) >= limit:
+                    return hits
+    return hits
+
+
+def _ranked(files: list[tuple[str, _FileIndex]], query: str, limit: int) -> list[Hit]:
+    wanted = list(dict.fromkeys(tokens(query)))
+    if not wanted:
+        return []
+    total_lines = sum(sum(1 for n in f.lengths if n) for _, f in files) or 1
+    avg_len = (sum(sum(f.lengths) for _, f in files) / total_lines) or 1.0
+    scores: dict[tuple[int, int], float] = {}
+    for token in wanted:
+        df = sum(len(f.postings.get(token, ())) for _, f in files)
+        if not df:
+            continue
+        idf = math.log(1 + (total_lines - df + 0.5) / (df + 0.5))
+        for file_no, (_, f) in enumerate(files):
+            for number, tf in f.postings.get(token, ()):
+                norm = K1 * (1 - B + B * f.lengths[number] / avg_len)
+                key = (file_no, number)
+                scores[key] = scores.get(key, 0.0) + idf * tf * (K1 + 1) / (tf + norm)
+    ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    hits: list[Hit] = []
+    seen: set[str] = set()
+    for (file_no, number), score in ordered:
+        path, f = files[file_no]
+        text = f.lines[number]
+        key = " ".join(_WORD.findall(fold(text.lstrip("-*• "))))
+        if key in seen:
+            continue
+        seen.add(key)
+        hits.append(Hit(path, number + 1, text, round(score, 4)))
+        if len(hits) >= limit:
+            break
+    return hits
+
+
+def load_memory_files(
+    rt: Runtime, user: User, cache: MemoryIndexCache
+) -> list[tuple[str, _FileIndex]]:
+    """MEMORY.md then every memory/** ledger (archive included), by path, indexed."""
+    listed = sorted(
+        (info for info in rt.store.list(user, "memory") if info.path.endswith(".md")),
+        key=lambda info: info.path,
+    )
+    missing = [i.path for i in listed if cache.get((user.key, i.path, i.etag)) is None]
+    fetched = rt.store.get_many(user, [MEMORY_FILE, *missing])
+    files: list[tuple[str, _FileIndex]] = []
+    memory = fetched.get(MEMORY_FILE)
+    if memory is not None:
+        files.append((MEMORY_FILE, _cached(cache, user, MEMORY_FILE, memory.etag, memory.content)))
+    for info in listed:
+        index = cache.get((user.key, info.path, info.etag))
+        obj = fetched.get(info.path)
+        if index is None and obj is not None:
+            index = _cached(cache, user, info.path, obj.etag, obj.content)
+        if index is not None:
+            files.append((info.path, index))
+    return files
+
+
+def _cached(cache: MemoryIndexCache, user: User, path: str, etag: str, text: str) -> _FileIndex:
+    key = (user.key, path, etag)
+    index = cache.get(key)
+    if index is None:
+        index = _FileIndex.build(text)
+        cache.put(key, index)
+    return index
+
+
+def search_memory(
+    rt: Runtime, user: User, query: str, mode: Mode, limit: int, cache: MemoryIndexCache
+) -> list[Hit]:
+    if not query or not query.strip():
+        return []
+    return search_files(load_memory_files(rt, user, cache), query, mode, limit)
+
+
+def format_hits(query: str, hits: list[Hit]) -> str:
+    """The tool's text answer: ``Source: <path>#<line>: <text>`` per hit."""
+    if not query or not query.strip():
+        return "No query provided"
+    if not hits:
+        return f"No matching memories found for: {query}"
+    noun = "match" if len(hits) == 1 else "matches"
+    rows = [f"Source: {h.path}#{h.line}: {h.text.strip()}" for h in hits]
+    return f"Found {len(hits)} {noun} for: {query}\n" + "\n".join(rows)

@@ -1,0 +1,175 @@
+"""memory_search: the matchMode table (issue 3), ordering, ranking, reading and caching."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_harness.ids import User
+from agent_harness.memory.search import (
+    MemoryIndexCache,
+    _FileIndex,
+    format_hits,
+    parse_match_mode,
+    search_files,
+    search_memory,
+)
+from tests.fakes import make_runtime
+
+ALICE = User.from_id("alice")
+
+
+def files(by_path: dict[str, str]) -> list[tuple[str, _FileIndex]]:
+    return [(path, _FileIndex.build(text)) for path, text in by_path.items()]
+
+
+LEDGER = files(
+    {
+        "MEMORY.md": "# Memory\n- User prefers Dark Mode\n- 部署蓝鲸系统 in March",
+        "memory/2026-01-02.md": (
+            "## Flush — 2026-01-02T09:00:00Z\n> source: session=s turns=1\n"
+            "- cat sits on the windowsill\n- äpfel sind rot"
+        ),
+    }
+)
+
+
+def texts(query: str, mode: str | None, source=LEDGER, limit: int = 20) -> list[str]:
+    return [h.text for h in search_files(source, query, parse_match_mode(mode), limit)]
+
+
+@pytest.mark.parametrize(
+    ("query", "mode", "expected"),
+    [
+        # phrase: literal, case-insensitive substring; null means phrase
+        ("dark mode", "phrase", ["- User prefers Dark Mode"]),
+        ("dark mode", None, ["- User prefers Dark Mode"]),
+        ("  dark mode ", None, ["- User prefers Dark Mode"]),
+        ("dark  mode", "phrase", []),  # a phrase keeps its inner spacing
+        ("mode dark", "phrase", []),
+        ("a.b", "phrase", []),  # literal: no regex
+        ("(x", "phrase", []),  # and no regex error
+        ("ÄPFEL", "phrase", ["- äpfel sind rot"]),  # Unicode case folding
+        # all: every keyword in the same line, any order; duplicates and spaces ignored
+        ("mode dark", "all", ["- User prefers Dark Mode"]),
+        ("dark   dark  mode", "all", ["- User prefers Dark Mode"]),
+        ("dark cat", "all", []),
+        # any: at least one keyword, file then line order, not re-sorted
+        ("windowsill dark", "any", ["- User prefers Dark Mode", "- cat sits on the windowsill"]),
+        # no Chinese word splitting: keywords are what whitespace separates
+        ("部署蓝鲸", "phrase", ["- 部署蓝鲸系统 in March"]),
+        ("蓝鲸 部署", "all", ["- 部署蓝鲸系统 in March"]),
+        ("蓝鲸部署", "phrase", []),
+        # no date parsing
+        ("January", "any", []),
+        # blank queries match nothing
+        ("", "phrase", []),
+        ("   ", "any", []),
+    ],
+)
+def test_match_modes(query: str, mode: str | None, expected: list[str]) -> None:
+    assert texts(query, mode) == expected
+
+
+@pytest.mark.parametrize("bad", ["", "fuzzy", "PHRASE", 3])
+def test_unknown_match_modes_are_errors(bad: object) -> None:
+    with pytest.raises(ValueError, match="matchMode must be one of"):
+        parse_match_mode(bad)
+
+
+def test_structure_lines_are_records_for_literal_modes() -> None:
+    assert texts("source: session=s", "phrase") == ["> source: session=s turns=1"]
+
+
+def test_limit_caps_hits() -> None:
+    many = files({"MEMORY.md": "\n".join(f"- tea fact {i}" for i in range(50))})
+    assert len(texts("tea", "phrase", many, limit=7)) == 7
+    assert len(texts("tea", "ranked", many, limit=7)) == 7
+
+
+def test_ranked_is_best_first_with_each_distinct_line_once() -> None:
+    source = files(
+        {
+            "MEMORY.md": "# Memory\n- User prefers green tea in the morning\n- User drinks coffee",
+            "memory/2026-01-01.md": (
+                "- user prefers green tea in the morning\n- green light\n- tea tea tea"
+            ),
+            "memory/2026-01-02.md": (
+                "## Flush — tea green\n> source: session=tea turns=1\n- unrelated"
+            ),
+        }
+    )
+    hits = search_files(source, "green tea preferences", "ranked", 10)
+    assert [h.text for h in hits][:2] == [
+        "- User prefers green tea in the morning",
+        "- tea tea tea",
+    ]
+    assert [h.path for h in hits].count("memory/2026-01-01.md") == 2  # the duplicate line dropped
+    assert all(not h.text.startswith(("## ", "> source")) for h in hits)
+    assert hits == sorted(hits, key=lambda h: -h.score)
+
+
+def test_ranked_handles_cjk_without_spaces() -> None:
+    source = files({"MEMORY.md": "- 我喜欢绿茶\n- 我喜欢咖啡\n- 项目截止日期是周五"})
+    assert [h.text for h in search_files(source, "绿茶", "ranked", 5)] == ["- 我喜欢绿茶"]
+    assert search_files(source, "截止日期", "ranked", 5)[0].text == "- 项目截止日期是周五"
+
+
+def test_tool_output_format() -> None:
+    hits = search_files(LEDGER, "windowsill", "phrase", 20)
+    assert format_hits("windowsill", hits) == (
+        "Found 1 match for: windowsill\n"
+        "Source: memory/2026-01-02.md#3: - cat sits on the windowsill"
+    )
+    assert format_hits("zebra", []) == "No matching memories found for: zebra"
+    assert format_hits("  ", []) == "No query provided"
+
+
+def test_memory_md_comes_first_then_ledgers_by_path_archive_included() -> None:
+    rt = make_runtime()
+    for path in [
+        "memory/2026-02-01.md",
+        "memory/archive/2025-01-01.md",
+        "memory/2026-01-01.md",
+        "MEMORY.md",
+    ]:
+        rt.store.put(ALICE, path, f"- tea in {path}")
+    hits = search_memory(rt, ALICE, "tea", "phrase", 20, MemoryIndexCache())
+    assert [h.path for h in hits] == [
+        "MEMORY.md",
+        "memory/2026-01-01.md",
+        "memory/2026-02-01.md",
+        "memory/archive/2025-01-01.md",
+    ]
+
+
+def test_unchanged_ledgers_come_from_the_warm_cache() -> None:
+    rt = make_runtime()
+    for day in range(1, 31):
+        rt.store.put(ALICE, f"memory/2026-01-{day:02d}.md", f"- fact {day}")
+    cache = MemoryIndexCache()
+    search_memory(rt, ALICE, "fact", "any", 5, cache)
+    rt.store.calls.clear()
+    rt.store.put(ALICE, "memory/2026-01-30.md", "- changed fact")
+    rt.store.calls.clear()
+
+    hits = search_memory(rt, ALICE, "changed", "any", 5, cache)
+
+    assert [h.text for h in hits] == ["- changed fact"]
+    gets = [path for op, path in rt.store.calls if op == "get"]
+    assert sorted(gets) == ["MEMORY.md", "memory/2026-01-30.md"]  # only the changed file
+
+
+def test_search_never_reads_another_users_memory() -> None:
+    rt = make_runtime()
+    rt.store.put(User.from_id("bob"), "MEMORY.md", "- bob's secret tea")
+    rt.store.put(ALICE, "MEMORY.md", "- alice likes coffee")
+    cache = MemoryIndexCache()
+    assert search_memory(rt, ALICE, "tea", "any", 5, cache) == []
+    assert search_memory(rt, ALICE, "secret", "ranked", 5, cache) == []
+
+
+def test_the_cache_is_bounded() -> None:
+    cache = MemoryIndexCache(max_bytes=1000)
+    for n in range(10):
+        cache.put(("u", f"f{n}", "e"), _FileIndex.build("x" * 300))
+    assert cache.get(("u", "f0", "e")) is None and cache.get(("u", "f9", "e")) is not None
