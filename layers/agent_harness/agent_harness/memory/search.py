@@ -23,13 +23,12 @@ from __future__ import annotations
 import math
 import re
 import threading
-import unicodedata
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
-from itertools import pairwise
 from typing import TYPE_CHECKING, Literal
 
 from agent_harness.ids import MEMORY_FILE
+from agent_harness.text import WORD, fold, tokens
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -51,77 +50,7 @@ MATCH_MODES: tuple[Mode, ...] = ("phrase", "all", "any", "ranked")
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _STRUCTURE = re.compile(r"^\s*(?:#{1,6}\s|> source:)")
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "and",
-        "or",
-        "but",
-        "if",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "for",
-        "with",
-        "from",
-        "by",
-        "about",
-        "as",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "do",
-        "does",
-        "did",
-        "i",
-        "me",
-        "my",
-        "we",
-        "our",
-        "you",
-        "your",
-        "it",
-        "they",
-        "them",
-        "this",
-        "that",
-        "these",
-        "those",
-        "what",
-        "which",
-        "who",
-        "when",
-        "where",
-        "why",
-        "how",
-        "can",
-        "could",
-        "would",
-        "should",
-        "will",
-        "have",
-        "has",
-        "had",
-        "not",
-        "no",
-        "so",
-        "than",
-        "then",
-        "also",
-        "too",
-        "am",
-    ]
-)
 K1, B = 1.2, 0.75
 
 
@@ -134,29 +63,9 @@ def parse_match_mode(value: object) -> Mode:
     raise ValueError(f"matchMode must be one of {', '.join(MATCH_MODES)} (or null)")
 
 
-def fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold()
-
-
 def keywords(query: str) -> list[str]:
     """Distinct whitespace-separated keywords, folded, in first-seen order."""
     return list(dict.fromkeys(fold(query).split()))
-
-
-def tokens(text: str) -> list[str]:
-    """Word tokens for ranking: folded words, light plural stripping, CJK bigrams."""
-    out: list[str] = []
-    for word in _WORD.findall(fold(text)):
-        if _CJK.search(word):
-            chars = [c for c in word if not c.isspace()]
-            out.extend(chars if len(chars) == 1 else (a + b for a, b in pairwise(chars)))
-            continue
-        if word in _STOPWORDS:
-            continue
-        out.append(
-            word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
-        )
-    return out
 
 
 @dataclass(frozen=True)
@@ -285,7 +194,7 @@ def _ranked(files: list[tuple[str, _FileIndex]], query: str, limit: int) -> list
     for (file_no, number), score in ordered:
         path, f = files[file_no]
         text = f.lines[number]
-        key = " ".join(_WORD.findall(fold(text.lstrip("-*• "))))
+        key = " ".join(WORD.findall(fold(text.lstrip("-*• "))))
         if key in seen:
             continue
         seen.add(key)

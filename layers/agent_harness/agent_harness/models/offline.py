@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from typing import TYPE_CHECKING
 
 from agent_harness import markup
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from agent_harness.text import WORD, fold, tokens
 
 if TYPE_CHECKING:
     from agent_harness.tokens import TokenCounter
@@ -51,110 +51,13 @@ _REMEMBER_PREFIX = re.compile(
 _SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
 _CLAUSE = re.compile(r",?\s+(?:and|also)\s+that\s+|[,;]\s+and\s+(?=(?:i|we|my)\b)", re.IGNORECASE)
 _ROLE_LINE = re.compile(r"^\[(user|assistant|tool)\]:\s?(.*)$")
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_CJK = re.compile(r"[\u3400-\u9fff]")
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "and",
-        "or",
-        "but",
-        "if",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "for",
-        "with",
-        "from",
-        "by",
-        "about",
-        "as",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "do",
-        "does",
-        "did",
-        "i",
-        "me",
-        "my",
-        "we",
-        "our",
-        "you",
-        "your",
-        "he",
-        "she",
-        "it",
-        "they",
-        "them",
-        "this",
-        "that",
-        "these",
-        "those",
-        "what",
-        "which",
-        "who",
-        "whom",
-        "when",
-        "where",
-        "why",
-        "how",
-        "can",
-        "could",
-        "would",
-        "should",
-        "will",
-        "shall",
-        "may",
-        "might",
-        "must",
-        "have",
-        "has",
-        "had",
-        "not",
-        "no",
-        "yes",
-        "please",
-        "tell",
-        "know",
-        "remember",
-        "again",
-        "any",
-        "some",
-        "there",
-        "here",
-        "just",
-        "so",
-        "very",
-        "much",
-        "many",
-        "more",
-        "most",
-        "than",
-        "then",
-        "also",
-        "too",
-        "am",
-        "im",
-        "ive",
-        "id",
-        "dont",
-        "its",
-        "lets",
-        "say",
-        "said",
-        "user",
-    ]
+#: words that carry no meaning for matching a question to a remembered fact
+_IGNORED = frozenset(
+    (
+        "please tell know remember again any some there here just very much many more "
+        "most say said user 我 的 是 了 吗 什么 "
+    ).split()
 )
-
-
 _SOURCE_HIT = re.compile(r"^Source: (\S+#\d+): (.*)$", re.MULTILINE)
 _QUESTION = re.compile(
     r"\?|？|^\s*(?:what|which|who|when|where|why|how|do|does|did|is|are|am|can|could)\b",
@@ -168,22 +71,13 @@ def _reply(text: str) -> Message:
 
 def normalise(text: str) -> str:
     """Lower-case, NFKC, punctuation and extra spaces removed: the de-duplication key."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = re.sub(r"^[-*\s]+", "", text)
+    text = re.sub(r"^[-*\s]+", "", fold(text))
     text = re.sub(r"^user said:\s*", "", text)
-    return " ".join(_WORD.findall(text))
+    return " ".join(WORD.findall(text))
 
 
 def _keywords(text: str) -> set[str]:
-    words = set()
-    for word in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
-        if _CJK.search(word):
-            words.update(ch for ch in word if _CJK.match(ch) and ch not in "我的是了吗什么")
-            continue
-        if word in _STOPWORDS or len(word) < 2:
-            continue
-        words.add(word[:-1] if len(word) > 3 and word.endswith("s") else word)
-    return words
+    return {t for t in tokens(text) if t not in _IGNORED}
 
 
 def _conversation_turns(text: str) -> list[tuple[str, str]]:
