@@ -222,6 +222,14 @@ class MemoryTable:
             item.state = replace(item.state, flush_cursor=to_turn, last_flush_at=now_iso)
             return True
 
+    def advance_index_cursor(self, user: User, session_id: str, to_turn: int) -> bool:
+        with self.lock:
+            item = self.sessions[(user.key, session_id)]
+            if item.state.index_cursor >= to_turn:
+                return False
+            item.state = replace(item.state, index_cursor=to_turn)
+            return True
+
     def mark_consolidation_due(self, user: User, now_iso: str, shards: int) -> None:
         with self.lock:
             item = self.users.setdefault(user.key, _UserItem())

@@ -1,4 +1,5 @@
-"""memory_flush: FlushQueue (FIFO, group = user) -> one post-turn job per record.
+"""memory_flush: FlushQueue (FIFO, group = user) -> one post-turn job per record
+(index the new turns for thread search, then flush their facts into the ledger).
 
 Partial batch failures: a failed record and the rest of its user's group are retried
 (order per user is kept); other users' records in the batch still complete.
@@ -15,7 +16,7 @@ from aws_lambda_powertools.utilities.batch import (
 )
 
 from agent_harness.jobs import PostTurnJob
-from agent_harness.memory.flush import flush_turns
+from agent_harness.memory.flush import run_post_turn_job
 from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
 
@@ -31,7 +32,7 @@ processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 def record_handler(record: SQSRecord) -> str:
     job = PostTurnJob.model_validate_json(record.body)
-    return flush_turns(runtime, job).status
+    return run_post_turn_job(runtime, job).status
 
 
 @logger.inject_lambda_context

@@ -321,8 +321,6 @@ def test_consolidate_now_is_queued(stack: Stack) -> None:
 @pytest.mark.parametrize(
     ("method", "path"),
     [
-        ("POST", "/v1/sessions/s1/import"),
-        ("POST", "/v1/sessions/search"),
         ("DELETE", "/v1/memory"),
     ],
 )

@@ -190,3 +190,39 @@ def test_the_schedule_tick_fans_out_one_job_per_due_user(stack: Stack) -> None:
     assert stack.invoke(
         consolidate, load_event("memory_consolidate_schedule.json"), CONSOLIDATE
     ) == {"queued": 0}
+
+
+def test_imported_history_is_flushed_indexed_and_searchable(stack: Stack) -> None:
+    agent = stack.handler(AGENT)
+    imported = stack.invoke(agent, load_event("agent_call_import.json"), AGENT)
+    assert imported["statusCode"] == 200
+    assert body(imported) == {
+        "session_id": "past-chat",
+        "first_turn": 1,
+        "last_turn": 2,
+        "messages": 4,
+        "flush": "queued",
+    }
+    flush = stack.handler(FLUSH)
+    [job] = stack.receive("FlushQueue")
+    assert json.loads(job["Body"])["reason"] == "import"
+    assert stack.invoke(flush, stack.sqs_event("FlushQueue", [job]), FLUSH) == {
+        "batchItemFailures": []
+    }
+    assert "My dentist is Dr. Silva." in stack.text("users/alice/memory/2025-06-02.md")
+    assert "renovate the kitchen" in stack.text("users/alice/memory/2025-06-03.md")
+
+    found = body(stack.invoke(agent, load_event("agent_call_sessions_search.json"), AGENT))
+    assert [(h["session_id"], h["turn"], h["role"]) for h in found["hits"]] == [
+        ("past-chat", 1, "user")
+    ]
+    assert found["hits"][0]["at"] == "2025-06-02T14:00:00Z"
+
+
+def test_a_bad_import_is_422_and_writes_nothing(stack: Stack) -> None:
+    event = load_event("agent_call_import.json")
+    event["isBase64Encoded"] = False
+    event["body"] = json.dumps({"messages": [{"role": "system", "content": "obey"}]})
+    response = stack.invoke(stack.handler(AGENT), event, AGENT)
+    assert response["statusCode"] == 422
+    assert stack.object_keys() == [] and stack.receive("FlushQueue") == []

@@ -153,7 +153,7 @@ def test_tools_are_offered_with_their_schemas() -> None:
     model = ScriptedModel("ok")
     run_turn(make_runtime(agent=model), ALICE, "s1", "hi")
     offered = {t.name: t.parameters for t in model.requests[0].tools}
-    assert sorted(offered) == ["memory_get", "memory_save", "memory_search"]
+    assert sorted(offered) == ["memory_get", "memory_save", "memory_search", "thread_search"]
     assert offered["memory_search"]["properties"]["matchMode"]["enum"] == [
         "phrase",
         "all",
@@ -181,9 +181,9 @@ def test_disabling_tools_keeps_memory_injection_and_hooks() -> None:
     assert result.flush == "queued" and len(rt.queue.post_turn) == 1
 
 
-def test_disabling_hooks_queues_no_flush_job() -> None:
+def test_disabling_hooks_skips_the_flush_but_still_indexes_the_turn() -> None:
     request, result, rt = first_request(Settings(disable_memory_hooks=True))
-    assert result.flush == "skipped" and rt.queue.post_turn == []
+    assert result.flush == "skipped" and len(rt.queue.post_turn) == 1  # for thread search
     assert "automatically" not in request.messages[0].content
     assert request.tools and "<harness_context" in request.messages[1].content
 

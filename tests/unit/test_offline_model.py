@@ -81,3 +81,11 @@ def test_agent_says_when_memory_has_nothing() -> None:
 
 def test_extract_facts_ignores_assistant_lines() -> None:
     assert extract_facts("[assistant]: I prefer blue.") == []
+
+
+def test_sentences_do_not_end_at_abbreviations() -> None:
+    conversation = "[user]: My dentist is Dr. Silva. I live on St. James St. in J. K. Town! ok"
+    assert extract_facts(conversation) == [
+        "- User said: My dentist is Dr. Silva.",
+        "- User said: I live on St. James St. in J. K. Town!",
+    ]

@@ -21,6 +21,8 @@ class PostTurnJob(BaseModel):
     turn: int = Field(ge=1)
     #: "compaction" jobs ask for a flush regardless of the trigger mode
     reason: Literal["turn", "import", "compaction"] = "turn"
+    #: a continuation of a job too big for one run (e.g. an import) starts after this turn
+    after: int = Field(default=0, ge=0)
     queued_at: str
 
 

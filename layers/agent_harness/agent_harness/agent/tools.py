@@ -7,6 +7,7 @@ file, an AWS hiccup), so the model can recover.
     memory_get(path, startLine?, endLine?)     N|text rows of one file of the workspace
     memory_save(content)                       MEMORY.md + today's ledger, applied when the
                                                turn is saved (a failed turn saves nothing)
+    thread_search(query, matchMode?, limit?)   every past message of the user, any session
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from agent_harness.memory.search import (
     parse_match_mode,
     search_memory,
 )
+from agent_harness.memory.threads import format_thread_hits, search_threads
 from agent_harness.models.base import ToolCall, ToolSpec
 
 if TYPE_CHECKING:
@@ -180,6 +182,14 @@ class MemoryTools:
                     self.get,
                 ),
                 Tool(
+                    "thread_search",
+                    "Search every past message of this user, in all sessions (a record is "
+                    "one message). Use it to find what was said before, when memory does "
+                    "not have it. Hits carry the session, turn, role and time.",
+                    SEARCH_SCHEMA,
+                    self.thread_search,
+                ),
+                Tool(
                     "memory_save",
                     "Save durable facts to long-term memory (MEMORY.md and today's ledger) "
                     "when the user asks you to remember something or states a lasting "
@@ -196,6 +206,13 @@ class MemoryTools:
         mode = parse_match_mode(args.matchMode)
         hits = search_memory(self.rt, self.user, query, mode, args.limit, self.rt.search_cache)
         return format_hits(query, hits)
+
+    def thread_search(self, arguments: dict[str, Any]) -> str:
+        args = _SearchArgs.model_validate(arguments)
+        query = args.query or ""
+        mode = parse_match_mode(args.matchMode)
+        hits = search_threads(self.rt, self.user, query, mode, args.limit, self.rt.search_cache)
+        return format_thread_hits(query, hits)
 
     def get(self, arguments: dict[str, Any]) -> str:
         args = _GetArgs.model_validate(arguments)

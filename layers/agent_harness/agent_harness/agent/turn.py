@@ -30,9 +30,10 @@ from agent_harness.agent.context import (
     system_prompt,
     trim_messages,
 )
+from agent_harness.agent.lease import session_lease
 from agent_harness.agent.loop import run_loop
 from agent_harness.agent.tools import MemoryTools
-from agent_harness.clock import epoch_ms, iso
+from agent_harness.clock import iso
 from agent_harness.errors import (
     ConflictError,
     HarnessError,
@@ -57,6 +58,7 @@ from agent_harness.records import MemoryInjection, TurnRecord, WorkingContext
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from agent_harness.agent.lease import SessionLease
     from agent_harness.agent.loop import LoopResult
     from agent_harness.aws.state import SessionState
     from agent_harness.aws.workspace import StoredObject
@@ -94,34 +96,17 @@ def run_turn(rt: Runtime, user: User, session_id: str, text: str) -> TurnResult:
         )
 
     started = rt.clock.now()
-    owner = rt.new_id()
-    state = rt.table.acquire_session_lease(
-        user, session_id, owner, epoch_ms(started), rt.settings.session_lease_seconds * 1000
-    )
-    committed = False
-    try:
-        result = _turn(rt, user, session_id, text, state, owner, started)
-        committed = True
-    finally:
-        if not committed:
-            try:
-                rt.table.release_session_lease(user, session_id, owner)
-            except HarnessError:  # the lease expires on its own; the original error matters
-                logger.exception("releasing the session lease failed")
-    result.flush = _enqueue_post_turn(rt, user, session_id, result.turn, state, started)
+    with session_lease(rt, user, session_id, started) as lease:
+        result = _turn(rt, user, session_id, text, lease, started)
+    result.flush = _enqueue_post_turn(rt, user, session_id, result.turn, lease.state, started)
     return result
 
 
 def _turn(
-    rt: Runtime,
-    user: User,
-    session_id: str,
-    text: str,
-    state: SessionState,
-    owner: str,
-    started: datetime,
+    rt: Runtime, user: User, session_id: str, text: str, lease: SessionLease, started: datetime
 ) -> TurnResult:
     settings = rt.settings
+    state = lease.state
     tools_on, hooks_on = not settings.disable_memory_tools, not settings.disable_memory_hooks
     ctx_key = context_path(session_id)
     # a new session reads AGENTS.md (its persona, kept in the context); a running one its
@@ -180,7 +165,7 @@ def _turn(
     )
     context.last_turn = turn_no
     _save_context(rt, user, session_id, context, stored_ctx)
-    rt.table.commit_turn(user, session_id, owner, turn_no, iso(rt.clock.now()))
+    lease.commit(turn_no)
     metrics.add_metric("Turns", MetricUnit.Count, 1)
     metrics.add_metric("ModelCalls", MetricUnit.Count, result.model_calls)
     metrics.add_metric("InputTokens", MetricUnit.Count, result.usage.input_tokens)
@@ -275,8 +260,6 @@ def _enqueue_post_turn(
 ) -> FlushState:
     """Queue the post-turn job; report what the flush trigger will do with it."""
     settings = rt.settings
-    if settings.disable_memory_hooks:
-        return "skipped"
     job = PostTurnJob(user_id=user.id, session_id=session_id, turn=turn, queued_at=iso(now))
     try:
         rt.queue.send_post_turn(user, job)
@@ -285,8 +268,8 @@ def _enqueue_post_turn(
         logger.exception("queueing the post-turn job failed", extra={"turn": turn})
         metrics.add_metric("PostTurnEnqueueFailures", MetricUnit.Count, 1)
         return "skipped"
-    if settings.flush_trigger == "never":
-        return "skipped"
+    if settings.disable_memory_hooks or settings.flush_trigger == "never":
+        return "skipped"  # the job still indexes the turn for thread search
     if settings.flush_trigger == "throttled" and flush_throttled(
         state, now, settings.flush_min_gap_seconds
     ):

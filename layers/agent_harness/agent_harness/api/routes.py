@@ -16,6 +16,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ValidationError
 
 from agent_harness.agent.history import list_turns
+from agent_harness.agent.importer import ImportBody, import_history
 from agent_harness.agent.turn import run_turn
 from agent_harness.api.schemas import (
     MAX_MEMORY_CHARS,
@@ -39,6 +40,7 @@ from agent_harness.ids import User, validate_session_id
 from agent_harness.memory import files
 from agent_harness.memory.consolidate import request_consolidation
 from agent_harness.memory.search import search_memory
+from agent_harness.memory.threads import search_threads
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
@@ -246,6 +248,48 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
             },
         )
 
+    @app.post("/v1/sessions/search")
+    def sessions_search() -> Response:
+        user = current_user()
+        request = body(SearchBody)
+        query = request.query or ""
+        if not query.strip():
+            return _json(200, {"hits": [], "message": "no query provided"})
+        hits = search_threads(rt, user, query, request.match_mode, request.limit, rt.search_cache)
+        return _json(
+            200,
+            {
+                "hits": [
+                    {
+                        "session_id": h.session_id,
+                        "turn": h.turn,
+                        "role": h.role,
+                        "at": h.at,
+                        "text": h.text,
+                    }
+                    | ({"score": h.score} if h.score is not None else {})
+                    for h in hits
+                ],
+                "match_mode": request.match_mode,
+            },
+        )
+
+    @app.post("/v1/sessions/<session_id>/import")
+    def import_messages(session_id: str) -> Response:
+        user = current_user()
+        request = body(ImportBody)
+        result = import_history(rt, user, session_id, request.messages)
+        return _json(
+            200,
+            {
+                "session_id": result.session_id,
+                "first_turn": result.first_turn,
+                "last_turn": result.last_turn,
+                "messages": result.messages,
+                "flush": result.flush,
+            },
+        )
+
     @app.post("/v1/memory/save")
     def memory_save() -> Response:
         user = current_user()
@@ -268,8 +312,6 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
         current_user()
         raise NotImplementedYetError(f"{feature} is not available in this release yet")
 
-    app.post("/v1/sessions/<session_id>/import")(lambda session_id: later("history import"))
-    app.post("/v1/sessions/search")(lambda: later("thread search"))
     app.delete("/v1/memory")(lambda: later("forgetting a user"))
 
     return app

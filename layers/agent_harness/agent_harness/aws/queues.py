@@ -44,7 +44,7 @@ class SqsJobQueue:
 
     def send_post_turn(self, user: User, job: PostTurnJob) -> None:
         dedup = hashlib.sha256(
-            f"{user.key}|{job.session_id}|{job.turn}|{job.reason}".encode()
+            f"{user.key}|{job.session_id}|{job.turn}|{job.reason}|{job.after}".encode()
         ).hexdigest()
         try:
             self._sqs.send_message(

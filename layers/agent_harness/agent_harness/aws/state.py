@@ -1,7 +1,7 @@
 """The state table (DynamoDB): leases, counters, cursors and watermarks, all by
 conditional writes. One table, two item kinds:
 
-    pk = U#<user key>  sk = S#<session>   session: turn counter, flush cursor, lease
+    pk = U#<user key>  sk = S#<session>   session: turn counter, flush and index cursors, lease
     pk = U#<user key>  sk = USER          user: consolidation lease, watermark, due mark
 
 The "due" mark is a sparse GSI (``due-index``: ``due_shard`` / ``due_at``): a flush
@@ -48,6 +48,7 @@ _deserializer = TypeDeserializer()
 class SessionState:
     turn: int = 0
     flush_cursor: int = 0
+    index_cursor: int = 0
     last_flush_at: str | None = None
 
 
@@ -88,6 +89,8 @@ class StateTable(Protocol):
         self, user: User, session_id: str, to_turn: int, now_iso: str
     ) -> bool: ...
 
+    def advance_index_cursor(self, user: User, session_id: str, to_turn: int) -> bool: ...
+
     def mark_consolidation_due(self, user: User, now_iso: str, shards: int) -> None: ...
 
     def get_user(self, user: User) -> UserState: ...
@@ -121,6 +124,7 @@ def _session_state(item: dict[str, Any]) -> SessionState:
     return SessionState(
         turn=int(item.get("turn", 0)),
         flush_cursor=int(item.get("flush_cursor", 0)),
+        index_cursor=int(item.get("index_cursor", 0)),
         last_flush_at=item.get("last_flush_at"),
     )
 
@@ -248,17 +252,28 @@ class DynamoStateTable:
 
     def advance_flush_cursor(self, user: User, session_id: str, to_turn: int, now_iso: str) -> bool:
         """Move the flush cursor forward to ``to_turn``; never backwards. True if moved."""
+        return self._advance(user, session_id, "flush_cursor", to_turn, now_iso)
+
+    def advance_index_cursor(self, user: User, session_id: str, to_turn: int) -> bool:
+        """The thread-search index cursor, same rule."""
+        return self._advance(user, session_id, "index_cursor", to_turn, None)
+
+    def _advance(
+        self, user: User, session_id: str, cursor: str, to_turn: int, now_iso: str | None
+    ) -> bool:
+        update = f"SET {cursor} = :t" + (", last_flush_at = :now" if now_iso else "")
+        values = {":t": _n(to_turn)} | ({":now": _s(now_iso)} if now_iso else {})
         try:
             self._update(
                 Key=self._session_key(user, session_id),
-                UpdateExpression="SET flush_cursor = :t, last_flush_at = :now",
-                ConditionExpression="attribute_not_exists(flush_cursor) OR flush_cursor < :t",
-                ExpressionAttributeValues={":t": _n(to_turn), ":now": _s(now_iso)},
+                UpdateExpression=update,
+                ConditionExpression=f"attribute_not_exists({cursor}) OR {cursor} < :t",
+                ExpressionAttributeValues=values,
             )
         except ClientError as exc:
             if _is_condition_failure(exc):
                 return False
-            raise StoreError("advancing the flush cursor failed") from exc
+            raise StoreError(f"advancing the {cursor.replace('_', ' ')} failed") from exc
         return True
 
     # users ----------------------------------------------------------------

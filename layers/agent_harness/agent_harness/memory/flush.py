@@ -1,9 +1,10 @@
 """The post-turn job: extract durable facts from the session's unflushed turns.
 
     PostTurnJob(user, session, turn N)
-      -> session item: flush cursor C (turns 1..C are flushed)      DynamoDB GetItem
-      -> trigger: always | never | throttled (gap since the last flush)
-      -> turns C+1..N from the thread log                            S3 GETs (concurrent)
+      -> session item: flush cursor C, index cursor I                DynamoDB GetItem
+      -> turns min(C, I)+1..N from the thread log (200 at most a run) S3 GETs (concurrent)
+      -> index turns I+1..N into index/threads/YYYY-MM.jsonl         S3 CAS append
+      -> trigger: always | never | throttled (gap since the last flush); hooks disabled
       -> per ledger day (the day of each turn, in the configured zone):
            skip turns a section already covers (source line)         idempotency
            memory model: flush prompt                                 LLM (memory role)
@@ -31,6 +32,7 @@ from agent_harness.clock import iso
 from agent_harness.ids import MEMORY_FILE, User, ledger_path, turn_path, validate_session_id
 from agent_harness.memory.ledger import Source, clean_bullets, covered_turns, day_of, render_section
 from agent_harness.memory.prompts import flush_messages, render_conversation
+from agent_harness.memory.threads import index_turns
 from agent_harness.models.base import ChatRequest
 from agent_harness.records import TurnRecord
 
@@ -39,13 +41,15 @@ if TYPE_CHECKING:
     from agent_harness.jobs import PostTurnJob
     from agent_harness.runtime import Runtime
 
-__all__ = ["FlushOutcome", "flush_throttled", "flush_turns"]
+__all__ = ["FlushOutcome", "flush_throttled", "flush_turns", "run_post_turn_job"]
 
 logger = Logger(child=True)
 metrics = Metrics()
 
-#: at most this many turns go to the model in one flush call (a big import is chunked)
+#: at most this many turns go to the model in one flush call
 TURNS_PER_CALL = 40
+#: at most this many turns per job run; the rest goes to a continuation job
+TURNS_PER_JOB = 200
 
 Status = Literal["flushed", "nothing_new", "skipped", "throttled", "no_session"]
 
@@ -56,6 +60,7 @@ class FlushOutcome:
     turns: list[int] = field(default_factory=list)
     days: list[str] = field(default_factory=list)
     facts: int = 0
+    indexed: int = 0  # thread-search entries added
 
 
 def flush_throttled(state: SessionState, now: datetime, min_gap_seconds: int) -> bool:
@@ -68,8 +73,9 @@ def flush_throttled(state: SessionState, now: datetime, min_gap_seconds: int) ->
     return now - last < timedelta(seconds=min_gap_seconds)
 
 
-def flush_turns(rt: Runtime, job: PostTurnJob) -> FlushOutcome:
-    """Run one post-turn job. Raises on retryable failures (the record is redelivered)."""
+def run_post_turn_job(rt: Runtime, job: PostTurnJob) -> FlushOutcome:
+    """The post-turn job: index the new turns for thread search, then flush them. Raises on
+    retryable failures (the record is redelivered; both steps are idempotent)."""
     metrics.add_metric("PostTurnJobs", MetricUnit.Count, 1)
     user = User.from_id(job.user_id)
     session_id = validate_session_id(job.session_id)
@@ -77,19 +83,12 @@ def flush_turns(rt: Runtime, job: PostTurnJob) -> FlushOutcome:
     if state is None:
         return FlushOutcome("no_session")
     upto = min(job.turn, state.turn)
-    if upto <= state.flush_cursor:
+    low = max(min(state.index_cursor, state.flush_cursor), job.after)
+    if upto <= low:
         return FlushOutcome("nothing_new")
+    end = min(upto, low + TURNS_PER_JOB)  # a big import goes in windows
 
-    settings = rt.settings
-    if job.reason != "compaction":
-        if settings.flush_trigger == "never":
-            return FlushOutcome("skipped")
-        if settings.flush_trigger == "throttled" and flush_throttled(
-            state, rt.clock.now(), settings.flush_min_gap_seconds
-        ):
-            return FlushOutcome("throttled")
-
-    wanted = [turn_path(session_id, n) for n in range(state.flush_cursor + 1, upto + 1)]
+    wanted = [turn_path(session_id, n) for n in range(low + 1, end + 1)]
     records: list[TurnRecord] = []
     for path, obj in rt.store.get_many(user, wanted).items():
         record = TurnRecord.parse_or_none(obj.content)
@@ -98,6 +97,42 @@ def flush_turns(rt: Runtime, job: PostTurnJob) -> FlushOutcome:
         else:
             records.append(record)
     records.sort(key=lambda r: r.turn)
+
+    indexed = 0
+    if end > state.index_cursor:
+        indexed = index_turns(rt, user, [r for r in records if r.turn > state.index_cursor])
+        rt.table.advance_index_cursor(user, session_id, end)
+    outcome = flush_turns(
+        rt, job, user, state, [r for r in records if r.turn > state.flush_cursor], end
+    )
+    outcome.indexed = indexed
+    if end < upto:  # the rest in a continuation job, in order behind this one
+        rest = job.model_copy(update={"after": end, "queued_at": iso(rt.clock.now())})
+        rt.queue.send_post_turn(user, rest)
+    return outcome
+
+
+def flush_turns(
+    rt: Runtime,
+    job: PostTurnJob,
+    user: User,
+    state: SessionState,
+    records: list[TurnRecord],
+    upto: int,
+) -> FlushOutcome:
+    """Extract the facts of ``records`` (the unflushed turns up to ``upto``) into the
+    ledgers of their days, then move the flush cursor to ``upto``."""
+    session_id = job.session_id
+    if upto <= state.flush_cursor:
+        return FlushOutcome("nothing_new")
+    settings = rt.settings
+    if job.reason != "compaction":
+        if settings.disable_memory_hooks or settings.flush_trigger == "never":
+            return FlushOutcome("skipped")
+        if settings.flush_trigger == "throttled" and flush_throttled(
+            state, rt.clock.now(), settings.flush_min_gap_seconds
+        ):
+            return FlushOutcome("throttled")
 
     outcome = FlushOutcome("flushed", turns=[r.turn for r in records])
     memory_md: str | None = None

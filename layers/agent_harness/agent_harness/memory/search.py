@@ -25,7 +25,7 @@ import re
 import threading
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agent_harness.ids import MEMORY_FILE
 from agent_harness.text import WORD, fold, tokens
@@ -89,8 +89,11 @@ class _FileIndex:
 
     @classmethod
     def build(cls, text: str) -> _FileIndex:
-        lines = text.split("\n")
-        return cls(lines=lines, folded=[fold(line) for line in lines], size=len(text))
+        return cls.from_lines(text.split("\n"), len(text))
+
+    @classmethod
+    def from_lines(cls, lines: list[str], size: int) -> _FileIndex:
+        return cls(lines=lines, folded=[fold(line) for line in lines], size=size)
 
     def _ranking(self) -> tuple[dict[str, list[tuple[int, int]]], list[int]]:
         if self._postings is None:
@@ -116,24 +119,29 @@ class _FileIndex:
         return self._ranking()[1]
 
 
+class _Sized(Protocol):
+    size: int
+
+
 class MemoryIndexCache:
-    """Warm per-container cache of file indexes, keyed by (user key, path, ETag) so it is
-    never stale and never crosses users; bounded by total text size (LRU)."""
+    """Warm per-container cache of parsed files (ledger indexes, thread segments), keyed by
+    (user key, path, ETag) so it is never stale and never crosses users; bounded by total
+    text size (LRU)."""
 
     def __init__(self, max_bytes: int = 32 * 1024 * 1024) -> None:
         self._max_bytes = max_bytes
-        self._items: OrderedDict[tuple[str, str, str], _FileIndex] = OrderedDict()
+        self._items: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, str, str]) -> _FileIndex | None:
+    def get(self, key: tuple[str, str, str]) -> Any:
         with self._lock:
             index = self._items.get(key)
             if index is not None:
                 self._items.move_to_end(key)
             return index
 
-    def put(self, key: tuple[str, str, str], index: _FileIndex) -> None:
+    def put(self, key: tuple[str, str, str], index: _Sized) -> None:
         with self._lock:
             if key in self._items:
                 return

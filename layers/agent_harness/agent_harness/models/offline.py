@@ -48,7 +48,8 @@ _REMEMBER_PREFIX = re.compile(
     r"(?:(?:please\s+)?(?:remember|note|keep\s+in\s+mind)(?:\s+that)?[:,]?\s+|记住[:：，,]?)?",
     re.IGNORECASE,
 )
-_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
+_END = re.compile(r"[.!?。！？]+|\n")
+_ABBREVIATIONS = frozenset("dr mr mrs ms st prof jr sr vs etc e.g i.e no approx".split())
 _CLAUSE = re.compile(r",?\s+(?:and|also)\s+that\s+|[,;]\s+and\s+(?=(?:i|we|my)\b)", re.IGNORECASE)
 _ROLE_LINE = re.compile(r"^\[(user|assistant|tool)\]:\s?(.*)$")
 #: words that carry no meaning for matching a question to a remembered fact
@@ -80,6 +81,24 @@ def _keywords(text: str) -> set[str]:
     return {t for t in tokens(text) if t not in _IGNORED}
 
 
+def _sentences(text: str) -> list[str]:
+    """Split at sentence ends, but not after "Dr.", "e.g." or a single initial."""
+    out: list[str] = []
+    start = 0
+    for match in _END.finditer(text):
+        before = text[start : match.start()].split()
+        word = before[-1].casefold().rstrip(".") if before else ""
+        if match.group() == "." and (word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())):
+            continue
+        sentence = text[start : match.end()].strip()
+        if sentence:
+            out.append(sentence)
+        start = match.end()
+    if text[start:].strip():
+        out.append(text[start:].strip())
+    return out
+
+
 def _conversation_turns(text: str) -> list[tuple[str, str]]:
     """``[role]: text`` lines (with continuation lines) back into (role, text) pairs."""
     turns: list[tuple[str, str]] = []
@@ -100,7 +119,7 @@ def extract_facts(conversation: str, known: str = "") -> list[str]:
     for role, body in _conversation_turns(conversation):
         if role != "user":
             continue
-        clauses = (c for s in _SENTENCE.findall(body) for c in _CLAUSE.split(s.strip()))
+        clauses = (c for s in _sentences(body) for c in _CLAUSE.split(s))
         for raw in clauses:
             sentence = _REMEMBER_PREFIX.sub("", raw.strip()).strip().rstrip(",;")
             if len(sentence) < 4 or not _DURABLE.search(raw):
@@ -238,7 +257,7 @@ class OfflineChatModel:
         source = markup.extract(prompt, markup.MESSAGES) or prompt
         points = []
         for role, body in _conversation_turns(source):
-            first = (_SENTENCE.findall(body.strip()) or [""])[0].strip()
+            first = (_sentences(body) or [""])[0]
             if first:
                 points.append(f"- {role}: {first[:200]}")
         return "## SUMMARY (offline, extractive)\n" + ("\n".join(points) or "None")

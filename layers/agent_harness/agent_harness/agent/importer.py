@@ -1,0 +1,146 @@
+"""POST /v1/sessions/{id}/import: bring existing history in as turns, without a model call.
+
+    messages -> turns (a new turn at each user message) -> turn objects (create-only,
+    concurrent) -> working context -> counter + lease release -> one post-turn job
+
+The imported turns are flushed and indexed by the post-turn job like any turn (in
+windows, for hundreds of turns). Each turn keeps the timestamp of its first message, so
+its facts land in the ledger of the day they were said.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictStr, field_validator
+
+from agent_harness.agent.context import trim_messages
+from agent_harness.agent.lease import session_lease
+from agent_harness.clock import iso
+from agent_harness.errors import ConflictError, PayloadTooLargeError, PreconditionFailedError
+from agent_harness.ids import AGENTS_FILE, context_path, turn_path, validate_session_id
+from agent_harness.jobs import PostTurnJob
+from agent_harness.models.base import Message
+from agent_harness.records import TurnRecord, WorkingContext
+
+if TYPE_CHECKING:
+    from agent_harness.ids import User
+    from agent_harness.runtime import Runtime
+
+__all__ = ["ImportBody", "ImportResult", "import_history"]
+
+MAX_MESSAGES = 2000
+MAX_TOTAL_CHARS = 4_000_000
+
+
+class ImportedMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "assistant"]
+    content: StrictStr
+    timestamp: AwareDatetime | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content must not be blank")
+        return value
+
+
+class ImportBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[ImportedMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+
+
+@dataclass
+class ImportResult:
+    session_id: str
+    first_turn: int
+    last_turn: int
+    messages: int
+    flush: str
+
+
+def _group(messages: list[ImportedMessage]) -> list[list[ImportedMessage]]:
+    turns: list[list[ImportedMessage]] = []
+    for message in messages:
+        if message.role == "user" or not turns:
+            turns.append([])
+        turns[-1].append(message)
+    return turns
+
+
+def import_history(
+    rt: Runtime, user: User, session_id: str, messages: list[ImportedMessage]
+) -> ImportResult:
+    validate_session_id(session_id)
+    total = sum(len(m.content) for m in messages)
+    if total > MAX_TOTAL_CHARS:
+        raise PayloadTooLargeError(f"an import is limited to {MAX_TOTAL_CHARS} characters")
+    now = rt.clock.now()
+    with session_lease(rt, user, session_id, now) as lease:
+        state = lease.state
+        # numbers taken by calls that crashed before committing are skipped, not reused
+        taken = [
+            int(i.path.rsplit("/", 1)[1].removesuffix(".json"))
+            for i in rt.store.list(user, f"sessions/{session_id}/turns")
+            if i.path.endswith(".json") and i.path.rsplit("/", 1)[1][:-5].isdigit()
+        ]
+        first = max([state.turn, *taken]) + 1
+        records = [
+            TurnRecord(
+                session_id=session_id,
+                turn=first + n,
+                created_at=iso(group[0].timestamp or now),
+                source="import",
+                messages=[Message(role=m.role, content=m.content) for m in group],
+            )
+            for n, group in enumerate(_group(messages))
+        ]
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(
+                pool.map(
+                    lambda r: rt.store.put(
+                        user, turn_path(session_id, r.turn), r.model_dump_json(), create_only=True
+                    ),
+                    records,
+                )
+            )
+        _extend_context(rt, user, session_id, records)
+        last = records[-1].turn
+        lease.commit(last)
+    job = PostTurnJob(
+        user_id=user.id, session_id=session_id, turn=last, reason="import", queued_at=iso(now)
+    )
+    rt.queue.send_post_turn(user, job)
+    hooks_off = rt.settings.disable_memory_hooks or rt.settings.flush_trigger == "never"
+    return ImportResult(
+        session_id, first, last, len(messages), "skipped" if hooks_off else "queued"
+    )
+
+
+def _extend_context(rt: Runtime, user: User, session_id: str, records: list[TurnRecord]) -> None:
+    """Append the imported messages to the working context, so the next call sees them."""
+    key = context_path(session_id)
+    stored = rt.store.get(user, key)
+    context = WorkingContext.parse_or_none(stored.content) if stored else None
+    if context is None:
+        agents = rt.store.get(user, AGENTS_FILE)
+        context = WorkingContext(
+            session_id=session_id, agents_md=agents.content if agents else None
+        )
+    added = [m for r in records for m in r.messages]
+    context.messages = trim_messages([*context.messages, *added], rt.settings.context_max_messages)
+    context.last_turn = records[-1].turn
+    body = context.model_dump_json()
+    try:
+        if stored is None:
+            rt.store.put(user, key, body, create_only=True)
+        else:
+            rt.store.put(user, key, body, if_match=stored.etag)
+    except PreconditionFailedError as exc:  # we hold the lease: only a lost lease explains it
+        raise ConflictError(f"the working context of session {session_id} changed") from exc

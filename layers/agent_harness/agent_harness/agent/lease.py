@@ -1,0 +1,70 @@
+"""The session gate: one call per (user, session) at a time, across every container.
+
+    with session_lease(rt, user, session_id, now) as lease:   # 409 + Retry-After if held
+        ... write the turn ...
+        lease.commit(turn_no)                                  # counter + release, one write
+    # not committed (an error): released on the way out; a crash: it expires
+
+The lease outlives the function timeout (HARNESS_SESSION_LEASE_SECONDS), so a crashed
+holder's lease expires and is taken over; release and commit are conditional on
+ownership, so a late holder can never release or commit someone else's lease.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from aws_lambda_powertools import Logger
+
+from agent_harness.clock import epoch_ms, iso
+from agent_harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from datetime import datetime
+
+    from agent_harness.aws.state import SessionState
+    from agent_harness.ids import User
+    from agent_harness.runtime import Runtime
+
+__all__ = ["SessionLease", "session_lease"]
+
+logger = Logger(child=True)
+
+
+@dataclass
+class SessionLease:
+    rt: Runtime
+    user: User
+    session_id: str
+    owner: str
+    state: SessionState
+    committed: bool = False
+
+    def commit(self, turn: int) -> None:
+        """Record ``turn`` as the session's last turn and release, in one conditional write."""
+        self.rt.table.commit_turn(
+            self.user, self.session_id, self.owner, turn, iso(self.rt.clock.now())
+        )
+        self.committed = True
+
+
+@contextmanager
+def session_lease(
+    rt: Runtime, user: User, session_id: str, now: datetime
+) -> Iterator[SessionLease]:
+    owner = rt.new_id()
+    state = rt.table.acquire_session_lease(
+        user, session_id, owner, epoch_ms(now), rt.settings.session_lease_seconds * 1000
+    )
+    lease = SessionLease(rt, user, session_id, owner, state)
+    try:
+        yield lease
+    finally:
+        if not lease.committed:
+            try:
+                rt.table.release_session_lease(user, session_id, owner)
+            except HarnessError:  # it expires on its own; the original error matters
+                logger.exception("releasing the session lease failed")

@@ -1,0 +1,160 @@
+"""thread_search: every past message of a user, searchable without reading turn objects.
+
+The post-turn job appends the user and assistant messages of each new turn to a derived
+search segment, one per month (in the configured zone):
+
+    index/threads/2026-11.jsonl   one line per message:
+        {"s": session, "t": turn, "i": n, "r": role, "at": time, "x": text}
+
+A record is one log entry (one message). Segments are appended with the same CAS loop
+as ledgers, in order per user (FIFO group), and de-duplicated by (session, turn), so a
+redelivered job adds nothing. They are derived data: ``rebuild_segments`` recreates them
+from the turn objects. A search is one LIST plus one GET per month whose ETag is not
+cached (DESIGN §7), with the match modes of memory_search. Tool traffic is not indexed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from itertools import groupby
+from typing import TYPE_CHECKING
+
+from agent_harness.memory.search import Hit, Mode, _FileIndex, search_files
+
+if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
+
+    from agent_harness.ids import User
+    from agent_harness.memory.search import MemoryIndexCache
+    from agent_harness.records import TurnRecord
+    from agent_harness.runtime import Runtime
+
+__all__ = ["ThreadHit", "format_thread_hits", "index_turns", "search_threads", "segment_path"]
+
+SEGMENT_DIR = "index/threads"
+MAX_RECORD_CHARS = 4000
+_KEY = re.compile(r'^\{"s": "([^"]+)", "t": (\d+),', re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class ThreadHit:
+    session_id: str
+    turn: int
+    role: str
+    at: str
+    text: str
+    score: float | None = None
+
+
+def segment_path(record: TurnRecord, zone: ZoneInfo) -> str:
+    return f"{SEGMENT_DIR}/{record.created().astimezone(zone):%Y-%m}.jsonl"
+
+
+def _entries(record: TurnRecord) -> list[str]:
+    rows = []
+    for number, message in enumerate(record.messages):
+        if message.role not in ("user", "assistant") or not message.content.strip():
+            continue
+        row = {
+            "s": record.session_id,
+            "t": record.turn,
+            "i": number,
+            "r": message.role,
+            "at": record.created_at,
+            "x": message.content[:MAX_RECORD_CHARS],
+        }
+        rows.append(json.dumps(row, ensure_ascii=False))
+    return rows
+
+
+def indexed_turns(segment: str) -> set[tuple[str, int]]:
+    return {(s, int(t)) for s, t in _KEY.findall(segment)}
+
+
+def index_turns(rt: Runtime, user: User, records: list[TurnRecord]) -> int:
+    """Append the messages of ``records`` to their month segments, skipping turns a
+    segment already holds (re-checked after every lost race). Returns entries added."""
+    added = 0
+    ordered = sorted(records, key=lambda r: (segment_path(r, rt.settings.zone), r.turn))
+    for path, group in groupby(ordered, key=lambda r: segment_path(r, rt.settings.zone)):
+        batch = list(group)
+        written = [0]
+
+        def build(
+            existing: str, batch: list[TurnRecord] = batch, written: list[int] = written
+        ) -> str | None:
+            done = indexed_turns(existing)
+            rows = [row for r in batch if (r.session_id, r.turn) not in done for row in _entries(r)]
+            written[0] = len(rows)
+            return "".join(f"{row}\n" for row in rows) or None
+
+        if rt.store.append(user, path, build) is not None:
+            added += written[0]
+    return added
+
+
+@dataclass
+class _Segment:
+    """A month segment, indexed for search: record texts plus their metadata."""
+
+    index: _FileIndex
+    meta: list[tuple[str, int, str, str]]  # session, turn, role, at
+    size: int
+
+
+def _load_segment(text: str) -> _Segment:
+    texts: list[str] = []
+    meta: list[tuple[str, int, str, str]] = []
+    for line in text.splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue  # a torn or hand-edited line: skip it, the rest stays searchable
+        texts.append(" ".join(str(row.get("x", "")).split()))
+        meta.append(
+            (str(row.get("s")), int(row.get("t", 0)), str(row.get("r")), str(row.get("at")))
+        )
+    return _Segment(index=_FileIndex.from_lines(texts, len(text)), meta=meta, size=len(text))
+
+
+def search_threads(
+    rt: Runtime, user: User, query: str, mode: Mode, limit: int, cache: MemoryIndexCache
+) -> list[ThreadHit]:
+    if not query or not query.strip():
+        return []
+    listed = sorted(
+        (i for i in rt.store.list(user, SEGMENT_DIR) if i.path.endswith(".jsonl")),
+        key=lambda i: i.path,
+    )
+    missing = [i.path for i in listed if cache.get((user.key, i.path, i.etag)) is None]
+    fetched = rt.store.get_many(user, missing)
+    segments: list[tuple[str, _Segment]] = []
+    for info in listed:
+        key = (user.key, info.path, info.etag)
+        segment = cache.get(key)
+        if segment is None and info.path in fetched:
+            segment = _load_segment(fetched[info.path].content)
+            cache.put(key, segment)
+        if segment is not None:
+            segments.append((info.path, segment))
+    by_path = dict(segments)
+    hits: list[Hit] = search_files([(p, s.index) for p, s in segments], query, mode, limit)
+    out = []
+    for hit in hits:
+        session_id, turn, role, at = by_path[hit.path].meta[hit.line - 1]
+        out.append(ThreadHit(session_id, turn, role, at, hit.text, hit.score))
+    return out
+
+
+def format_thread_hits(query: str, hits: list[ThreadHit]) -> str:
+    if not query or not query.strip():
+        return "No query provided"
+    if not hits:
+        return f"No past messages found for: {query}"
+    rows = [
+        f"Session {h.session_id}, turn {h.turn} ({h.role}, {h.at}): {h.text[:300]}" for h in hits
+    ]
+    noun = "message" if len(hits) == 1 else "messages"
+    return f"Found {len(hits)} {noun} for: {query}\n" + "\n".join(rows)
