@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from bench import cold_start, memory_search
+from bench import cold_start, hot_path, memory_search
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -16,11 +16,15 @@ def main() -> int:
     result = cold_start.run()
     (RESULTS / "cold_start.json").write_text(json.dumps(result, indent=2) + "\n")
     print(cold_start.report(result))
+    requests = hot_path.run()
+    (RESULTS / "hot_path.json").write_text(json.dumps(requests, indent=2) + "\n")
+    print()
+    print(hot_path.report(requests))
     search = memory_search.run()
     (RESULTS / "memory_search.json").write_text(json.dumps(search, indent=2) + "\n")
     print()
     print(memory_search.report(search))
-    print(f"\nwrote {RESULTS / 'cold_start.json'} and {RESULTS / 'memory_search.json'}")
+    print(f"\nwrote {RESULTS}/cold_start.json, hot_path.json and memory_search.json")
     return 0
 
 

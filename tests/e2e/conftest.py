@@ -140,6 +140,7 @@ def local_stack(fake_llm: FakeLLM) -> Iterator[LocalStackProcess]:
     env.update(
         HARNESS_MODEL="openai:fake-e2e",
         HARNESS_MEMORY_MODEL="offline",
+        HARNESS_COMPACTION_MODEL="offline",
         OPENAI_BASE_URL=f"http://127.0.0.1:{fake_llm.port}/v1",
         OPENAI_API_KEY="sk-e2e",
         PYTHONUNBUFFERED="1",

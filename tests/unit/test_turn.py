@@ -184,24 +184,3 @@ def test_a_tool_call_on_the_last_allowed_call_is_not_executed() -> None:
     )
     rt = make_runtime(agent=model, settings=Settings(max_model_calls=1))
     assert run_turn(rt, ALICE, "s1", "hello").reply == "done"
-
-
-def test_the_working_context_is_bounded() -> None:
-    model = ScriptedModel(*[f"reply {i}" for i in range(30)])
-    rt = make_runtime(agent=model, settings=Settings(context_max_messages=10))
-    for i in range(30):
-        run_turn(rt, ALICE, "s1", f"message {i}")
-    context = json.loads(rt.store.text(ALICE, "sessions/s1/context.json"))
-    assert len(context["messages"]) <= 10
-    assert context["messages"][0]["role"] == "user"
-    assert len(model.requests[-1].messages) <= 12
-    assert len(rt.store.list(ALICE, "sessions/s1/turns")) == 30  # the log keeps everything
-
-
-def test_an_unreadable_working_context_is_replaced_not_fatal() -> None:
-    model = ScriptedModel("fresh start")
-    rt = make_runtime(agent=model)
-    rt.store.put(ALICE, "sessions/s1/context.json", "{ edited by hand", create_only=True)
-    assert run_turn(rt, ALICE, "s1", "hello").reply == "fresh start"
-    context = json.loads(rt.store.text(ALICE, "sessions/s1/context.json"))
-    assert [m["content"] for m in context["messages"]] == ["hello", "fresh start"]

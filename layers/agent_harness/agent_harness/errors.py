@@ -16,6 +16,7 @@
     └── ModelError                    502 the model provider failed (retryable)
         ├── ModelTimeoutError         504
         ├── ModelRateLimitError       429 (Retry-After when the provider gave one)
+        ├── ContextOverflowError      502 the input is over the model's window
         └── ModelOutputError          502 the answer was empty or malformed
 
 Each class carries the HTTP status and error code the API maps it to, and a
@@ -32,6 +33,7 @@ from typing import Any
 __all__ = [
     "ConfigError",
     "ConflictError",
+    "ContextOverflowError",
     "HarnessError",
     "InvalidRequestError",
     "ModelError",
@@ -166,3 +168,11 @@ class ModelRateLimitError(ModelError):
 
 class ModelOutputError(ModelError):
     code = "model_output_invalid"
+
+
+class ContextOverflowError(ModelError):
+    """The provider refused the input as longer than the model's context window. The
+    agent call answers it with one forced compaction and one retry."""
+
+    code = "context_overflow"
+    retryable = False

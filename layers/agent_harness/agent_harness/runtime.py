@@ -7,6 +7,7 @@ globals, environment variables or clients of their own.
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,9 @@ class Runtime:
     new_id: Callable[[], str] = _new_id
     #: warm, bounded per-container cache of indexed memory files (keyed by user and ETag)
     search_cache: MemoryIndexCache = field(default_factory=MemoryIndexCache)
+    sleep: Callable[[float], None] = time.sleep
+    #: the boto3 clients behind the stores (for instrumentation: request counts)
+    clients: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_settings(
@@ -81,4 +85,5 @@ class Runtime:
             ),
             models=ModelRegistry(settings, counter=counter, **model_deps),
             counter=counter,
+            clients=made,
         )

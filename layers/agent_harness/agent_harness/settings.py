@@ -55,7 +55,19 @@ ENV: dict[str, str] = {
     "session_lease_seconds": "HARNESS_SESSION_LEASE_SECONDS",
     "max_message_chars": "HARNESS_MAX_MESSAGE_CHARS",
     "max_model_calls": "HARNESS_MAX_MODEL_CALLS",
-    "context_max_messages": "HARNESS_CONTEXT_MAX_MESSAGES",
+    "session_wait_seconds": "HARNESS_SESSION_WAIT_SECONDS",
+    "model_context_window": "HARNESS_MODEL_CONTEXT_WINDOW",
+    "compaction_enabled": "HARNESS_COMPACTION",
+    "compaction_trigger_messages": "HARNESS_COMPACTION_TRIGGER_MESSAGES",
+    "compaction_trigger_tokens": "HARNESS_COMPACTION_TRIGGER_TOKENS",
+    "compaction_reserve_tokens": "HARNESS_COMPACTION_RESERVE_TOKENS",
+    "compaction_keep_messages": "HARNESS_COMPACTION_KEEP_MESSAGES",
+    "compaction_keep_tokens": "HARNESS_COMPACTION_KEEP_TOKENS",
+    "compaction_flush_before": "HARNESS_COMPACTION_FLUSH_BEFORE",
+    "compaction_summary_prompt": "HARNESS_COMPACTION_SUMMARY_PROMPT",
+    "compaction_max_arg_length": "HARNESS_COMPACTION_MAX_ARG_LENGTH",
+    "eviction_max_chars": "HARNESS_EVICTION_MAX_CHARS",
+    "eviction_preview_chars": "HARNESS_EVICTION_PREVIEW_CHARS",
     "disable_memory_tools": "HARNESS_DISABLE_MEMORY_TOOLS",
     "disable_memory_hooks": "HARNESS_DISABLE_MEMORY_HOOKS",
     "due_shards": "HARNESS_DUE_SHARDS",
@@ -129,7 +141,25 @@ class Settings(BaseModel):
     session_lease_seconds: int = Field(default=60, gt=0)
     max_message_chars: int = Field(default=100_000, gt=0)
     max_model_calls: int = Field(default=8, gt=0, le=64)
-    context_max_messages: int = Field(default=40, ge=2)
+    #: a busy session: wait this long for the lease before answering 409
+    session_wait_seconds: float = Field(default=0.0, ge=0, le=20)
+    #: the agent model's context window in tokens; 0 = unknown (fixed fallbacks apply)
+    model_context_window: int = Field(default=0, ge=0)
+
+    # compaction (spec §2.5; on by default)
+    compaction_enabled: bool = True
+    compaction_trigger_messages: int = Field(default=50, ge=0)  # 0 = off
+    compaction_trigger_tokens: int = Field(default=0, ge=0)  # 0 = window - reserve
+    compaction_reserve_tokens: int = Field(default=20_000, ge=0)
+    compaction_keep_messages: int = Field(default=20, ge=1)
+    compaction_keep_tokens: int = Field(default=-1, ge=-1)  # -1 dynamic, 0 use messages
+    compaction_flush_before: bool = True
+    compaction_summary_prompt: str | None = None  # must contain {messages}
+    compaction_max_arg_length: int = Field(default=2000, ge=20)
+
+    # tool-result eviction (on by default; 0 = off)
+    eviction_max_chars: int = Field(default=80_000, ge=0)
+    eviction_preview_chars: int = Field(default=2000, ge=0)
     #: no memory_search / memory_get / memory_save for the agent
     disable_memory_tools: bool = False
     #: no post-turn flush jobs (and so no consolidation marks); with both, no MEMORY.md
@@ -153,6 +183,13 @@ class Settings(BaseModel):
             return None
         parse_model_spec(value)
         return value.strip()
+
+    @field_validator("compaction_summary_prompt")
+    @classmethod
+    def _check_summary_prompt(cls, value: str | None) -> str | None:
+        if value is not None and "{messages}" not in value:
+            raise ValueError("the compaction summary prompt must contain {messages}")
+        return value or None
 
     @field_validator("timezone")
     @classmethod

@@ -25,7 +25,6 @@ __all__ = [
     "build_messages",
     "memory_reference",
     "system_prompt",
-    "trim_messages",
 ]
 
 DEFAULT_PERSONA = "You are a helpful assistant that remembers this user across sessions."
@@ -102,17 +101,6 @@ def memory_reference(
     )
 
 
-def trim_messages(messages: list[Message], max_messages: int) -> list[Message]:
-    """Keep at most ``max_messages`` of the newest messages, starting at a user message
-    so an assistant tool call is never separated from its results."""
-    if len(messages) <= max_messages:
-        return messages
-    start = len(messages) - max_messages
-    while start < len(messages) and messages[start].role != "user":
-        start += 1
-    return messages[start:]
-
-
 def build_messages(
     system_prompt: str, reference: Message | None, context: WorkingContext, new: Message
 ) -> list[Message]:
@@ -120,10 +108,16 @@ def build_messages(
     if reference is not None:
         messages.append(reference)
     if context.summary:
+        note = (
+            "Earlier turns of this session, summarised. The full messages are in the thread "
+            "log; thread_search finds them."
+        )
         messages.append(
             Message(
                 role="user",
-                content=markup.wrap("conversation_summary", context.summary, kind="reference-data"),
+                content=markup.wrap(
+                    "conversation_summary", f"{note}\n\n{context.summary}", kind="reference-data"
+                ),
             )
         )
     messages.extend(context.messages)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictStr, field_validator
 
-from agent_harness.agent.context import trim_messages
+from agent_harness.agent.compaction import safe_cutoff
 from agent_harness.agent.lease import session_lease
 from agent_harness.clock import iso
 from agent_harness.errors import ConflictError, PayloadTooLargeError, PreconditionFailedError
@@ -82,7 +82,7 @@ def import_history(
     if total > MAX_TOTAL_CHARS:
         raise PayloadTooLargeError(f"an import is limited to {MAX_TOTAL_CHARS} characters")
     now = rt.clock.now()
-    with session_lease(rt, user, session_id, now) as lease:
+    with session_lease(rt, user, session_id) as lease:
         state = lease.state
         # numbers taken by calls that crashed before committing are skipped, not reused
         taken = [
@@ -133,8 +133,17 @@ def _extend_context(rt: Runtime, user: User, session_id: str, records: list[Turn
         context = WorkingContext(
             session_id=session_id, agents_md=agents.content if agents else None
         )
-    added = [m for r in records for m in r.messages]
-    context.messages = trim_messages([*context.messages, *added], rt.settings.context_max_messages)
+    messages = [*context.messages, *(m for r in records for m in r.messages)]
+    # no model call here: the context keeps the newest messages; the rest is pointed to
+    cut = safe_cutoff(messages, len(messages) - rt.settings.compaction_keep_messages)
+    if cut > 0:
+        note = (
+            f"{cut} earlier messages of this session (imported history) are not shown here; "
+            "they are in the thread log, and thread_search finds them."
+        )
+        context.summary = f"{context.summary}\n\n{note}" if context.summary else note
+        messages = messages[cut:]
+    context.messages = messages
     context.last_turn = records[-1].turn
     body = context.model_dump_json()
     try:

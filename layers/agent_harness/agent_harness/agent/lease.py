@@ -1,6 +1,7 @@
 """The session gate: one call per (user, session) at a time, across every container.
 
-    with session_lease(rt, user, session_id, now) as lease:   # 409 + Retry-After if held
+    with session_lease(rt, user, session_id) as lease:   # waits a bounded time, then
+                                                          # 409 + Retry-After if held
         ... write the turn ...
         lease.commit(turn_no)                                  # counter + release, one write
     # not committed (an error): released on the way out; a crash: it expires
@@ -19,11 +20,10 @@ from typing import TYPE_CHECKING
 from aws_lambda_powertools import Logger
 
 from agent_harness.clock import epoch_ms, iso
-from agent_harness.errors import HarnessError
+from agent_harness.errors import HarnessError, SessionBusyError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from datetime import datetime
 
     from agent_harness.aws.state import SessionState
     from agent_harness.ids import User
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 __all__ = ["SessionLease", "session_lease"]
 
 logger = Logger(child=True)
+
+POLL_SECONDS = 0.25
 
 
 @dataclass
@@ -51,14 +53,29 @@ class SessionLease:
         self.committed = True
 
 
+def _acquire(rt: Runtime, user: User, session_id: str, owner: str) -> SessionState:
+    """Take the lease; when it is held, wait up to ``session_wait_seconds`` (polling)
+    before giving the caller 409 + Retry-After."""
+    lease_ms = rt.settings.session_lease_seconds * 1000
+    waited = 0.0
+    while True:
+        try:
+            return rt.table.acquire_session_lease(
+                user, session_id, owner, epoch_ms(rt.clock.now()), lease_ms
+            )
+        except SessionBusyError:
+            remaining = rt.settings.session_wait_seconds - waited
+            if remaining <= 0:
+                raise
+            pause = min(POLL_SECONDS, remaining)
+            rt.sleep(pause)
+            waited += pause
+
+
 @contextmanager
-def session_lease(
-    rt: Runtime, user: User, session_id: str, now: datetime
-) -> Iterator[SessionLease]:
+def session_lease(rt: Runtime, user: User, session_id: str) -> Iterator[SessionLease]:
     owner = rt.new_id()
-    state = rt.table.acquire_session_lease(
-        user, session_id, owner, epoch_ms(now), rt.settings.session_lease_seconds * 1000
-    )
+    state = _acquire(rt, user, session_id, owner)
     lease = SessionLease(rt, user, session_id, owner, state)
     try:
         yield lease

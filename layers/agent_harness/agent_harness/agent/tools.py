@@ -54,8 +54,11 @@ class Tool:
 class ToolRegistry:
     """A ``ToolBox`` over a list of tools."""
 
-    def __init__(self, tools: list[Tool]) -> None:
+    def __init__(
+        self, tools: list[Tool], *, after: Callable[[ToolCall, str], str] | None = None
+    ) -> None:
         self._tools = {t.name: t for t in tools}
+        self._after = after  # e.g. eviction of oversized results
 
     def specs(self) -> list[ToolSpec]:
         return [
@@ -64,6 +67,10 @@ class ToolRegistry:
         ]
 
     def call(self, call: ToolCall) -> str:
+        result = self._run(call)
+        return self._after(call, result) if self._after else result
+
+    def _run(self, call: ToolCall) -> str:
         tool = self._tools.get(call.name)
         if tool is None:
             return f"Error: unknown tool {call.name}"
@@ -162,7 +169,7 @@ class MemoryTools:
     user: User
     staged: list[list[str]] = field(default_factory=list)
 
-    def registry(self) -> ToolRegistry:
+    def registry(self, *, after: Callable[[ToolCall, str], str] | None = None) -> ToolRegistry:
         return ToolRegistry(
             [
                 Tool(
@@ -197,7 +204,8 @@ class MemoryTools:
                     SAVE_SCHEMA,
                     self.save,
                 ),
-            ]
+            ],
+            after=after,
         )
 
     def search(self, arguments: dict[str, Any]) -> str:

@@ -24,18 +24,16 @@ from typing import TYPE_CHECKING, Literal
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from agent_harness.agent.context import (
-    build_messages,
-    memory_reference,
-    system_prompt,
-    trim_messages,
-)
+from agent_harness.agent.compaction import compact, shorten_old_arguments
+from agent_harness.agent.context import build_messages, memory_reference, system_prompt
+from agent_harness.agent.eviction import Evictor
 from agent_harness.agent.lease import session_lease
-from agent_harness.agent.loop import run_loop
+from agent_harness.agent.loop import LoopResult, run_loop
 from agent_harness.agent.tools import MemoryTools
 from agent_harness.clock import iso
 from agent_harness.errors import (
     ConflictError,
+    ContextOverflowError,
     HarnessError,
     ModelOutputError,
     PayloadTooLargeError,
@@ -59,7 +57,6 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from agent_harness.agent.lease import SessionLease
-    from agent_harness.agent.loop import LoopResult
     from agent_harness.aws.state import SessionState
     from agent_harness.aws.workspace import StoredObject
     from agent_harness.ids import User
@@ -96,9 +93,9 @@ def run_turn(rt: Runtime, user: User, session_id: str, text: str) -> TurnResult:
         )
 
     started = rt.clock.now()
-    with session_lease(rt, user, session_id, started) as lease:
+    with session_lease(rt, user, session_id) as lease:
         result = _turn(rt, user, session_id, text, lease, started)
-    result.flush = _enqueue_post_turn(rt, user, session_id, result.turn, lease.state, started)
+    result.flush = _enqueue_post_turn(rt, user, result, lease.state, started)
     return result
 
 
@@ -131,19 +128,39 @@ def _turn(
         reference, injection = memory_reference(
             loaded.get(MEMORY_FILE), rt.counter, settings.consolidation_max_tokens, iso(started)
         )
-    tools = MemoryTools(rt, user) if tools_on else None
     new_message = Message(role="user", content=text)
-    result = run_loop(
-        rt.models.for_role("agent"),
-        build_messages(
-            system_prompt(context.agents_md, tools=tools_on, hooks=hooks_on),
-            reference,
-            context,
-            new_message,
-        ),
-        tools=tools.registry() if tools else None,
-        max_calls=settings.max_model_calls,
-    )
+    shorten_old_arguments(context, settings)
+    compacted = settings.compaction_enabled and compact(rt, context, [new_message])
+    if compacted:
+        _refresh_persona(rt, user, context)
+
+    def attempt() -> tuple[LoopResult, MemoryTools | None]:
+        tools = MemoryTools(rt, user) if tools_on else None  # fresh: nothing staged twice
+        result = run_loop(
+            rt.models.for_role("agent"),
+            build_messages(
+                system_prompt(context.agents_md, tools=tools_on, hooks=hooks_on),
+                reference,
+                context,
+                new_message,
+            ),
+            tools=tools.registry(after=Evictor(rt, user, session_id)) if tools else None,
+            max_calls=settings.max_model_calls,
+        )
+        return result, tools
+
+    try:
+        result, tools = attempt()
+    except ContextOverflowError:
+        # one forced compaction and one retry; a second overflow is the caller's 502
+        if not compact(rt, context, [new_message], force=True):
+            raise ContextOverflowError(
+                "the conversation is over the model's context window and too short to "
+                f"compact (at most {settings.compaction_keep_messages} messages are kept)"
+            ) from None
+        compacted = True
+        _refresh_persona(rt, user, context)
+        result, tools = attempt()
     if not result.reply.strip():
         raise ModelOutputError(f"{result.model} returned an empty reply")
 
@@ -160,9 +177,7 @@ def _turn(
             provenance=f"> source: session={session_id} turn={turn_no} via=memory_save",
             at=started,
         )
-    context.messages = trim_messages(
-        [*context.messages, *turn_messages], settings.context_max_messages
-    )
+    context.messages = [*context.messages, *turn_messages]
     context.last_turn = turn_no
     _save_context(rt, user, session_id, context, stored_ctx)
     lease.commit(turn_no)
@@ -188,10 +203,16 @@ def _turn(
         reply=result.reply,
         usage=result.usage,
         memory_tokens=injection.tokens,
-        compacted=False,
+        compacted=compacted,
         flush="queued",
         model=result.model,
     )
+
+
+def _refresh_persona(rt: Runtime, user: User, context: WorkingContext) -> None:
+    """A compaction is a new chapter of the session: it picks up an edited AGENTS.md."""
+    agents = rt.store.get(user, AGENTS_FILE)
+    context.agents_md = agents.content if agents else None
 
 
 def _save_context(
@@ -256,11 +277,20 @@ def _write_turn(
 
 
 def _enqueue_post_turn(
-    rt: Runtime, user: User, session_id: str, turn: int, state: SessionState, now: datetime
+    rt: Runtime, user: User, result: TurnResult, state: SessionState, now: datetime
 ) -> FlushState:
-    """Queue the post-turn job; report what the flush trigger will do with it."""
+    """Queue the post-turn job; report what the flush trigger will do with it. After a
+    compaction it is a "compaction" flush: every unflushed turn, whatever the trigger."""
     settings = rt.settings
-    job = PostTurnJob(user_id=user.id, session_id=session_id, turn=turn, queued_at=iso(now))
+    turn = result.turn
+    forced = result.compacted and settings.compaction_flush_before
+    job = PostTurnJob(
+        user_id=user.id,
+        session_id=result.session_id,
+        turn=turn,
+        reason="compaction" if forced else "turn",
+        queued_at=iso(now),
+    )
     try:
         rt.queue.send_post_turn(user, job)
     except HarnessError:
@@ -268,6 +298,8 @@ def _enqueue_post_turn(
         logger.exception("queueing the post-turn job failed", extra={"turn": turn})
         metrics.add_metric("PostTurnEnqueueFailures", MetricUnit.Count, 1)
         return "skipped"
+    if forced:
+        return "queued"
     if settings.disable_memory_hooks or settings.flush_trigger == "never":
         return "skipped"  # the job still indexes the turn for thread search
     if settings.flush_trigger == "throttled" and flush_throttled(

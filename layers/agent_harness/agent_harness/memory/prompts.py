@@ -24,6 +24,7 @@ __all__ = [
     "consolidation_messages",
     "flush_messages",
     "render_conversation",
+    "render_messages",
     "render_template",
 ]
 
@@ -71,30 +72,40 @@ def render_template(template: str, **values: object) -> str:
     )
 
 
-def render_conversation(turns: list[TurnRecord]) -> str:
-    """``[role]: text`` lines; tool calls and results shortened; system text left out."""
+def render_messages(
+    messages: list[Message],
+    *,
+    arg_chars: int = TOOL_ARG_CHARS,
+    result_chars: int = TOOL_RESULT_CHARS,
+) -> str:
+    """``[role]: text`` lines; tool calls with their arguments cut to ``arg_chars`` (0: no
+    arguments), tool results cut to ``result_chars``; system text left out."""
     lines: list[str] = []
-    for turn in turns:
-        for message in turn.messages:
-            if message.role == "system":
-                continue
-            parts = [message.content.strip()] if message.content.strip() else []
-            for call in message.tool_calls:
-                args = call.arguments.strip()
-                if args in ("", "{}"):
-                    parts.append(f"[tool_call: {call.name}]")
-                else:
-                    if len(args) > TOOL_ARG_CHARS:
-                        args = args[:TOOL_ARG_CHARS] + "..."
-                    parts.append(f"[tool_call: {call.name}({args})]")
-            if message.role == "tool":
-                body = message.content
-                if len(body) > TOOL_RESULT_CHARS:
-                    body = body[:TOOL_RESULT_CHARS] + "...(truncated)"
-                parts = [f"[tool_result: {message.name or 'tool'}] {body}"]
-            if parts:
-                lines.append(f"[{message.role}]: " + "\n".join(parts))
+    for message in messages:
+        if message.role == "system":
+            continue
+        parts = [message.content.strip()] if message.content.strip() else []
+        for call in message.tool_calls:
+            args = call.arguments.strip()
+            if not arg_chars or args in ("", "{}"):
+                parts.append(f"[tool_call: {call.name}]")
+            else:
+                if len(args) > arg_chars:
+                    args = args[:arg_chars] + "..."
+                parts.append(f"[tool_call: {call.name}({args})]")
+        if message.role == "tool":
+            body = message.content
+            if len(body) > result_chars:
+                body = body[:result_chars] + "...(truncated)"
+            parts = [f"[tool_result: {message.name or 'tool'}] {body}"]
+        if parts:
+            lines.append(f"[{message.role}]: " + "\n".join(parts))
     return "\n".join(lines)
+
+
+def render_conversation(turns: list[TurnRecord]) -> str:
+    """The flush's view of turns: tool arguments up to 500 chars, results up to 1,000."""
+    return render_messages([m for turn in turns for m in turn.messages])
 
 
 def flush_messages(conversation: str, memory_md: str, ledger_today: str) -> list[Message]:

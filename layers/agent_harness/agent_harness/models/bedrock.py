@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError, ReadTimeoutError
 
 from agent_harness.errors import (
+    ContextOverflowError,
     ModelError,
     ModelOutputError,
     ModelRateLimitError,
@@ -19,6 +20,7 @@ from agent_harness.errors import (
 )
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
 from agent_harness.models.convert import alternating_turns
+from agent_harness.models.http import OVERFLOW_MARKERS
 
 if TYPE_CHECKING:
     from agent_harness.models.convert import Part
@@ -82,6 +84,12 @@ class BedrockChatModel:
                 raise ModelRateLimitError(f"{self.name} rate-limited the call") from exc
             if code in _TIMED_OUT:
                 raise ModelTimeoutError(f"{self.name} timed out") from exc
+            if code == "ValidationException" and any(
+                m in message.lower() for m in OVERFLOW_MARKERS
+            ):
+                raise ContextOverflowError(
+                    f"{self.name}: the input is over the context window"
+                ) from exc
             raise ModelError(f"{self.name} failed: {code}: {message[:300]}") from exc
         except BotoCoreError as exc:
             raise ModelError(f"{self.name} is unreachable: {type(exc).__name__}") from exc

@@ -9,13 +9,26 @@ from typing import Any
 import httpx
 
 from agent_harness.errors import (
+    ContextOverflowError,
     ModelError,
     ModelOutputError,
     ModelRateLimitError,
     ModelTimeoutError,
 )
 
-__all__ = ["post_json"]
+__all__ = ["OVERFLOW_MARKERS", "post_json"]
+
+#: how providers word "the prompt is too long" when they give no machine-readable code;
+#: matched only here, at the adapter boundary, to raise the typed ContextOverflowError
+OVERFLOW_MARKERS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context window",
+    "prompt is too long",
+    "input is too long",
+    "too many tokens",
+    "reduce the length",
+)
 
 
 def _retry_after(response: httpx.Response) -> int | None:
@@ -35,6 +48,17 @@ def _error_text(response: httpx.Response) -> str:
     if isinstance(error, dict):
         return str(error.get("message", error))[:300]
     return str(error or body)[:300]
+
+
+def _is_overflow(response: httpx.Response, text: str) -> bool:
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):
+        error = None
+    if isinstance(error, dict) and error.get("code") == "context_length_exceeded":
+        return True  # OpenAI's typed code
+    lowered = text.lower()
+    return any(marker in lowered for marker in OVERFLOW_MARKERS)
 
 
 def post_json(
@@ -60,7 +84,10 @@ def post_json(
             f"{name} rate-limited the call", retry_after=_retry_after(response)
         )
     if response.status_code >= 400:
-        raise ModelError(f"{name} answered {response.status_code}: {_error_text(response)}")
+        text = _error_text(response)
+        if response.status_code in (400, 413) and _is_overflow(response, text):
+            raise ContextOverflowError(f"{name}: the input is over the context window: {text}")
+        raise ModelError(f"{name} answered {response.status_code}: {text}")
     try:
         body = response.json()
     except ValueError as exc:

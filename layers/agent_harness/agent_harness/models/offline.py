@@ -8,7 +8,8 @@ It reads the same prompts a real model gets and behaves by purpose:
     flush        extracts first-person durable statements ("I prefer…", "remember…",
                  "we decided…", "我喜欢…", "记住…") as ``- User said: …`` bullets, or NO_REPLY
     consolidate  merges new ledger bullets into MEMORY.md by normalised de-duplication
-    compact      summarises extractively (the first sentence of each message)
+    compact      summarises extractively (the first sentence of each message, after the
+                 points of the previous summary; the newest 40 points)
 
 Every answer it writes to the user starts with ``[offline model]`` so nobody mistakes it
 for a real model.
@@ -255,9 +256,10 @@ class OfflineChatModel:
     def _compact(messages: list[Message]) -> str:
         prompt = "\n".join(m.content for m in messages if m.role == "user")
         source = markup.extract(prompt, markup.MESSAGES) or prompt
-        points = []
+        previous = markup.extract(source, "previous_summary") or ""
+        points = [line for line in previous.splitlines() if line.startswith("- ")]
         for role, body in _conversation_turns(source):
             first = (_sentences(body) or [""])[0]
             if first:
                 points.append(f"- {role}: {first[:200]}")
-        return "## SUMMARY (offline, extractive)\n" + ("\n".join(points) or "None")
+        return "## SUMMARY (offline, extractive)\n" + ("\n".join(points[-40:]) or "None")
