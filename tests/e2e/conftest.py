@@ -129,22 +129,15 @@ def fake_llm() -> Iterator[FakeLLM]:
     server.shutdown()
 
 
-@pytest.fixture(scope="session")
-def local_stack(fake_llm: FakeLLM) -> Iterator[LocalStackProcess]:
+def start_stack(extra_env: dict[str, str]) -> LocalStackProcess:
+    """`python -m local_stack` on free ports, with ``extra_env`` as the model settings."""
     http_port, moto_port = free_port(), free_port()
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("HARNESS_", "OPENAI_", "AWS_", "POWERTOOLS_"))
     }
-    env.update(
-        HARNESS_MODEL="openai:fake-e2e",
-        HARNESS_MEMORY_MODEL="offline",
-        HARNESS_COMPACTION_MODEL="offline",
-        OPENAI_BASE_URL=f"http://127.0.0.1:{fake_llm.port}/v1",
-        OPENAI_API_KEY="sk-e2e",
-        PYTHONUNBUFFERED="1",
-    )
+    env.update(extra_env, PYTHONUNBUFFERED="1")
     process = subprocess.Popen(
         [
             sys.executable,
@@ -177,15 +170,41 @@ def local_stack(fake_llm: FakeLLM) -> Iterator[LocalStackProcess]:
     if not ready.wait(90):
         process.kill()
         raise AssertionError("the local stack did not start:\n" + "".join(output))
-    stack = LocalStackProcess(
+    return LocalStackProcess(
         f"http://127.0.0.1:{http_port}", f"http://127.0.0.1:{moto_port}", process, output
     )
-    yield stack
-    process.send_signal(signal.SIGINT)
+
+
+def stop_stack(stack: LocalStackProcess) -> None:
+    stack.process.send_signal(signal.SIGINT)
     try:
-        process.wait(30)
+        stack.process.wait(30)
     except subprocess.TimeoutExpired:
-        process.kill()
+        stack.process.kill()
         raise AssertionError("the local stack did not stop on Ctrl-C") from None
-    assert process.returncode == 0, "".join(output[-20:])
-    assert output[-1].strip() == "stopped"
+    assert stack.process.returncode == 0, "".join(stack.output[-20:])
+    assert stack.output[-1].strip() == "stopped"
+
+
+@pytest.fixture(scope="session")
+def local_stack(fake_llm: FakeLLM) -> Iterator[LocalStackProcess]:
+    """The agent model is the recording fake; memory and compaction are offline."""
+    stack = start_stack(
+        {
+            "HARNESS_MODEL": "openai:fake-e2e",
+            "HARNESS_MEMORY_MODEL": "offline",
+            "HARNESS_COMPACTION_MODEL": "offline",
+            "OPENAI_BASE_URL": f"http://127.0.0.1:{fake_llm.port}/v1",
+            "OPENAI_API_KEY": "sk-e2e",
+        }
+    )
+    yield stack
+    stop_stack(stack)
+
+
+@pytest.fixture(scope="session")
+def offline_stack() -> Iterator[LocalStackProcess]:
+    """Every role on the offline model, as `make dev` runs by default."""
+    stack = start_stack({"HARNESS_MODEL": "offline"})
+    yield stack
+    stop_stack(stack)

@@ -108,8 +108,14 @@ def test_the_session_lease_serialises_and_expires(table: DynamoStateTable) -> No
     assert state.turn == 1
     with pytest.raises(ConflictError):
         table.commit_turn(ALICE, "s1", "a", 2, "2026-11-30T09:00:01Z")  # not the holder
+    table.release_session_lease(ALICE, "s1", "b")
+    table.release_session_lease(ALICE, "s1", "b")  # releasing twice is harmless
+    state = table.acquire_session_lease(ALICE, "s1", "b", now_ms=1_030_000, lease_ms=60_000)
+    table.release_session_lease(ALICE, "s1", "a")  # not the holder: changes nothing
+    with pytest.raises(SessionBusyError):
+        table.acquire_session_lease(ALICE, "s1", "c", now_ms=1_031_000, lease_ms=60_000)
     # b crashes without releasing: the lease expires
-    assert table.acquire_session_lease(ALICE, "s1", "c", now_ms=1_090_000, lease_ms=60_000)
+    assert table.acquire_session_lease(ALICE, "s1", "c", now_ms=1_091_000, lease_ms=60_000)
 
 
 def test_the_flush_cursor_never_moves_backwards(table: DynamoStateTable) -> None:

@@ -361,3 +361,54 @@ def test_after_the_bound_a_busy_session_is_still_409() -> None:
     rt.sleep = lambda seconds: rt.clock.advance(seconds=seconds)
     with pytest.raises(SessionBusyError):
         run_turn(rt, ALICE, "s1", "hi")
+
+
+# -- more of spec §4.5 -----------------------------------------------------------------------
+def test_triggers_are_inclusive() -> None:  # 38g
+    rt = make_runtime(settings=SMALL)
+    rt.models._overrides["compaction"] = ScriptedModel("S")
+    exactly = WorkingContext(session_id="s", messages=[user("M1"), user("M2")])
+    assert compact(rt, exactly, [user("M3")])  # 2 + 1 = 3 = trigger
+
+
+def test_the_summarizer_sees_tool_calls_without_arguments() -> None:  # 38j
+    model = ScriptedModel("S")
+    rt = make_runtime(settings=SMALL)
+    rt.models._overrides["compaction"] = model
+    secret = Message(
+        role="assistant",
+        tool_calls=[ToolCall(id="x", name="search", arguments='{"q": "secret-argument"}')],
+    )
+    context = WorkingContext(session_id="s", messages=[user("M1"), secret, result("x"), user("M2")])
+    compact(rt, context, [user("M3")])
+    prompt = model.requests[0].messages[0].content
+    assert "[tool_call: search]" in prompt and "secret-argument" not in prompt
+
+
+def test_a_blank_summary_is_marked_unavailable() -> None:  # 38k
+    rt = make_runtime(settings=SMALL)
+    rt.models._overrides["compaction"] = ScriptedModel("   ")
+    context = WorkingContext(session_id="s", messages=[user("M1"), user("M2"), user("M3")])
+    compact(rt, context, [user("NEW")])
+    assert context.summary == "(Summary unavailable)"
+
+
+def test_a_budget_smaller_than_the_newest_message_keeps_only_it() -> None:  # 38f
+    settings = Settings(compaction_trigger_messages=2, compaction_keep_tokens=5)
+    rt = make_runtime(settings=settings)
+    rt.models._overrides["compaction"] = ScriptedModel("S")
+    context = WorkingContext(
+        session_id="s", messages=[user("a b c d e f g h"), user("i j k l m n o p")]
+    )
+    assert compact(rt, context, [user("the newest message, over the budget alone")])
+    assert context.messages == []  # everything before the pending message was summarised
+
+
+def test_without_flush_before_compact_the_job_stays_a_normal_turn() -> None:  # 36
+    settings = Settings(
+        compaction_trigger_messages=4, compaction_keep_messages=2, compaction_flush_before=False
+    )
+    rt = make_runtime(agent=ScriptedModel(*["ok"] * 5), settings=settings)
+    results = [run_turn(rt, ALICE, "s1", f"m{n}") for n in range(4)]
+    assert any(r.compacted for r in results)
+    assert {job.reason for job in rt.queue.post_turn} == {"turn"}

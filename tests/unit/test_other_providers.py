@@ -208,3 +208,58 @@ def test_bedrock_errors_are_model_errors(code: str, error: type) -> None:
     stubber.add_client_error("converse", service_error_code=code, service_message="no")
     with stubber, pytest.raises(error):
         model.complete(ChatRequest(messages=[Message(role="user", content="hi")]))
+
+
+# -- context overflow is typed at the adapter boundary (spec §4.13 #93) -----------------------
+def test_openai_context_length_code_is_an_overflow() -> None:
+    from agent_harness.errors import ContextOverflowError
+    from agent_harness.models.openai import OpenAIChatModel
+
+    body = {
+        "error": {
+            "code": "context_length_exceeded",
+            "message": "This model's maximum context length is 8192 tokens",
+        }
+    }
+    client = httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(400, json=body)))
+    model = OpenAIChatModel("gpt", base_url="https://x/v1", client=client)
+    with pytest.raises(ContextOverflowError):
+        model.complete(ChatRequest(messages=CONVERSATION))
+
+
+def test_anthropic_prompt_too_long_is_an_overflow() -> None:
+    from agent_harness.errors import ContextOverflowError
+
+    body = {
+        "type": "error",
+        "error": {
+            "type": "invalid_request_error",
+            "message": "prompt is too long: 210000 tokens > 200000 maximum",
+        },
+    }
+    registry = anthropic_registry(lambda r: httpx.Response(400, json=body))
+    with pytest.raises(ContextOverflowError):
+        registry.for_role("agent").complete(ChatRequest(messages=CONVERSATION))
+
+
+def test_other_bad_requests_are_not_overflows() -> None:
+    from agent_harness.errors import ContextOverflowError
+
+    body = {"error": {"message": "invalid tool schema"}}
+    registry = anthropic_registry(lambda r: httpx.Response(400, json=body))
+    with pytest.raises(ModelError) as caught:
+        registry.for_role("agent").complete(ChatRequest(messages=CONVERSATION))
+    assert not isinstance(caught.value, ContextOverflowError)
+
+
+def test_bedrock_input_too_long_is_an_overflow() -> None:
+    from agent_harness.errors import ContextOverflowError
+
+    model, stubber = bedrock_model()
+    stubber.add_client_error(
+        "converse",
+        service_error_code="ValidationException",
+        service_message="Input is too long for requested model.",
+    )
+    with stubber, pytest.raises(ContextOverflowError):
+        model.complete(ChatRequest(messages=[Message(role="user", content="hi")]))
