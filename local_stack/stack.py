@@ -118,14 +118,18 @@ class LocalStack:
         )
         if self.config.aws_only:
             return
-        for function_id in (
-            "AgentCallFunction",
-            "MemoryFlushFunction",
-            "MemoryConsolidateFunction",
-        ):
-            self.pools[function_id] = ContainerPool(
-                self.resolver, function_id, self.function_env(function_id)
-            )
+        functions = ("AgentCallFunction", "MemoryFlushFunction", "MemoryConsolidateFunction")
+        envs = {f: self.function_env(f) for f in functions}
+        # In Lambda a function's variables are there for its whole life, not only at import
+        # (Powertools reads some when an object is first made). One process hosts all three
+        # functions here, so what all of them share is set for the process; the few that
+        # differ (timeouts, lease lengths) are read into Settings when each one imports.
+        first = envs[functions[0]]
+        os.environ.update(
+            {k: v for k, v in first.items() if all(e.get(k) == v for e in envs.values())}
+        )
+        for function_id in functions:
+            self.pools[function_id] = ContainerPool(self.resolver, function_id, envs[function_id])
         self._start_http()
         self._start_thread("poller:FlushQueue", self._poll, "FlushQueue", "MemoryFlushFunction")
         self._start_thread(

@@ -12,7 +12,7 @@ __all__ = ["ConsolidationJob", "PostTurnJob"]
 class PostTurnJob(BaseModel):
     """One per turn, on FlushQueue (FIFO, group = user): flush up to ``turn``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     v: Literal[1] = 1
     kind: Literal["post_turn"] = "post_turn"
@@ -29,7 +29,7 @@ class PostTurnJob(BaseModel):
 class ConsolidationJob(BaseModel):
     """One per due user, on ConsolidationQueue. ``force`` ignores the minimum gap."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     v: Literal[1] = 1
     kind: Literal["consolidate"] = "consolidate"

@@ -20,6 +20,8 @@ __all__ = ["MemoryInjection", "TurnRecord", "WorkingContext"]
 
 
 class MemoryInjection(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     """How MEMORY.md entered this turn (provenance of what the model was shown)."""
 
     etag: str | None = None
@@ -29,7 +31,7 @@ class MemoryInjection(BaseModel):
 
 
 class TurnRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     v: Literal[1] = 1
     session_id: str
@@ -55,7 +57,7 @@ class TurnRecord(BaseModel):
 
 
 class WorkingContext(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     v: Literal[1] = 1
     session_id: str

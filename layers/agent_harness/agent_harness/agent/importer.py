@@ -36,7 +36,7 @@ MAX_TOTAL_CHARS = 4_000_000
 
 
 class ImportedMessage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     role: Literal["user", "assistant"]
     content: StrictStr
@@ -51,7 +51,7 @@ class ImportedMessage(BaseModel):
 
 
 class ImportBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     messages: list[ImportedMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
 

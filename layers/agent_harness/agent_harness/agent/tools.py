@@ -20,7 +20,6 @@ from aws_lambda_powertools import Logger
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent_harness.errors import HarnessError
-from agent_harness.memory.files import memory_lines, read_lines
 from agent_harness.memory.search import (
     DEFAULT_LIMIT,
     MATCH_MODES,
@@ -29,7 +28,6 @@ from agent_harness.memory.search import (
     parse_match_mode,
     search_memory,
 )
-from agent_harness.memory.threads import format_thread_hits, search_threads
 from agent_harness.models.base import ToolCall, ToolSpec
 
 if TYPE_CHECKING:
@@ -96,7 +94,7 @@ class ToolRegistry:
 
 
 class _SearchArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     query: str | None
     matchMode: str | None = None  # the tool's public argument name
@@ -110,7 +108,7 @@ class _SearchArgs(BaseModel):
 
 
 class _GetArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     path: str
     startLine: int | None = None
@@ -118,7 +116,7 @@ class _GetArgs(BaseModel):
 
 
 class _SaveArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     content: str
 
@@ -216,6 +214,8 @@ class MemoryTools:
         return format_hits(query, hits)
 
     def thread_search(self, arguments: dict[str, Any]) -> str:
+        from agent_harness.memory.threads import format_thread_hits, search_threads
+
         args = _SearchArgs.model_validate(arguments)
         query = args.query or ""
         mode = parse_match_mode(args.matchMode)
@@ -223,10 +223,14 @@ class MemoryTools:
         return format_thread_hits(query, hits)
 
     def get(self, arguments: dict[str, Any]) -> str:
+        from agent_harness.memory.files import read_lines
+
         args = _GetArgs.model_validate(arguments)
         return read_lines(self.rt, self.user, args.path, args.startLine, args.endLine)
 
     def save(self, arguments: dict[str, Any]) -> str:
+        from agent_harness.memory.files import memory_lines
+
         args = _SaveArgs.model_validate(arguments)
         lines = memory_lines(args.content)
         self.staged.append(lines)

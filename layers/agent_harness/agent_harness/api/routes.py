@@ -3,6 +3,8 @@
 Each route: identity -> validated input -> one library call -> JSON. Errors are mapped
 in one place (``HarnessError`` -> its status and ``{"error": {"code", "message"}}``).
 Identity is the authorizer's ``sub`` claim, or ``X-User-Id`` in dev mode; never the body.
+Each route imports its service when first used: importing the handler stays cheap (a
+health check never loads the agent loop), and a container pays each import once.
 """
 
 from __future__ import annotations
@@ -15,9 +17,6 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ValidationError
 
-from agent_harness.agent.history import list_turns
-from agent_harness.agent.importer import ImportBody, import_history
-from agent_harness.agent.turn import run_turn
 from agent_harness.api.schemas import (
     MAX_MEMORY_CHARS,
     MemoryPutBody,
@@ -38,9 +37,6 @@ from agent_harness.errors import (
 )
 from agent_harness.ids import User, validate_session_id
 from agent_harness.memory import files
-from agent_harness.memory.consolidate import request_consolidation
-from agent_harness.memory.search import search_memory
-from agent_harness.memory.threads import search_threads
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
@@ -135,6 +131,8 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
 
     @app.post("/v1/sessions/<session_id>/messages")
     def post_message(session_id: str) -> Response:
+        from agent_harness.agent.turn import run_turn  # the turn machinery loads on first use
+
         user = current_user()
         request = body(MessageBody)
         result = run_turn(rt, user, session_id, request.message)
@@ -158,6 +156,8 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
     @app.get("/v1/sessions/<session_id>/messages")
     def get_messages(session_id: str) -> Response:
         user = current_user()
+        from agent_harness.agent.history import list_turns
+
         validate_session_id(session_id)
         turns, next_after = list_turns(
             rt,
@@ -230,6 +230,8 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
 
     @app.post("/v1/memory/search")
     def memory_search() -> Response:
+        from agent_harness.memory.search import search_memory
+
         user = current_user()
         request = body(SearchBody)
         query = request.query or ""
@@ -250,6 +252,8 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
 
     @app.post("/v1/sessions/search")
     def sessions_search() -> Response:
+        from agent_harness.memory.threads import search_threads
+
         user = current_user()
         request = body(SearchBody)
         query = request.query or ""
@@ -276,6 +280,8 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
 
     @app.post("/v1/sessions/<session_id>/import")
     def import_messages(session_id: str) -> Response:
+        from agent_harness.agent.importer import ImportBody, import_history
+
         user = current_user()
         request = body(ImportBody)
         result = import_history(rt, user, session_id, request.messages)
@@ -304,6 +310,8 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
 
     @app.post("/v1/memory/consolidate")
     def consolidate_now() -> Response:
+        from agent_harness.memory.consolidate import request_consolidation
+
         job = request_consolidation(rt, current_user())
         return _json(202, {"status": "queued", "requested_at": job.requested_at})
 

@@ -21,7 +21,7 @@ MAX_MEMORY_CHARS = 512_000
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class MessageBody(_Body):

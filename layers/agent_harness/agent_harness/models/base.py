@@ -29,7 +29,7 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 
 class ToolCall(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str
     name: str
@@ -37,7 +37,7 @@ class ToolCall(BaseModel):
 
 
 class Message(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     role: Role
     content: str = ""
@@ -47,12 +47,16 @@ class Message(BaseModel):
 
 
 class ToolSpec(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     name: str
     description: str
     parameters: dict[str, Any]
 
 
 class Usage(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     input_tokens: int = 0
     output_tokens: int = 0
 
@@ -64,6 +68,8 @@ class Usage(BaseModel):
 
 
 class ChatRequest(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     messages: list[Message]
     tools: list[ToolSpec] = Field(default_factory=list)
     purpose: Purpose = "agent"
@@ -71,6 +77,8 @@ class ChatRequest(BaseModel):
 
 
 class ChatResponse(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     message: Message
     usage: Usage = Field(default_factory=Usage)
     model: str
