@@ -206,21 +206,24 @@ class MemoryTools:
             after=after,
         )
 
-    def search(self, arguments: dict[str, Any]) -> str:
+    def _search(
+        self,
+        arguments: dict[str, Any],
+        run: Callable[..., list[Any]],
+        render: Callable[[str, list[Any]], str],
+    ) -> str:
         args = _SearchArgs.model_validate(arguments)
         query = args.query or ""
         mode = parse_match_mode(args.matchMode)
-        hits = search_memory(self.rt, self.user, query, mode, args.limit, self.rt.search_cache)
-        return format_hits(query, hits)
+        return render(query, run(self.rt, self.user, query, mode, args.limit, self.rt.search_cache))
+
+    def search(self, arguments: dict[str, Any]) -> str:
+        return self._search(arguments, search_memory, format_hits)
 
     def thread_search(self, arguments: dict[str, Any]) -> str:
         from agent_harness.memory.threads import format_thread_hits, search_threads
 
-        args = _SearchArgs.model_validate(arguments)
-        query = args.query or ""
-        mode = parse_match_mode(args.matchMode)
-        hits = search_threads(self.rt, self.user, query, mode, args.limit, self.rt.search_cache)
-        return format_thread_hits(query, hits)
+        return self._search(arguments, search_threads, format_thread_hits)
 
     def get(self, arguments: dict[str, Any]) -> str:
         from agent_harness.memory.files import read_lines

@@ -39,6 +39,8 @@ from agent_harness.ids import User, validate_session_id
 from agent_harness.memory import files
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
 
     from agent_harness.runtime import Runtime
@@ -228,55 +230,31 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
         content = files.get_ledger_day(rt, current_user(), day)
         return _json(200, {"day": day, "content": content})
 
-    @app.post("/v1/memory/search")
-    def memory_search() -> Response:
-        from agent_harness.memory.search import search_memory
-
+    def search(run: Callable[..., list[Any]], fields: tuple[str, ...]) -> Response:
+        """A search route: blank queries say so; hits carry ``fields`` (+ score if ranked)."""
         user = current_user()
         request = body(SearchBody)
         query = request.query or ""
         if not query.strip():
             return _json(200, {"hits": [], "message": "no query provided"})
-        hits = search_memory(rt, user, query, request.match_mode, request.limit, rt.search_cache)
-        return _json(
-            200,
-            {
-                "hits": [
-                    {"path": h.path, "line": h.line, "text": h.text}
-                    | ({"score": h.score} if h.score is not None else {})
-                    for h in hits
-                ],
-                "match_mode": request.match_mode,
-            },
-        )
+        hits = run(rt, user, query, request.match_mode, request.limit, rt.search_cache)
+        rows = [
+            {f: getattr(h, f) for f in fields} | ({"score": h.score} if h.score is not None else {})
+            for h in hits
+        ]
+        return _json(200, {"hits": rows, "match_mode": request.match_mode})
+
+    @app.post("/v1/memory/search")
+    def memory_search() -> Response:
+        from agent_harness.memory.search import search_memory
+
+        return search(search_memory, ("path", "line", "text"))
 
     @app.post("/v1/sessions/search")
     def sessions_search() -> Response:
         from agent_harness.memory.threads import search_threads
 
-        user = current_user()
-        request = body(SearchBody)
-        query = request.query or ""
-        if not query.strip():
-            return _json(200, {"hits": [], "message": "no query provided"})
-        hits = search_threads(rt, user, query, request.match_mode, request.limit, rt.search_cache)
-        return _json(
-            200,
-            {
-                "hits": [
-                    {
-                        "session_id": h.session_id,
-                        "turn": h.turn,
-                        "role": h.role,
-                        "at": h.at,
-                        "text": h.text,
-                    }
-                    | ({"score": h.score} if h.score is not None else {})
-                    for h in hits
-                ],
-                "match_mode": request.match_mode,
-            },
-        )
+        return search(search_threads, ("session_id", "turn", "role", "at", "text"))
 
     @app.post("/v1/sessions/<session_id>/import")
     def import_messages(session_id: str) -> Response:
