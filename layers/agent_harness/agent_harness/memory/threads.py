@@ -9,8 +9,9 @@ search segment, one per month (in the configured zone):
 A record is one log entry (one message). Segments are appended with the same CAS loop
 as ledgers, in order per user (FIFO group), and de-duplicated by (session, turn), so a
 redelivered job adds nothing. They are derived data: running ``index_turns`` over a
-user's turn objects recreates a lost or damaged segment. A search is one LIST plus one GET per month whose ETag is not
-cached (DESIGN §7), with the match modes of memory_search. Tool traffic is not indexed.
+user's turn objects recreates a lost or damaged segment. A search is one LIST plus one
+GET per month whose ETag is not cached (DESIGN §7), with the match modes of
+memory_search. Tool traffic is not indexed.
 """
 
 from __future__ import annotations
