@@ -244,3 +244,12 @@ def test_post_turn_job_continuations_have_their_own_dedup_identity() -> None:
     queue.send_post_turn(ALICE, job)
     queue.send_post_turn(ALICE, job.model_copy(update={"after": 200}))
     assert len(set(sent)) == 2
+
+
+def test_an_import_replaces_an_unreadable_working_context() -> None:
+    rt = make_runtime()
+    rt.store.put(ALICE, "sessions/s1/context.json", "{ torn")  # e.g. edited by hand
+    result = import_history(rt, ALICE, "s1", body([{"role": "user", "content": "x"}]).messages)
+    assert result.last_turn == 1
+    context = json.loads(rt.store.text(ALICE, "sessions/s1/context.json"))
+    assert [m["content"] for m in context["messages"]] == ["x"]

@@ -12,18 +12,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_harness import markup
+from agent_harness.errors import ConflictError, PreconditionFailedError
+from agent_harness.ids import AGENTS_FILE, context_path
 from agent_harness.models.base import Message
 from agent_harness.records import MemoryInjection
 
 if TYPE_CHECKING:
     from agent_harness.aws.workspace import StoredObject
+    from agent_harness.ids import User
     from agent_harness.records import WorkingContext
+    from agent_harness.runtime import Runtime
     from agent_harness.tokens import TokenCounter
 
 __all__ = [
     "DEFAULT_PERSONA",
     "build_messages",
     "memory_reference",
+    "read_persona",
+    "save_context",
     "system_prompt",
 ]
 
@@ -123,3 +129,34 @@ def build_messages(
     messages.extend(context.messages)
     messages.append(new)
     return messages
+
+
+def read_persona(rt: Runtime, user: User) -> str | None:
+    """AGENTS.md, read when a session starts or compacts (a new chapter picks up edits)."""
+    agents = rt.store.get(user, AGENTS_FILE)
+    return agents.content if agents else None
+
+
+def save_context(
+    rt: Runtime, user: User, context: WorkingContext, stored: StoredObject | None
+) -> None:
+    """CAS write of the working context over ``stored`` (what was read). A context left by
+    a call that crashed before committing (the counter never saw it) is replaced: the
+    caller holds the session lease."""
+    key = context_path(context.session_id)
+    body = context.model_dump_json()
+    try:
+        if stored is None:
+            try:
+                rt.store.put(user, key, body, create_only=True)
+            except PreconditionFailedError:
+                orphan = rt.store.get(user, key)
+                if orphan is None:
+                    raise
+                rt.store.put(user, key, body, if_match=orphan.etag)
+        else:
+            rt.store.put(user, key, body, if_match=stored.etag)
+    except PreconditionFailedError as exc:
+        raise ConflictError(
+            f"the working context of session {context.session_id} changed during the call"
+        ) from exc

@@ -11,7 +11,15 @@ if TYPE_CHECKING:
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
-__all__ = ["list_turns"]
+__all__ = ["list_turns", "turn_numbers"]
+
+
+def turn_numbers(rt: Runtime, user: User, session_id: str) -> list[int]:
+    """Numbers of the session's turn objects, committed or not, in order (one LIST)."""
+    names = (
+        info.path.rsplit("/", 1)[1] for info in rt.store.list(user, f"sessions/{session_id}/turns")
+    )
+    return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
 
 
 def list_turns(
@@ -20,13 +28,7 @@ def list_turns(
     """Turns numbered above ``after``, oldest first, at most ``limit``; and the ``after``
     value of the next page (None on the last page). One LIST, then concurrent GETs."""
     validate_session_id(session_id)
-    prefix = f"sessions/{session_id}/turns"
-    numbers = sorted(
-        int(info.path.rsplit("/", 1)[1].removesuffix(".json"))
-        for info in rt.store.list(user, prefix)
-        if info.path.endswith(".json") and info.path.rsplit("/", 1)[1][:-5].isdigit()
-    )
-    page = [n for n in numbers if n > after]
+    page = [n for n in turn_numbers(rt, user, session_id) if n > after]
     more = len(page) > limit
     page = page[:limit]
     objects = rt.store.get_many(user, [turn_path(session_id, n) for n in page])

@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictStr, field_validator
 
 from agent_harness.agent.compaction import safe_cutoff
+from agent_harness.agent.context import read_persona, save_context
+from agent_harness.agent.history import turn_numbers
 from agent_harness.agent.lease import session_lease
 from agent_harness.clock import iso
-from agent_harness.errors import ConflictError, PayloadTooLargeError, PreconditionFailedError
-from agent_harness.ids import AGENTS_FILE, context_path, turn_path, validate_session_id
+from agent_harness.errors import PayloadTooLargeError
+from agent_harness.ids import context_path, turn_path, validate_session_id
 from agent_harness.jobs import PostTurnJob
 from agent_harness.models.base import Message
 from agent_harness.records import TurnRecord, WorkingContext
@@ -85,12 +87,7 @@ def import_history(
     with session_lease(rt, user, session_id) as lease:
         state = lease.state
         # numbers taken by calls that crashed before committing are skipped, not reused
-        taken = [
-            int(i.path.rsplit("/", 1)[1].removesuffix(".json"))
-            for i in rt.store.list(user, f"sessions/{session_id}/turns")
-            if i.path.endswith(".json") and i.path.rsplit("/", 1)[1][:-5].isdigit()
-        ]
-        first = max([state.turn, *taken]) + 1
+        first = max([state.turn, *turn_numbers(rt, user, session_id)]) + 1
         records = [
             TurnRecord(
                 session_id=session_id,
@@ -125,14 +122,10 @@ def import_history(
 
 def _extend_context(rt: Runtime, user: User, session_id: str, records: list[TurnRecord]) -> None:
     """Append the imported messages to the working context, so the next call sees them."""
-    key = context_path(session_id)
-    stored = rt.store.get(user, key)
+    stored = rt.store.get(user, context_path(session_id))
     context = WorkingContext.parse_or_none(stored.content) if stored else None
     if context is None:
-        agents = rt.store.get(user, AGENTS_FILE)
-        context = WorkingContext(
-            session_id=session_id, agents_md=agents.content if agents else None
-        )
+        context = WorkingContext(session_id=session_id, agents_md=read_persona(rt, user))
     messages = [*context.messages, *(m for r in records for m in r.messages)]
     # no model call here: the context keeps the newest messages; the rest is pointed to
     cut = safe_cutoff(messages, len(messages) - rt.settings.compaction_keep_messages)
@@ -145,11 +138,4 @@ def _extend_context(rt: Runtime, user: User, session_id: str, records: list[Turn
         messages = messages[cut:]
     context.messages = messages
     context.last_turn = records[-1].turn
-    body = context.model_dump_json()
-    try:
-        if stored is None:
-            rt.store.put(user, key, body, create_only=True)
-        else:
-            rt.store.put(user, key, body, if_match=stored.etag)
-    except PreconditionFailedError as exc:  # we hold the lease: only a lost lease explains it
-        raise ConflictError(f"the working context of session {session_id} changed") from exc
+    save_context(rt, user, context, stored)

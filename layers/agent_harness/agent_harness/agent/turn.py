@@ -25,7 +25,13 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.agent.compaction import compact, shorten_old_arguments
-from agent_harness.agent.context import build_messages, memory_reference, system_prompt
+from agent_harness.agent.context import (
+    build_messages,
+    memory_reference,
+    read_persona,
+    save_context,
+    system_prompt,
+)
 from agent_harness.agent.eviction import Evictor
 from agent_harness.agent.lease import session_lease
 from agent_harness.agent.loop import LoopResult, run_loop
@@ -58,7 +64,6 @@ if TYPE_CHECKING:
 
     from agent_harness.agent.lease import SessionLease
     from agent_harness.aws.state import SessionState
-    from agent_harness.aws.workspace import StoredObject
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
@@ -132,7 +137,7 @@ def _turn(
     shorten_old_arguments(context, settings)
     compacted = settings.compaction_enabled and compact(rt, context, [new_message])
     if compacted:
-        _refresh_persona(rt, user, context)
+        context.agents_md = read_persona(rt, user)
 
     def attempt() -> tuple[LoopResult, MemoryTools | None]:
         tools = MemoryTools(rt, user) if tools_on else None  # fresh: nothing staged twice
@@ -159,7 +164,7 @@ def _turn(
                 f"compact (at most {settings.compaction_keep_messages} messages are kept)"
             ) from None
         compacted = True
-        _refresh_persona(rt, user, context)
+        context.agents_md = read_persona(rt, user)
         result, tools = attempt()
     if not result.reply.strip():
         raise ModelOutputError(f"{result.model} returned an empty reply")
@@ -179,7 +184,7 @@ def _turn(
         )
     context.messages = [*context.messages, *turn_messages]
     context.last_turn = turn_no
-    _save_context(rt, user, session_id, context, stored_ctx)
+    save_context(rt, user, context, stored_ctx)
     lease.commit(turn_no)
     metrics.add_metric("Turns", MetricUnit.Count, 1)
     metrics.add_metric("ModelCalls", MetricUnit.Count, result.model_calls)
@@ -207,40 +212,6 @@ def _turn(
         flush="queued",
         model=result.model,
     )
-
-
-def _refresh_persona(rt: Runtime, user: User, context: WorkingContext) -> None:
-    """A compaction is a new chapter of the session: it picks up an edited AGENTS.md."""
-    agents = rt.store.get(user, AGENTS_FILE)
-    context.agents_md = agents.content if agents else None
-
-
-def _save_context(
-    rt: Runtime,
-    user: User,
-    session_id: str,
-    context: WorkingContext,
-    stored: StoredObject | None,
-) -> None:
-    """CAS write of the working context. A context left by a call that crashed before
-    committing (the counter never saw it) is replaced: we hold the lease."""
-    key = context_path(session_id)
-    body = context.model_dump_json()
-    try:
-        if stored is None:
-            try:
-                rt.store.put(user, key, body, create_only=True)
-            except PreconditionFailedError:
-                orphan = rt.store.get(user, key)
-                if orphan is None:
-                    raise
-                rt.store.put(user, key, body, if_match=orphan.etag)
-        else:
-            rt.store.put(user, key, body, if_match=stored.etag)
-    except PreconditionFailedError as exc:
-        raise ConflictError(
-            f"the working context of session {session_id} changed during the call"
-        ) from exc
 
 
 def _write_turn(
