@@ -17,7 +17,7 @@ from agent_harness.agent.compaction import (
     trigger_tokens,
 )
 from agent_harness.agent.eviction import Evictor
-from agent_harness.agent.tools import MemoryTools, Tool, ToolRegistry
+from agent_harness.agent.tools import Tool, ToolRegistry
 from agent_harness.agent.turn import run_turn
 from agent_harness.errors import (
     ContextOverflowError,
@@ -334,10 +334,21 @@ def test_a_failed_eviction_write_keeps_the_result_inline() -> None:
     assert big_tool_registry(rt, output).call(ToolCall(id="c", name="fetch_page")) == output
 
 
-def test_memory_tools_are_registered_with_eviction() -> None:
-    rt = make_runtime()
-    registry = MemoryTools(rt, ALICE).registry(after=Evictor(rt, ALICE, "s1"))
-    assert registry.call(ToolCall(id="c", name="memory_search", arguments='{"query": "x"}'))
+def test_the_turn_evicts_oversized_results_of_its_tools_except_search_and_read() -> None:
+    agent = ScriptedModel(
+        tool_call("memory_save", '{"content": "- a fact"}', call_id="save"),
+        tool_call("memory_search", '{"query": "nothing here at all"}', call_id="search"),
+        "done",
+    )
+    rt = make_runtime(agent=agent, settings=Settings(eviction_max_chars=10))
+    run_turn(rt, ALICE, "s1", "go")
+    results = {m.tool_call_id: m.content for m in agent.requests[2].messages if m.role == "tool"}
+    assert results["save"].startswith("Tool output was too large (27 characters)")
+    assert results["search"] == "No matching memories found for: nothing here at all"
+    digest = hashlib.sha256(b"Saved 1 memory to MEMORY.md").hexdigest()[:16]
+    assert [o.path for o in rt.store.list(ALICE, "tool-results/s1")] == [
+        f"tool-results/s1/save-{digest}.txt"
+    ]
 
 
 # -- the session gate's bounded wait ---------------------------------------------------------

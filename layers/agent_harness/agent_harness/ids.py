@@ -18,7 +18,11 @@ from urllib.parse import unquote
 from agent_harness.errors import InvalidRequestError, ValidationFailedError
 
 __all__ = [
+    "AGENTS_FILE",
+    "LEDGER_DIR",
+    "MEMORY_FILE",
     "User",
+    "context_path",
     "ledger_path",
     "turn_path",
     "validate_day",

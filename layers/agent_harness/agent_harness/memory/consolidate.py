@@ -29,7 +29,7 @@ from agent_harness.clock import epoch_ms, iso
 from agent_harness.errors import ConflictError, PreconditionFailedError
 from agent_harness.ids import MEMORY_FILE, User, ledger_path
 from agent_harness.jobs import ConsolidationJob
-from agent_harness.memory.ledger import DAY_FILE
+from agent_harness.memory.files import ledger_files
 from agent_harness.memory.prompts import clean_memory_document, consolidation_messages
 from agent_harness.models.base import ChatRequest
 
@@ -123,11 +123,7 @@ def _run(
         rt.table.release_consolidation_lease(user, owner)
         return ConsolidationOutcome("too_soon")
 
-    sizes: dict[str, int] = {}
-    for info in rt.store.list(user, "memory", recursive=False):
-        match = DAY_FILE.fullmatch(info.path)
-        if match:
-            sizes[match.group(1)] = info.size
+    sizes = {day: info.size for day, info in ledger_files(rt, user).items()}
     current = rt.store.get(user, MEMORY_FILE)
     current_text = current.content if current else ""
     rebuild = not current_text.strip() and any(state.consumed.values())

@@ -21,7 +21,7 @@ from agent_harness.memory.ledger import DAY_FILE, day_of, render_section
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from agent_harness.aws.workspace import VersionInfo
+    from agent_harness.aws.workspace import ObjectInfo, VersionInfo
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
@@ -31,6 +31,7 @@ __all__ = [
     "MemoryDocument",
     "get_ledger_day",
     "get_memory",
+    "ledger_files",
     "list_ledger_days",
     "list_memory_versions",
     "memory_lines",
@@ -84,19 +85,25 @@ def rollback_memory(rt: Runtime, user: User, version_id: str) -> MemoryDocument:
     return MemoryDocument(old.content, etag)
 
 
-def list_ledger_days(rt: Runtime, user: User) -> list[dict[str, object]]:
-    days = []
+def ledger_files(rt: Runtime, user: User) -> dict[str, ObjectInfo]:
+    """The active daily ledgers (not the archive), by day, in day order: one LIST."""
+    found = {}
     for info in rt.store.list(user, "memory", recursive=False):
         match = DAY_FILE.fullmatch(info.path)
         if match:
-            days.append(
-                {
-                    "day": match.group(1),
-                    "size": info.size,
-                    "last_modified": iso(info.last_modified) if info.last_modified else None,
-                }
-            )
-    return sorted(days, key=lambda d: str(d["day"]))
+            found[match.group(1)] = info
+    return dict(sorted(found.items()))
+
+
+def list_ledger_days(rt: Runtime, user: User) -> list[dict[str, object]]:
+    return [
+        {
+            "day": day,
+            "size": info.size,
+            "last_modified": iso(info.last_modified) if info.last_modified else None,
+        }
+        for day, info in ledger_files(rt, user).items()
+    ]
 
 
 def get_ledger_day(rt: Runtime, user: User, day: str) -> str:

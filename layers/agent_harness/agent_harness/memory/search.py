@@ -25,12 +25,14 @@ import re
 import threading
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from agent_harness.ids import MEMORY_FILE
 from agent_harness.text import WORD, fold, tokens
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
@@ -46,6 +48,7 @@ __all__ = [
 ]
 
 Mode = Literal["phrase", "all", "any", "ranked"]
+T = TypeVar("T", bound="_Sized")
 MATCH_MODES: tuple[Mode, ...] = ("phrase", "all", "any", "ranked")
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
@@ -212,37 +215,44 @@ def _ranked(files: list[tuple[str, _FileIndex]], query: str, limit: int) -> list
     return hits
 
 
+def load_cached(
+    rt: Runtime,
+    user: User,
+    cache: MemoryIndexCache,
+    prefix: str,
+    suffix: str,
+    parse: Callable[[str], T],
+    *,
+    first: tuple[str, ...] = (),
+) -> list[tuple[str, T]]:
+    """The files under ``prefix`` ending in ``suffix`` (by path), parsed, after the files
+    ``first`` (always read): one LIST, then concurrent GETs of only what the cache does
+    not hold for that (user, path, ETag)."""
+    listed = sorted(
+        (i for i in rt.store.list(user, prefix) if i.path.endswith(suffix)), key=lambda i: i.path
+    )
+    missing = [i.path for i in listed if cache.get((user.key, i.path, i.etag)) is None]
+    fetched = rt.store.get_many(user, [*first, *missing])
+    out: list[tuple[str, T]] = []
+    for path, etag in [*((p, None) for p in first), *((i.path, i.etag) for i in listed)]:
+        obj = fetched.get(path)
+        parsed = cache.get((user.key, path, etag)) if etag is not None else None
+        if parsed is None and obj is not None:
+            key = (user.key, path, obj.etag)
+            parsed = cache.get(key)
+            if parsed is None:
+                parsed = parse(obj.content)
+                cache.put(key, parsed)
+        if parsed is not None:
+            out.append((path, parsed))
+    return out
+
+
 def load_memory_files(
     rt: Runtime, user: User, cache: MemoryIndexCache
 ) -> list[tuple[str, _FileIndex]]:
     """MEMORY.md then every memory/** ledger (archive included), by path, indexed."""
-    listed = sorted(
-        (info for info in rt.store.list(user, "memory") if info.path.endswith(".md")),
-        key=lambda info: info.path,
-    )
-    missing = [i.path for i in listed if cache.get((user.key, i.path, i.etag)) is None]
-    fetched = rt.store.get_many(user, [MEMORY_FILE, *missing])
-    files: list[tuple[str, _FileIndex]] = []
-    memory = fetched.get(MEMORY_FILE)
-    if memory is not None:
-        files.append((MEMORY_FILE, _cached(cache, user, MEMORY_FILE, memory.etag, memory.content)))
-    for info in listed:
-        index = cache.get((user.key, info.path, info.etag))
-        obj = fetched.get(info.path)
-        if index is None and obj is not None:
-            index = _cached(cache, user, info.path, obj.etag, obj.content)
-        if index is not None:
-            files.append((info.path, index))
-    return files
-
-
-def _cached(cache: MemoryIndexCache, user: User, path: str, etag: str, text: str) -> _FileIndex:
-    key = (user.key, path, etag)
-    index = cache.get(key)
-    if index is None:
-        index = _FileIndex.build(text)
-        cache.put(key, index)
-    return index
+    return load_cached(rt, user, cache, "memory", ".md", _FileIndex.build, first=(MEMORY_FILE,))
 
 
 def search_memory(

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import TYPE_CHECKING
 
-from agent_harness.memory.search import Hit, Mode, _FileIndex, search_files
+from agent_harness.memory.search import Hit, Mode, _FileIndex, load_cached, search_files
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
@@ -125,21 +125,7 @@ def search_threads(
 ) -> list[ThreadHit]:
     if not query or not query.strip():
         return []
-    listed = sorted(
-        (i for i in rt.store.list(user, SEGMENT_DIR) if i.path.endswith(".jsonl")),
-        key=lambda i: i.path,
-    )
-    missing = [i.path for i in listed if cache.get((user.key, i.path, i.etag)) is None]
-    fetched = rt.store.get_many(user, missing)
-    segments: list[tuple[str, _Segment]] = []
-    for info in listed:
-        key = (user.key, info.path, info.etag)
-        segment = cache.get(key)
-        if segment is None and info.path in fetched:
-            segment = _load_segment(fetched[info.path].content)
-            cache.put(key, segment)
-        if segment is not None:
-            segments.append((info.path, segment))
+    segments = load_cached(rt, user, cache, SEGMENT_DIR, ".jsonl", _load_segment)
     by_path = dict(segments)
     hits: list[Hit] = search_files([(p, s.index) for p, s in segments], query, mode, limit)
     out = []
