@@ -45,7 +45,7 @@ def sample(code: str, env: dict[str, str]) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def run(rounds: int = 9) -> dict[str, object]:
+def run(rounds: int = 21) -> dict[str, object]:
     programs = {
         "baseline": (BASELINE, lambda_like_env("AgentCallFunction")),
         "floor": (FLOOR, lambda_like_env("AgentCallFunction")),
