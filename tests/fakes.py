@@ -15,7 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
-from agent_harness.aws.state import DueUser, SessionState, UserState, due_shard
+from agent_harness.aws.state import (
+    DueUser,
+    FlushDue,
+    GateClaim,
+    SessionState,
+    UserState,
+    due_shard,
+)
 from agent_harness.aws.workspace import ObjectInfo, StoredObject, VersionInfo, cas_append
 from agent_harness.errors import (
     ConflictError,
@@ -57,6 +64,8 @@ class MemoryStore:
 
     def __init__(self, clock: ManualClock | None = None) -> None:
         self.objects: dict[str, list[_Version]] = {}
+        #: versions of deleted objects (a versioned bucket keeps them behind a marker)
+        self.deleted: dict[str, list[_Version]] = {}
         self.clock = clock or ManualClock()
         self.lock = threading.Lock()
         self.calls: list[tuple[str, str]] = []
@@ -124,6 +133,17 @@ class MemoryStore:
             self.objects.setdefault(key, []).append(version)
             return etag
 
+    def delete(self, user: User, path: str, *, if_match: str | None = None) -> None:
+        key = self.key(user, path)
+        self.calls.append(("delete", path))
+        with self.lock:
+            versions = self.objects.get(key)
+            if not versions:
+                return
+            if if_match is not None and versions[-1].etag != if_match:
+                raise PreconditionFailedError(f"{path} changed")
+            self.deleted.setdefault(key, []).extend(self.objects.pop(key))
+
     def append(self, user: User, path: str, build: Callable[[str], str | None]) -> str | None:
         # the production CAS loop, on this store's atomic conditional put
         return cas_append(self, user, path, build, attempts=self.append_attempts)
@@ -161,6 +181,9 @@ class _SessionItem:
     state: SessionState = field(default_factory=SessionState)
     lease_owner: str | None = None
     lease_expires_ms: int = 0
+    user_id: str = ""
+    flush_shard: str | None = None
+    flush_due_at: str | None = None
 
 
 @dataclass
@@ -214,13 +237,47 @@ class MemoryTable:
         item = self.sessions.get((user.key, session_id))
         return item.state if item else None
 
-    def advance_flush_cursor(self, user: User, session_id: str, to_turn: int, now_iso: str) -> bool:
+    def advance_flush_cursor(
+        self, user: User, session_id: str, to_turn: int, now_iso: str, *, clear_due: bool = False
+    ) -> bool:
         with self.lock:
             item = self.sessions[(user.key, session_id)]
             if item.state.flush_cursor >= to_turn:
                 return False
             item.state = replace(item.state, flush_cursor=to_turn, last_flush_at=now_iso)
+            if clear_due:
+                item.flush_shard = item.flush_due_at = None
             return True
+
+    def claim_flush_gate(self, user: User, session_id: str, now_ms: int, gap_ms: int) -> GateClaim:
+        with self.lock:
+            item = self.sessions[(user.key, session_id)]
+            held = item.state.flush_gate_ms
+            if held is not None and held > now_ms - gap_ms:
+                return GateClaim(False, now_ms, held_ms=held)
+            item.state = replace(item.state, flush_gate_ms=now_ms)
+            return GateClaim(True, now_ms, previous_ms=held)
+
+    def release_flush_gate(self, user: User, session_id: str, claim: GateClaim) -> None:
+        with self.lock:
+            item = self.sessions[(user.key, session_id)]
+            if item.state.flush_gate_ms == claim.claimed_ms:
+                item.state = replace(item.state, flush_gate_ms=claim.previous_ms)
+
+    def mark_flush_due(self, user: User, session_id: str, due_at_iso: str, shards: int) -> None:
+        with self.lock:
+            item = self.sessions.get((user.key, session_id))
+            if item is not None:
+                item.user_id = user.id
+                item.flush_shard = due_shard(user, shards, "flush")
+                item.flush_due_at = due_at_iso
+
+    def query_flush_due(self, shard: str, now_iso: str) -> list[FlushDue]:
+        return [
+            FlushDue(item.user_id, session_id, item.state.turn, item.flush_due_at)
+            for (_, session_id), item in sorted(self.sessions.items())
+            if item.flush_shard == shard and item.flush_due_at and item.flush_due_at <= now_iso
+        ]
 
     def advance_index_cursor(self, user: User, session_id: str, to_turn: int) -> bool:
         with self.lock:

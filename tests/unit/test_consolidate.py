@@ -240,3 +240,112 @@ def test_a_runaway_answer_is_rejected() -> None:
     with pytest.raises(ModelOutputError, match="over the"):
         consolidate(rt, job())
     assert memory(rt) is None
+
+
+# --- retention: the archive ---
+
+
+def test_retention_archives_consolidated_ledgers_strictly_older_than_the_cutoff() -> None:
+    """Retention 90 on 2026-11-30: the cutoff is 2026-09-01; 2026-08-31 moves, 09-01 stays."""
+    rt = make_runtime()
+    for day in ("2026-08-30", "2026-08-31", "2026-09-01", "2026-11-30"):
+        append(rt, day, f"\n## Flush — {day}\n- fact of {day}\n")
+
+    outcome = consolidate(rt, job())
+
+    assert outcome.archived == ["2026-08-30", "2026-08-31"]
+    days = [i.path for i in rt.store.list(ALICE, "memory")]
+    assert days == [
+        "memory/2026-09-01.md",
+        "memory/2026-11-30.md",
+        "memory/archive/2026-08-30.md",
+        "memory/archive/2026-08-31.md",
+    ]
+    assert "- fact of 2026-08-31" in rt.store.text(ALICE, "memory/archive/2026-08-31.md")
+    assert set(rt.table.get_user(ALICE).consumed) == {"2026-09-01", "2026-11-30"}
+    # archived facts stay searchable
+    from agent_harness.memory.search import search_memory
+
+    hits = search_memory(rt, ALICE, "fact of 2026-08-31", "phrase", 10, rt.search_cache)
+    assert [h.path for h in hits] == ["MEMORY.md", "memory/archive/2026-08-31.md"]
+
+
+def test_an_old_day_is_archived_only_after_it_is_consolidated() -> None:
+    settings = Settings(consolidation_max_input_bytes=1000, consolidation_min_gap_seconds=0)
+    rt = make_runtime(settings=settings)
+    append(rt, "2026-01-01", "- imported old fact\n" + "- filler\n" * 200)  # over budget
+    append(rt, "2026-11-30", "- today\n")
+    first = consolidate(rt, job())
+    assert first.archived == [] and rt.store.text(ALICE, "memory/2026-01-01.md")
+    while rt.store.text(ALICE, "memory/2026-01-01.md") is not None:
+        consolidate(rt, job())
+    assert "imported old fact" in memory(rt)
+    archived = rt.store.text(ALICE, "memory/archive/2026-01-01.md")
+    assert archived.count("- imported old fact") == 1 and archived.count("- filler") == 200
+
+
+def test_an_interrupted_move_is_finished_without_duplicating_the_archive() -> None:
+    rt = make_runtime()
+    append(rt, "2026-01-01", "\n## Flush — a\n- old fact\n")
+    consolidate(rt, job())  # merged (and archived)
+    archived = rt.store.text(ALICE, "memory/archive/2026-01-01.md")
+    # replay a crash: the ledger is back (copied, not yet deleted) plus a late append
+    append(rt, "2026-01-01", "\n## Flush — a\n- old fact\n")
+    rt.table.users[ALICE.key].state = rt.table.get_user(ALICE).__class__(
+        consumed={"2026-01-01": len(b"\n## Flush - a\n- old fact\n") + 2}
+    )
+    append(rt, "2026-01-01", "\n## Flush — b\n- late fact\n")
+    consolidate(rt, job(force=True))
+    text = rt.store.text(ALICE, "memory/archive/2026-01-01.md")
+    assert text == archived + "\n## Flush — b\n- late fact\n"
+    assert rt.store.text(ALICE, "memory/2026-01-01.md") is None
+
+
+def test_a_ledger_that_changes_while_archiving_stays_and_moves_next_time() -> None:
+    rt = make_runtime()
+    append(rt, "2026-01-01", "\n## Flush — a\n- old fact\n")
+    real_append = rt.store.append
+
+    def append_then_flush_lands(user, path, build):
+        etag = real_append(user, path, build)
+        if path.startswith("memory/archive/"):
+            rt.store.append = real_append
+            append(rt, "2026-01-01", "\n## Flush — b\n- landed meanwhile\n")
+        return etag
+
+    rt.store.append = append_then_flush_lands
+    assert consolidate(rt, job()).archived == []
+    assert "landed meanwhile" in rt.store.text(ALICE, "memory/2026-01-01.md")
+    consolidate(rt, job(force=True))
+    text = rt.store.text(ALICE, "memory/archive/2026-01-01.md")
+    assert text.count("- old fact") == 1 and text.count("- landed meanwhile") == 1
+    assert rt.store.text(ALICE, "memory/2026-01-01.md") is None
+
+
+def test_a_custom_consolidation_prompt_is_used() -> None:
+    model = ScriptedModel("# Memory\n- tea\n")
+    prompt = "Curate 100% faithfully in {max_tokens} tokens ({max_chars} chars)."
+    settings = Settings(consolidation_prompt=prompt, consolidation_max_tokens=50)
+    rt = make_runtime(memory=model, settings=settings)
+    append(rt, "2026-11-30", "- tea\n")
+    consolidate(rt, job())
+    assert model.requests[0].messages[0].content == (
+        "Curate 100% faithfully in 50 tokens (200 chars)."
+    )
+
+
+def test_rollback_restores_an_older_memory_as_a_new_version() -> None:
+    from agent_harness.memory.files import list_memory_versions, rollback_memory
+
+    rt = make_runtime(memory=ScriptedModel("# Memory\n- first\n", "# Memory\n- second\n"))
+    append(rt, "2026-11-30", "- first\n")
+    consolidate(rt, job())
+    append(rt, "2026-11-30", "- second\n")
+    consolidate(rt, job(force=True))
+    versions = list_memory_versions(rt, ALICE)
+    assert [v.is_latest for v in versions] == [True, False]
+
+    rollback_memory(rt, ALICE, versions[1].version_id)
+
+    assert memory(rt) == "# Memory\n- first\n"
+    assert len(list_memory_versions(rt, ALICE)) == 3

@@ -61,7 +61,15 @@ def test_data_cannot_close_its_block() -> None:
 
 @pytest.mark.parametrize(
     "answer",
-    ["", "   ", "NO_REPLY", "<current_memory>echo</current_memory>", "x" * 101],
+    [
+        "",
+        "   ",
+        "NO_REPLY",
+        "<current_memory>echo</current_memory>",
+        "x" * 101,
+        "I merged the new entries into the memory.",  # prose, not a document
+        '{"memory": "- a"}',  # JSON, not Markdown
+    ],
 )
 def test_unusable_consolidation_answers_are_rejected(answer: str) -> None:
     with pytest.raises(ModelOutputError):

@@ -3,7 +3,14 @@ from __future__ import annotations
 import pytest
 
 from agent_harness.errors import ConfigError
-from agent_harness.settings import ENV, Settings, parse_model_spec
+from agent_harness.settings import (
+    ENV,
+    FlushTrigger,
+    Settings,
+    parse_duration,
+    parse_flush_trigger,
+    parse_model_spec,
+)
 
 
 def test_defaults_need_no_environment() -> None:
@@ -51,6 +58,17 @@ def test_roles_fall_back_to_the_agent_model() -> None:
         ("HARNESS_TIMEZONE", "Mars/Olympus"),
         ("HARNESS_AUTH_MODE", "none"),
         ("HARNESS_FLUSH_TRIGGER", "sometimes"),
+        ("HARNESS_FLUSH_TRIGGER", "throttled"),
+        ("HARNESS_FLUSH_TRIGGER", "throttled:-1s"),
+        ("HARNESS_FLUSH_TRIGGER", "throttled:soon"),
+        ("HARNESS_FLUSH_PROMPT", "Extract facts as bullets."),
+        ("HARNESS_CONSOLIDATION_PROMPT", "Merge within %d tokens and %d chars."),
+        ("HARNESS_CONSOLIDATION_PROMPT", "Merge within {max_tokens} tokens."),
+        ("HARNESS_CONSOLIDATION_PROMPT", "{max_tokens} {max_chars} {max_tokens}"),
+        ("HARNESS_CONSOLIDATION_PROMPT", "{max_tokens} {max_chars} for {user}"),
+        ("HARNESS_REDACT_PII", "email,ssn"),
+        ("HARNESS_INSTRUCTION_FACTS", "keep"),
+        ("HARNESS_DAILY_FILE_RETENTION_DAYS", "0"),
     ],
 )
 def test_bad_configuration_names_the_variable(variable: str, value: str) -> None:
@@ -73,3 +91,38 @@ def test_a_deployment_without_its_resources_fails_at_cold_start() -> None:
 
     with pytest.raises(ConfigError, match="HARNESS_BUCKET, HARNESS_TABLE"):
         Runtime.from_settings(Settings(flush_queue_url="q", consolidation_queue_url="q"))
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("300", 300), ("90s", 90), ("5m", 300), ("1h30m", 5400), ("250ms", 0.25), ("1d", 86400)],
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(
+    ("text", "trigger"),
+    [
+        ("always", FlushTrigger("always")),
+        ("NEVER", FlushTrigger("never")),
+        ("on_compact", FlushTrigger("on_compact")),
+        ("throttled:10m", FlushTrigger("throttled", 600)),
+        ("throttled:0s", FlushTrigger("always")),  # a zero gap is always (case 3)
+    ],
+)
+def test_flush_triggers(text: str, trigger: FlushTrigger) -> None:
+    assert parse_flush_trigger(text) == trigger
+    assert Settings(flush_trigger=text).trigger == trigger
+
+
+def test_a_custom_consolidation_prompt_with_stray_percent_and_braces_renders() -> None:
+    """§5 B11: validated when settings load, so rendering can never fail at run time."""
+    from agent_harness.memory.prompts import consolidation_messages
+
+    prompt = 'Keep 100% of facts {"style": "terse"} within {max_tokens} tokens / {max_chars} chars.'
+    settings = Settings.from_env({"HARNESS_CONSOLIDATION_PROMPT": prompt})
+    system = consolidation_messages(
+        "", "- x", max_tokens=10, since=None, prompt=settings.consolidation_prompt
+    )[0]
+    assert system.content == ('Keep 100% of facts {"style": "terse"} within 10 tokens / 40 chars.')

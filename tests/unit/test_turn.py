@@ -13,6 +13,7 @@ from agent_harness.errors import (
     ValidationFailedError,
 )
 from agent_harness.ids import User
+from agent_harness.memory.flush import run_post_turn_job
 from agent_harness.models.base import Message
 from agent_harness.settings import Settings
 from tests.fakes import ScriptedModel, failing, make_runtime, tool_call
@@ -142,7 +143,13 @@ def test_a_failed_queue_send_still_returns_the_saved_turn() -> None:
 
 
 @pytest.mark.parametrize(
-    ("trigger", "expected"), [("always", "queued"), ("never", "skipped"), ("throttled", "queued")]
+    ("trigger", "expected"),
+    [
+        ("always", "queued"),
+        ("never", "skipped"),
+        ("on_compact", "skipped"),
+        ("throttled:10m", "queued"),
+    ],
 )
 def test_the_flush_field_reports_the_trigger(trigger: str, expected: str) -> None:
     rt = make_runtime(agent=ScriptedModel("ok"), settings=Settings(flush_trigger=trigger))
@@ -153,10 +160,11 @@ def test_the_flush_field_reports_the_trigger(trigger: str, expected: str) -> Non
 def test_throttled_flush_is_reported_within_the_gap() -> None:
     rt = make_runtime(
         agent=ScriptedModel("ok", "ok again"),
-        settings=Settings(flush_trigger="throttled", flush_min_gap_seconds=600),
+        settings=Settings(flush_trigger="throttled:10m"),
     )
     run_turn(rt, ALICE, "s1", "hello")
-    rt.table.advance_flush_cursor(ALICE, "s1", 1, "2026-11-30T09:00:00Z")
+    flush_job = rt.queue.post_turn[0]
+    assert run_post_turn_job(rt, flush_job).status == "flushed"  # claims the gate
     rt.clock.advance(seconds=60)
     assert run_turn(rt, ALICE, "s1", "again").flush == "throttled"
 

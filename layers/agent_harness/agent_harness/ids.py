@@ -22,6 +22,7 @@ __all__ = [
     "LEDGER_DIR",
     "MEMORY_FILE",
     "User",
+    "archive_path",
     "context_path",
     "ledger_path",
     "turn_path",
@@ -105,6 +106,10 @@ def validate_relative_path(path: str) -> str:
 
 def ledger_path(day: str) -> str:
     return f"{LEDGER_DIR}{day}.md"
+
+
+def archive_path(day: str) -> str:
+    return f"{LEDGER_DIR}archive/{day}.md"
 
 
 def turn_path(session_id: str, turn: int) -> str:

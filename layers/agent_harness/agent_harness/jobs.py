@@ -19,8 +19,9 @@ class PostTurnJob(BaseModel):
     user_id: str = Field(min_length=1)
     session_id: str = Field(min_length=1)
     turn: int = Field(ge=1)
-    #: "compaction" jobs ask for a flush regardless of the trigger mode
-    reason: Literal["turn", "import", "compaction"] = "turn"
+    #: why the job exists: a turn; an import; a compaction ("flush everything now",
+    #: past any throttle); a tail sweep (a throttled session's trailing turns)
+    reason: Literal["turn", "import", "compaction", "tail"] = "turn"
     #: a continuation of a job too big for one run (e.g. an import) starts after this turn
     after: int = Field(default=0, ge=0)
     queued_at: str

@@ -9,6 +9,7 @@ naming the variable at cold start, so a bad deployment fails loudly and early.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
@@ -21,7 +22,16 @@ from agent_harness.errors import ConfigError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["ENV", "PROVIDERS", "ModelSpec", "Settings", "parse_model_spec"]
+__all__ = [
+    "ENV",
+    "PROVIDERS",
+    "FlushTrigger",
+    "ModelSpec",
+    "Settings",
+    "parse_duration",
+    "parse_flush_trigger",
+    "parse_model_spec",
+]
 
 #: Providers a model string may name (``provider:model``); ``offline`` stands alone.
 PROVIDERS = ("offline", "openai", "ollama", "anthropic", "bedrock")
@@ -51,7 +61,11 @@ ENV: dict[str, str] = {
     "consolidation_lease_seconds": "HARNESS_CONSOLIDATION_LEASE_SECONDS",
     "consolidation_max_input_bytes": "HARNESS_CONSOLIDATION_MAX_INPUT_BYTES",
     "flush_trigger": "HARNESS_FLUSH_TRIGGER",
-    "flush_min_gap_seconds": "HARNESS_FLUSH_MIN_GAP_SECONDS",
+    "flush_prompt": "HARNESS_FLUSH_PROMPT",
+    "consolidation_prompt": "HARNESS_CONSOLIDATION_PROMPT",
+    "redact_pii": "HARNESS_REDACT_PII",
+    "instruction_facts": "HARNESS_INSTRUCTION_FACTS",
+    "daily_file_retention_days": "HARNESS_DAILY_FILE_RETENTION_DAYS",
     "session_lease_seconds": "HARNESS_SESSION_LEASE_SECONDS",
     "max_message_chars": "HARNESS_MAX_MESSAGE_CHARS",
     "max_model_calls": "HARNESS_MAX_MODEL_CALLS",
@@ -100,6 +114,65 @@ def parse_model_spec(value: str) -> ModelSpec:
     return ModelSpec(provider, name.strip())
 
 
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(value: str) -> float:
+    """``300`` (seconds), ``90s``, ``5m``, ``1h30m``, ``250ms``, ``1d`` -> seconds."""
+    text = value.strip().lower().replace(" ", "")
+    if re.fullmatch(r"\d+(?:\.\d+)?", text):
+        return float(text)
+    pos, total = 0, 0.0
+    for match in _DURATION_PART.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        pos = match.end()
+    if not text or pos != len(text):
+        raise ValueError(f"{value!r} is not a duration like 300, 90s, 5m, 1h30m or 250ms")
+    return total
+
+
+@dataclass(frozen=True)
+class FlushTrigger:
+    """When a post-turn job runs the memory model (spec §2.4, cases §4.7).
+
+    ``always``: every job. ``throttled``: the first eligible job at once, then at most one
+    per ``gap_seconds`` per session (a skipped job's turns wait for the next flush, which a
+    tail sweep guarantees). ``on_compact``: only when the session is compacted (the
+    reference's NEVER). ``never``: no automatic extraction at all (memory_save only).
+    """
+
+    mode: Literal["always", "never", "throttled", "on_compact"]
+    gap_seconds: float = 0.0
+
+    def __str__(self) -> str:
+        if self.mode == "throttled":
+            return f"throttled:{self.gap_seconds:g}s"
+        return self.mode
+
+
+def parse_flush_trigger(value: str) -> FlushTrigger:
+    """``always`` | ``never`` | ``on_compact`` | ``throttled:<duration>``; a zero gap is
+    ``always`` (as in the reference); a negative or missing one is an error."""
+    text = value.strip().lower()
+    if text in ("always", "never", "on_compact"):
+        return FlushTrigger(text)  # type: ignore[arg-type]
+    mode, sep, gap = text.partition(":")
+    if mode != "throttled" or not sep:
+        raise ValueError(
+            f"unknown flush trigger {value!r}; use always, never, on_compact or "
+            "throttled:<duration> (e.g. throttled:10m)"
+        )
+    seconds = parse_duration(gap)
+    return FlushTrigger("always") if seconds == 0 else FlushTrigger("throttled", seconds)
+
+
+def _placeholders(template: str) -> list[str]:
+    return re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", template)
+
+
 class Settings(BaseModel):
     """Validated configuration. Build with ``Settings.from_env()`` or directly in tests."""
 
@@ -134,8 +207,18 @@ class Settings(BaseModel):
     consolidation_min_gap_seconds: int = Field(default=1800, ge=0)
     consolidation_lease_seconds: int = Field(default=900, gt=0)
     consolidation_max_input_bytes: int = Field(default=200_000, ge=1_000)
-    flush_trigger: Literal["always", "never", "throttled"] = "always"
-    flush_min_gap_seconds: int = Field(default=300, ge=0)
+    #: always | never | on_compact | throttled:<duration> (see FlushTrigger)
+    flush_trigger: str = "always"
+    #: custom flush system prompt (no placeholders; must name the NO_REPLY sentinel)
+    flush_prompt: str | None = None
+    #: custom consolidation prompt: exactly one {max_tokens} and one {max_chars}
+    consolidation_prompt: str | None = None
+    #: PII removed from flushed facts: "none" or a comma list of "email", "phone"
+    redact_pii: str = "none"
+    #: flushed facts that read as commands to the agent: "drop" them or "mark" them
+    instruction_facts: Literal["drop", "mark"] = "drop"
+    #: ledgers older than this move to memory/archive/ (still searchable)
+    daily_file_retention_days: int = Field(default=90, gt=0)
 
     # agent call
     session_lease_seconds: int = Field(default=60, gt=0)
@@ -191,6 +274,45 @@ class Settings(BaseModel):
             raise ValueError("the compaction summary prompt must contain {messages}")
         return value or None
 
+    @field_validator("flush_trigger")
+    @classmethod
+    def _check_flush_trigger(cls, value: str) -> str:
+        return str(parse_flush_trigger(value))
+
+    @field_validator("flush_prompt")
+    @classmethod
+    def _check_flush_prompt(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if "NO_REPLY" not in value:
+            raise ValueError("a custom flush prompt must tell the model to answer NO_REPLY")
+        return value
+
+    @field_validator("consolidation_prompt")
+    @classmethod
+    def _check_consolidation_prompt(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        found = _placeholders(value)
+        if sorted(found) != ["max_chars", "max_tokens"]:
+            shown = ", ".join("{" + name + "}" for name in found) or "none"
+            raise ValueError(
+                "a custom consolidation prompt needs exactly one {max_tokens} and one "
+                f"{{max_chars}} placeholder (found: {shown})"
+            )
+        return value
+
+    @field_validator("redact_pii")
+    @classmethod
+    def _check_redact_pii(cls, value: str) -> str:
+        kinds = sorted({part.strip().lower() for part in value.split(",") if part.strip()})
+        if kinds in ([], ["none"]):
+            return "none"
+        unknown = [k for k in kinds if k not in ("email", "phone")]
+        if unknown:
+            raise ValueError(f"unknown PII kind {unknown[0]!r}; use none, email, phone")
+        return ",".join(kinds)
+
     @field_validator("timezone")
     @classmethod
     def _check_zone(cls, value: str) -> str:
@@ -217,6 +339,14 @@ class Settings(BaseModel):
     @cached_property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
+
+    @cached_property
+    def trigger(self) -> FlushTrigger:
+        return parse_flush_trigger(self.flush_trigger)
+
+    @cached_property
+    def pii_kinds(self) -> frozenset[str]:
+        return frozenset() if self.redact_pii == "none" else frozenset(self.redact_pii.split(","))
 
     def model_for(self, role: Literal["agent", "memory", "compaction"]) -> ModelSpec:
         """The model of a role, falling back to the agent model when unset."""

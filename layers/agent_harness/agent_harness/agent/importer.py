@@ -24,6 +24,7 @@ from agent_harness.clock import iso
 from agent_harness.errors import PayloadTooLargeError
 from agent_harness.ids import context_path, turn_path, validate_session_id
 from agent_harness.jobs import PostTurnJob
+from agent_harness.memory.flush import extracts
 from agent_harness.models.base import Message
 from agent_harness.records import TurnRecord, WorkingContext
 
@@ -114,10 +115,8 @@ def import_history(
         user_id=user.id, session_id=session_id, turn=last, reason="import", queued_at=iso(now)
     )
     rt.queue.send_post_turn(user, job)
-    hooks_off = rt.settings.disable_memory_hooks or rt.settings.flush_trigger == "never"
-    return ImportResult(
-        session_id, first, last, len(messages), "skipped" if hooks_off else "queued"
-    )
+    flush = "queued" if extracts(rt.settings, "import") else "skipped"
+    return ImportResult(session_id, first, last, len(messages), flush)
 
 
 def _extend_context(rt: Runtime, user: User, session_id: str, records: list[TurnRecord]) -> None:

@@ -55,7 +55,7 @@ from agent_harness.ids import (
 )
 from agent_harness.jobs import PostTurnJob
 from agent_harness.memory.files import save_memories
-from agent_harness.memory.flush import flush_throttled
+from agent_harness.memory.flush import extracts, flush_throttled
 from agent_harness.models.base import Message, Usage
 from agent_harness.records import MemoryInjection, TurnRecord, WorkingContext
 
@@ -251,15 +251,18 @@ def _enqueue_post_turn(
     rt: Runtime, user: User, result: TurnResult, state: SessionState, now: datetime
 ) -> FlushState:
     """Queue the post-turn job; report what the flush trigger will do with it. After a
-    compaction it is a "compaction" flush: every unflushed turn, whatever the trigger."""
+    compaction it is a "compaction" flush: every unflushed turn, past any throttle."""
     settings = rt.settings
     turn = result.turn
-    forced = result.compacted and settings.compaction_flush_before
+    forced = result.compacted and (
+        settings.compaction_flush_before or settings.trigger.mode == "on_compact"
+    )
+    reason = "compaction" if forced else "turn"
     job = PostTurnJob(
         user_id=user.id,
         session_id=result.session_id,
         turn=turn,
-        reason="compaction" if forced else "turn",
+        reason=reason,
         queued_at=iso(now),
     )
     try:
@@ -269,12 +272,8 @@ def _enqueue_post_turn(
         logger.exception("queueing the post-turn job failed", extra={"turn": turn})
         metrics.add_metric("PostTurnEnqueueFailures", MetricUnit.Count, 1)
         return "skipped"
-    if forced:
-        return "queued"
-    if settings.disable_memory_hooks or settings.flush_trigger == "never":
+    if not extracts(settings, reason):
         return "skipped"  # the job still indexes the turn for thread search
-    if settings.flush_trigger == "throttled" and flush_throttled(
-        state, now, settings.flush_min_gap_seconds
-    ):
+    if reason == "turn" and flush_throttled(state, now, settings):
         return "throttled"
     return "queued"

@@ -1,13 +1,20 @@
 """The state table (DynamoDB): leases, counters, cursors and watermarks, all by
 conditional writes. One table, two item kinds:
 
-    pk = U#<user key>  sk = S#<session>   session: turn counter, flush and index cursors, lease
+    pk = U#<user key>  sk = S#<session>   session: turn counter, flush and index cursors,
+                                          lease, flush throttle gate, flush tail mark
     pk = U#<user key>  sk = USER          user: consolidation lease, watermark, due mark
 
-The "due" mark is a sparse GSI (``due-index``: ``due_shard`` / ``due_at``): a flush
-puts the user in one of N shards; the scheduled tick queries the shards (never scans)
-and fans out one consolidation job per due user. ``due_seq`` counts marks, so a
-consolidation clears the mark only if no flush marked the user again while it ran.
+The "due" marks are a sparse GSI (``due-index``: ``due_shard`` / ``due_at``): a flush
+puts the user in one of N ``due#k`` shards; the scheduled tick queries the shards
+(never scans) and fans out one consolidation job per due user. ``due_seq`` counts
+marks, so a consolidation clears the mark only if no flush marked the user again while
+it ran. A throttled flush puts its session in a ``flush#k`` shard with the time its
+gate reopens, so the tick can send the session's trailing turns a flush of their own.
+
+Each purpose has its own key: the flush throttle gate is ``flush_gate_ms`` on the
+session item, the consolidation lease and gap live on the user item (the reference
+shared one throttle key between the two, §5 B1).
 
 The consolidation watermark is ``ledger_consumed``: a map of ledger day -> bytes already
 merged into MEMORY.md. Ledgers are append-only, so "content newer than the watermark"
@@ -33,6 +40,8 @@ __all__ = [
     "DUE_INDEX",
     "DueUser",
     "DynamoStateTable",
+    "FlushDue",
+    "GateClaim",
     "SessionState",
     "StateTable",
     "UserState",
@@ -50,6 +59,8 @@ class SessionState:
     flush_cursor: int = 0
     index_cursor: int = 0
     last_flush_at: str | None = None
+    #: the flush throttle gate: epoch ms of the last claimed flush slot
+    flush_gate_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -67,9 +78,30 @@ class DueUser:
     last_consolidated_at: str | None
 
 
-def due_shard(user: User, shards: int) -> str:
+@dataclass(frozen=True)
+class FlushDue:
+    """A session whose trailing turns wait behind the flush throttle."""
+
+    user_id: str
+    session_id: str
+    turn: int
+    due_at: str
+
+
+@dataclass(frozen=True)
+class GateClaim:
+    """The outcome of a throttle-gate claim: ``held_ms`` is the claim in force when
+    ours lost; ``previous_ms`` is what ours replaced (to give it back on failure)."""
+
+    claimed: bool
+    claimed_ms: int
+    previous_ms: int | None = None
+    held_ms: int | None = None
+
+
+def due_shard(user: User, shards: int, kind: str = "due") -> str:
     digest = int(hashlib.sha256(user.key.encode()).hexdigest()[:8], 16)
-    return f"due#{digest % shards}"
+    return f"{kind}#{digest % shards}"
 
 
 class StateTable(Protocol):
@@ -86,8 +118,18 @@ class StateTable(Protocol):
     def get_session(self, user: User, session_id: str) -> SessionState | None: ...
 
     def advance_flush_cursor(
-        self, user: User, session_id: str, to_turn: int, now_iso: str
+        self, user: User, session_id: str, to_turn: int, now_iso: str, *, clear_due: bool = False
     ) -> bool: ...
+
+    def claim_flush_gate(
+        self, user: User, session_id: str, now_ms: int, gap_ms: int
+    ) -> GateClaim: ...
+
+    def release_flush_gate(self, user: User, session_id: str, claim: GateClaim) -> None: ...
+
+    def mark_flush_due(self, user: User, session_id: str, due_at_iso: str, shards: int) -> None: ...
+
+    def query_flush_due(self, shard: str, now_iso: str) -> list[FlushDue]: ...
 
     def advance_index_cursor(self, user: User, session_id: str, to_turn: int) -> bool: ...
 
@@ -126,6 +168,7 @@ def _session_state(item: dict[str, Any]) -> SessionState:
         flush_cursor=int(item.get("flush_cursor", 0)),
         index_cursor=int(item.get("index_cursor", 0)),
         last_flush_at=item.get("last_flush_at"),
+        flush_gate_ms=int(item["flush_gate_ms"]) if "flush_gate_ms" in item else None,
     )
 
 
@@ -250,18 +293,29 @@ class DynamoStateTable:
         item = resp.get("Item")
         return _session_state(_plain(item)) if item else None
 
-    def advance_flush_cursor(self, user: User, session_id: str, to_turn: int, now_iso: str) -> bool:
-        """Move the flush cursor forward to ``to_turn``; never backwards. True if moved."""
-        return self._advance(user, session_id, "flush_cursor", to_turn, now_iso)
+    def advance_flush_cursor(
+        self, user: User, session_id: str, to_turn: int, now_iso: str, *, clear_due: bool = False
+    ) -> bool:
+        """Move the flush cursor forward to ``to_turn``; never backwards. True if moved.
+        ``clear_due`` also removes the session's tail mark (its turns are all flushed)."""
+        return self._advance(user, session_id, "flush_cursor", to_turn, now_iso, clear_due)
 
     def advance_index_cursor(self, user: User, session_id: str, to_turn: int) -> bool:
         """The thread-search index cursor, same rule."""
         return self._advance(user, session_id, "index_cursor", to_turn, None)
 
     def _advance(
-        self, user: User, session_id: str, cursor: str, to_turn: int, now_iso: str | None
+        self,
+        user: User,
+        session_id: str,
+        cursor: str,
+        to_turn: int,
+        now_iso: str | None,
+        clear_due: bool = False,
     ) -> bool:
         update = f"SET {cursor} = :t" + (", last_flush_at = :now" if now_iso else "")
+        if clear_due:
+            update += " REMOVE due_shard, due_at"
         values = {":t": _n(to_turn)} | ({":now": _s(now_iso)} if now_iso else {})
         try:
             self._update(
@@ -275,6 +329,88 @@ class DynamoStateTable:
                 return False
             raise StoreError(f"advancing the {cursor.replace('_', ' ')} failed") from exc
         return True
+
+    # the flush throttle gate and the tail marks ---------------------------
+    def claim_flush_gate(self, user: User, session_id: str, now_ms: int, gap_ms: int) -> GateClaim:
+        """Claim the session's flush slot if the last claim is ``gap_ms`` old (the first
+        claim always wins). A conditional write, so two replicas never both win."""
+        try:
+            resp = self._update(
+                Key=self._session_key(user, session_id),
+                UpdateExpression="SET flush_gate_ms = :now",
+                ConditionExpression=(
+                    "attribute_exists(pk) AND "
+                    "(attribute_not_exists(flush_gate_ms) OR flush_gate_ms <= :cutoff)"
+                ),
+                ExpressionAttributeValues={":now": _n(now_ms), ":cutoff": _n(now_ms - gap_ms)},
+                ReturnValues="UPDATED_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                held = _plain(exc.response.get("Item")).get("flush_gate_ms")
+                return GateClaim(False, now_ms, held_ms=int(held) if held is not None else None)
+            raise StoreError("claiming the flush gate failed") from exc
+        previous = _plain(resp.get("Attributes")).get("flush_gate_ms")
+        return GateClaim(True, now_ms, previous_ms=int(previous) if previous is not None else None)
+
+    def release_flush_gate(self, user: User, session_id: str, claim: GateClaim) -> None:
+        """Give back a claim whose flush failed, so its retry is not throttled by it."""
+        if claim.previous_ms is None:
+            update, values = "REMOVE flush_gate_ms", {":mine": _n(claim.claimed_ms)}
+        else:
+            update = "SET flush_gate_ms = :prev"
+            values = {":mine": _n(claim.claimed_ms), ":prev": _n(claim.previous_ms)}
+        try:
+            self._update(
+                Key=self._session_key(user, session_id),
+                UpdateExpression=update,
+                ConditionExpression="flush_gate_ms = :mine",
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if not _is_condition_failure(exc):
+                raise StoreError("releasing the flush gate failed") from exc
+
+    def mark_flush_due(self, user: User, session_id: str, due_at_iso: str, shards: int) -> None:
+        try:
+            self._update(
+                Key=self._session_key(user, session_id),
+                UpdateExpression="SET due_shard = :shard, due_at = :due, user_id = :uid",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues={
+                    ":shard": _s(due_shard(user, shards, "flush")),
+                    ":due": _s(due_at_iso),
+                    ":uid": _s(user.id),
+                },
+            )
+        except ClientError as exc:
+            if not _is_condition_failure(exc):  # the session is gone (forgotten)
+                raise StoreError("marking the session's flush due failed") from exc
+
+    def query_flush_due(self, shard: str, now_iso: str) -> list[FlushDue]:
+        out: list[FlushDue] = []
+        try:
+            pages = self._ddb.get_paginator("query").paginate(
+                TableName=self._table,
+                IndexName=DUE_INDEX,
+                KeyConditionExpression="due_shard = :s AND due_at <= :now",
+                ExpressionAttributeValues={":s": _s(shard), ":now": _s(now_iso)},
+            )
+            for page in pages:
+                for raw in page.get("Items", []):
+                    item = _plain(raw)
+                    out.append(
+                        FlushDue(
+                            user_id=str(item["user_id"]),
+                            session_id=str(item["sk"]).removeprefix("S#"),
+                            turn=int(item.get("turn", 0)),
+                            due_at=str(item["due_at"]),
+                        )
+                    )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("querying sessions with a flush due failed") from exc
+        return out
 
     # users ----------------------------------------------------------------
     def mark_consolidation_due(self, user: User, now_iso: str, shards: int) -> None:

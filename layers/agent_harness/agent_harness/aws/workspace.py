@@ -100,6 +100,8 @@ class WorkspaceStore(Protocol):
 
     def get_version(self, user: User, path: str, version_id: str) -> StoredObject | None: ...
 
+    def delete(self, user: User, path: str, *, if_match: str | None = None) -> None: ...
+
 
 def cas_append(
     store: WorkspaceStore,
@@ -322,6 +324,23 @@ class S3WorkspaceStore:
             except BotoCoreError as exc:
                 raise StoreError(f"writing {path} failed") from exc
         raise StoreError(f"writing {path} failed: conflicting writes")  # pragma: no cover
+
+    def delete(self, user: User, path: str, *, if_match: str | None = None) -> None:
+        """Delete the current version (versioning keeps it as a noncurrent one). With
+        ``if_match`` only if it is still that ETag: ``PreconditionFailedError`` otherwise."""
+        kwargs: dict[str, Any] = {"Bucket": self._bucket, "Key": self._key(user, path)}
+        if if_match:
+            kwargs["IfMatch"] = if_match
+        try:
+            self._s3.delete_object(**kwargs)
+        except ClientError as exc:
+            if _error_code(exc) in _PRECONDITION_CODES:
+                raise PreconditionFailedError(f"{path} changed") from exc
+            if _error_code(exc) in _MISSING_CODES:
+                return
+            raise StoreError(f"deleting {path} failed") from exc
+        except BotoCoreError as exc:
+            raise StoreError(f"deleting {path} failed") from exc
 
     def append(self, user: User, path: str, build: AppendBuilder) -> str | None:
         return cas_append(

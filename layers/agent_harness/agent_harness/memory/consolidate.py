@@ -8,6 +8,7 @@
         nothing new -> done, no model call
         memory model: consolidation prompt                    LLM (memory role)
         PUT MEMORY.md If-Match (412: a human edited it -> re-merge onto their version)
+        retention: consolidated ledgers past the retention move to memory/archive/
         watermark := bytes read, only after the write; due mark cleared unless re-marked
 
 Appends that land while a run is going are past the bytes it read, so the next run
@@ -26,10 +27,11 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.clock import epoch_ms, iso
-from agent_harness.errors import ConflictError, PreconditionFailedError
+from agent_harness.errors import ConflictError, HarnessError, PreconditionFailedError
 from agent_harness.ids import MEMORY_FILE, User, ledger_path
 from agent_harness.jobs import ConsolidationJob
 from agent_harness.memory.files import ledger_files
+from agent_harness.memory.maintenance import archive_ledgers
 from agent_harness.memory.prompts import clean_memory_document, consolidation_messages
 from agent_harness.models.base import ChatRequest
 
@@ -52,6 +54,7 @@ class ConsolidationOutcome:
     days: list[str] = field(default_factory=list)
     bytes_read: int = 0
     model_calls: int = 0
+    archived: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,19 @@ def consolidate(rt: Runtime, job: ConsolidationJob) -> ConsolidationOutcome:
             rt.table.release_consolidation_lease(user, owner)
 
 
+def _archive(rt: Runtime, user: User, sizes: dict[str, int], consumed: dict[str, int]) -> list[str]:
+    """Retention, under the lease and after MEMORY.md is written. Best effort: a failure
+    is logged and the days move on a later run; the watermark forgets moved days."""
+    try:
+        moved = archive_ledgers(rt, user, sizes, consumed)
+    except HarnessError:
+        logger.exception("archiving old ledgers failed; they stay for the next run")
+        return []
+    for day in moved:
+        consumed.pop(day, None)
+    return moved
+
+
 def _run(
     rt: Runtime, user: User, owner: str, state: UserState, force: bool
 ) -> ConsolidationOutcome:
@@ -141,6 +157,7 @@ def _run(
         pending.reverse()
 
     if not pending:
+        _archive(rt, user, sizes, consumed)
         rt.table.complete_consolidation(user, owner, consumed, state.due_seq, iso(now))
         return ConsolidationOutcome("nothing_new")
 
@@ -185,6 +202,7 @@ def _run(
                         max_tokens=settings.consolidation_max_tokens,
                         since=state.last_consolidated_at,
                         rebuild=rebuild,
+                        prompt=settings.consolidation_prompt,
                     ),
                     purpose="consolidate",
                 )
@@ -207,6 +225,7 @@ def _run(
                 current = rt.store.get(user, MEMORY_FILE)
                 current_text = current.content if current else ""
 
+    outcome.archived = _archive(rt, user, sizes, consumed)
     rt.table.complete_consolidation(user, owner, consumed, state.due_seq, iso(rt.clock.now()))
     metrics.add_metric("ModelCallsConsolidation", MetricUnit.Count, outcome.model_calls)
     metrics.add_metric("LedgerBytesConsolidated", MetricUnit.Count, outcome.bytes_read)

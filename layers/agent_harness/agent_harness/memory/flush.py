@@ -1,35 +1,42 @@
-"""The post-turn job: extract durable facts from the session's unflushed turns.
+"""The post-turn job: index the session's new turns, extract their durable facts.
 
-    PostTurnJob(user, session, turn N)
-      -> session item: flush cursor C, index cursor I                DynamoDB GetItem
-      -> turns min(C, I)+1..N from the thread log (200 at most a run) S3 GETs (concurrent)
-      -> index turns I+1..N into index/threads/YYYY-MM.jsonl         S3 CAS append
-      -> trigger: always | never | throttled (gap since the last flush); hooks disabled
-      -> per ledger day (the day of each turn, in the configured zone):
-           skip turns a section already covers (source line)         idempotency
-           memory model: flush prompt                                 LLM (memory role)
-           append "## Flush — <time>" + source + bullets              S3 CAS append
-      -> cursor := N (never backwards); user marked due               DynamoDB
+    PostTurnJob(user, session, turn N, reason)
+      -> session item: flush cursor C, index cursor I, throttle gate   DynamoDB GetItem
+      -> trigger (always | throttled:<gap> | on_compact | never, hooks switch):
+           extract? throttled -> claim the session's gate              DynamoDB conditional
+                     lost   -> tail mark (the tick flushes the rest)   DynamoDB
+      -> turns min(C, I)+1..N (I+1..N when not extracting), 200 a run  S3 GETs (concurrent)
+      -> index turns I+1..N into index/threads/YYYY-MM.jsonl          S3 CAS append
+      -> per ledger day (the day of each turn, in the configured zone), 40 turns a call:
+           skip turns a section already covers (source line)          idempotency
+           memory model: flush prompt                                  LLM (memory role)
+           checks: bullets, caps, secrets, PII, instructions           deterministic
+           append "## Flush — <time>" + source + facts                 S3 CAS append
+      -> cursor := N (never backwards); user marked due                DynamoDB
 
 Each turn is extracted once (the cursor), so the cost is linear in the session length;
-the reference re-sent the whole context on every flush. A redelivered job, a retry
-after a crash between append and cursor, or a duplicate job never writes a fact
-twice: the source lines say what is already there. A model failure raises before
-anything is appended for that day, so the job is retried and nothing is half-written.
+the reference re-sent the whole context on every flush. A skipped or throttled flush
+skips a model call, never a turn: the next flush starts at the cursor. A redelivered
+job, a retry after a crash between append and cursor, or a duplicate job never writes
+a fact twice: the source lines say what is already there. A model failure raises
+before anything is appended for that day and gives the throttle slot back, so the job
+is retried and nothing is half-written.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime
 from itertools import groupby
 from typing import TYPE_CHECKING, Literal
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from agent_harness.clock import iso
+from agent_harness.clock import epoch_ms, iso
 from agent_harness.ids import MEMORY_FILE, User, ledger_path, turn_path, validate_session_id
+from agent_harness.jobs import PostTurnJob
+from agent_harness.memory.checks import check_facts
 from agent_harness.memory.ledger import Source, clean_bullets, covered_turns, day_of, render_section
 from agent_harness.memory.prompts import flush_messages, render_conversation
 from agent_harness.memory.threads import index_turns
@@ -37,11 +44,18 @@ from agent_harness.models.base import ChatRequest
 from agent_harness.records import TurnRecord
 
 if TYPE_CHECKING:
-    from agent_harness.aws.state import SessionState
-    from agent_harness.jobs import PostTurnJob
+    from agent_harness.aws.state import GateClaim, SessionState
     from agent_harness.runtime import Runtime
+    from agent_harness.settings import Settings
 
-__all__ = ["FlushOutcome", "flush_throttled", "flush_turns", "run_post_turn_job"]
+__all__ = [
+    "FlushOutcome",
+    "extracts",
+    "flush_throttled",
+    "flush_turns",
+    "run_post_turn_job",
+    "sweep_flush_tails",
+]
 
 logger = Logger(child=True)
 metrics = Metrics()
@@ -63,14 +77,30 @@ class FlushOutcome:
     indexed: int = 0  # thread-search entries added
 
 
-def flush_throttled(state: SessionState, now: datetime, min_gap_seconds: int) -> bool:
-    """THROTTLED trigger: the last *successful* flush of the session is too recent. A
-    user's jobs run one at a time (FIFO group), so no claim is needed, and a failed flush
-    does not hold the gate shut for its own retry."""
-    if not state.last_flush_at:
+def extracts(settings: Settings, reason: str) -> bool:
+    """Does a job of this reason run the memory model under the configured trigger?
+
+    ``never`` extracts nothing; a compaction flushes whatever else is configured; with
+    memory hooks disabled nothing else does; an import flushes its history at once; a
+    turn (or a tail sweep) flushes under ``always`` and ``throttled``, not ``on_compact``.
+    """
+    mode = settings.trigger.mode
+    if mode == "never":
         return False
-    last = datetime.fromisoformat(state.last_flush_at.replace("Z", "+00:00"))
-    return now - last < timedelta(seconds=min_gap_seconds)
+    if reason == "compaction":
+        return True
+    if settings.disable_memory_hooks:
+        return False
+    return reason == "import" or mode != "on_compact"
+
+
+def flush_throttled(state: SessionState, now: datetime, settings: Settings) -> bool:
+    """Will a turn's job find the session's throttle gate closed? (The turn reports it;
+    the job itself claims the gate with a conditional write.)"""
+    trigger = settings.trigger
+    if trigger.mode != "throttled" or state.flush_gate_ms is None:
+        return False
+    return epoch_ms(now) - state.flush_gate_ms < trigger.gap_seconds * 1000
 
 
 def run_post_turn_job(rt: Runtime, job: PostTurnJob) -> FlushOutcome:
@@ -82,12 +112,71 @@ def run_post_turn_job(rt: Runtime, job: PostTurnJob) -> FlushOutcome:
     state = rt.table.get_session(user, session_id)
     if state is None:
         return FlushOutcome("no_session")
-    upto = min(job.turn, state.turn)
-    low = max(min(state.index_cursor, state.flush_cursor), job.after)
-    if upto <= low:
+    upto = min(job.turn, state.turn) if job.reason != "tail" else state.turn
+    if upto <= min(state.index_cursor, state.flush_cursor):
         return FlushOutcome("nothing_new")
-    end = min(upto, low + TURNS_PER_JOB)  # a big import goes in windows
 
+    # decide before reading: a job that will not extract reads only the unindexed turns
+    status: Status = "flushed"
+    claim: GateClaim | None = None
+    if upto <= state.flush_cursor:
+        status = "nothing_new"
+    elif not extracts(rt.settings, job.reason):
+        status = "skipped"
+    elif rt.settings.trigger.mode == "throttled" and job.reason in ("turn", "tail"):
+        claim = _claim_gate(rt, user, session_id)
+        if not claim.claimed:
+            status = "throttled"
+    extract = status == "flushed"
+
+    floor = min(state.index_cursor, state.flush_cursor) if extract else state.index_cursor
+    low = max(floor, job.after)
+    end = min(upto, low + TURNS_PER_JOB)  # a big import goes in windows
+    try:
+        records = _read_turns(rt, user, session_id, low, end)
+        indexed = 0
+        if end > state.index_cursor:
+            indexed = index_turns(rt, user, [r for r in records if r.turn > state.index_cursor])
+            rt.table.advance_index_cursor(user, session_id, end)
+        if extract:
+            outcome = flush_turns(
+                rt,
+                job,
+                user,
+                state,
+                [r for r in records if r.turn > state.flush_cursor],
+                end,
+                complete=end >= state.turn,
+            )
+        else:
+            outcome = FlushOutcome(status)
+    except Exception:
+        if claim is not None and claim.claimed:
+            rt.table.release_flush_gate(user, session_id, claim)  # the retry is not throttled
+        raise
+    outcome.indexed = indexed
+    if end < upto:  # the rest in a continuation job, in order behind this one
+        rest = job.model_copy(update={"after": end, "queued_at": iso(rt.clock.now())})
+        rt.queue.send_post_turn(user, rest)
+    return outcome
+
+
+def _claim_gate(rt: Runtime, user: User, session_id: str) -> GateClaim:
+    """Claim the session's throttle slot; when it is taken, leave a tail mark for the time
+    it reopens, so the session's last turns get a flush even if no turn follows."""
+    settings = rt.settings
+    gap_ms = int(settings.trigger.gap_seconds * 1000)
+    now_ms = epoch_ms(rt.clock.now())
+    claim = rt.table.claim_flush_gate(user, session_id, now_ms, gap_ms)
+    if not claim.claimed:
+        reopens = (claim.held_ms if claim.held_ms is not None else now_ms) + gap_ms
+        due = datetime.fromtimestamp(reopens / 1000, tz=UTC)
+        rt.table.mark_flush_due(user, session_id, iso(due), settings.due_shards)
+        metrics.add_metric("FlushesThrottled", MetricUnit.Count, 1)
+    return claim
+
+
+def _read_turns(rt: Runtime, user: User, session_id: str, low: int, end: int) -> list[TurnRecord]:
     wanted = [turn_path(session_id, n) for n in range(low + 1, end + 1)]
     records: list[TurnRecord] = []
     for path, obj in rt.store.get_many(user, wanted).items():
@@ -97,19 +186,29 @@ def run_post_turn_job(rt: Runtime, job: PostTurnJob) -> FlushOutcome:
         else:
             records.append(record)
     records.sort(key=lambda r: r.turn)
+    return records
 
-    indexed = 0
-    if end > state.index_cursor:
-        indexed = index_turns(rt, user, [r for r in records if r.turn > state.index_cursor])
-        rt.table.advance_index_cursor(user, session_id, end)
-    outcome = flush_turns(
-        rt, job, user, state, [r for r in records if r.turn > state.flush_cursor], end
-    )
-    outcome.indexed = indexed
-    if end < upto:  # the rest in a continuation job, in order behind this one
-        rest = job.model_copy(update={"after": end, "queued_at": iso(rt.clock.now())})
-        rt.queue.send_post_turn(user, rest)
-    return outcome
+
+def sweep_flush_tails(rt: Runtime) -> int:
+    """Schedule tick: queue a "tail" post-turn job for every session whose trailing turns
+    wait behind a throttle gate that has reopened. Sparse GSI query, never a scan."""
+    now = iso(rt.clock.now())
+    sent = 0
+    for shard in range(rt.settings.due_shards):
+        for due in rt.table.query_flush_due(f"flush#{shard}", now):
+            if due.turn < 1:
+                continue
+            job = PostTurnJob(
+                user_id=due.user_id,
+                session_id=due.session_id,
+                turn=due.turn,
+                reason="tail",
+                queued_at=now,
+            )
+            rt.queue.send_post_turn(User.from_id(due.user_id), job)
+            sent += 1
+    metrics.add_metric("FlushTailsQueued", MetricUnit.Count, sent)
+    return sent
 
 
 def flush_turns(
@@ -119,21 +218,16 @@ def flush_turns(
     state: SessionState,
     records: list[TurnRecord],
     upto: int,
+    *,
+    complete: bool = False,
 ) -> FlushOutcome:
     """Extract the facts of ``records`` (the unflushed turns up to ``upto``) into the
-    ledgers of their days, then move the flush cursor to ``upto``."""
+    ledgers of their days, then move the flush cursor to ``upto`` (``complete``: that is
+    the session's last turn, so its tail mark goes too)."""
     session_id = job.session_id
     if upto <= state.flush_cursor:
         return FlushOutcome("nothing_new")
     settings = rt.settings
-    if job.reason != "compaction":
-        if settings.disable_memory_hooks or settings.flush_trigger == "never":
-            return FlushOutcome("skipped")
-        if settings.flush_trigger == "throttled" and flush_throttled(
-            state, rt.clock.now(), settings.flush_min_gap_seconds
-        ):
-            return FlushOutcome("throttled")
-
     outcome = FlushOutcome("flushed", turns=[r.turn for r in records])
     memory_md: str | None = None
     for day, group in groupby(records, key=lambda r: day_of(r.created(), settings.zone)):
@@ -150,7 +244,7 @@ def flush_turns(
                     outcome.days.append(day)
 
     now = rt.clock.now()
-    rt.table.advance_flush_cursor(user, session_id, upto, iso(now))
+    rt.table.advance_flush_cursor(user, session_id, upto, iso(now), clear_due=complete)
     if outcome.facts:
         rt.table.mark_consolidation_due(user, iso(now), settings.due_shards)
     metrics.add_metric("TurnsFlushed", MetricUnit.Count, len(outcome.turns))
@@ -173,28 +267,35 @@ def _flush_chunk(
     if not todo:
         return 0
 
-    answer = (
-        rt.models.for_role("memory")
-        .complete(
-            ChatRequest(
-                messages=flush_messages(render_conversation(todo), memory_md, ledger),
-                purpose="flush",
-            )
-        )
-        .message.content
+    settings = rt.settings
+    model = rt.models.for_role("memory")
+    messages = flush_messages(
+        render_conversation(todo),
+        memory_md,
+        ledger,
+        day=day,
+        zone=settings.timezone,
+        prompt=settings.flush_prompt,
     )
+    answer = model.complete(ChatRequest(messages=messages, purpose="flush")).message.content
     bullets = clean_bullets(answer)  # raises ModelOutputError on a malformed answer
+    checked = check_facts(bullets, pii=settings.pii_kinds, instructions=settings.instruction_facts)
+    for name, count in checked.counts.items():
+        if count:
+            metrics.add_metric(f"FlushCheck_{name}", MetricUnit.Count, count)
+    if checked.counts["instructions_dropped"] or checked.counts["secrets"]:
+        logger.warning("flush checks changed facts", extra=dict(checked.counts))
+    bullets = checked.facts
     if not bullets:
         return 0
 
     turns = tuple(r.turn for r in todo)
+    source = Source(session_id, turns, model.name).render()
 
     def build(existing: str) -> str | None:
         # re-checked after every lost race: a concurrent duplicate may have landed
         if covered_turns(existing, session_id) & set(turns):
             return None
-        return render_section(
-            "Flush", rt.clock.now(), rt.settings.zone, bullets, Source(session_id, turns).render()
-        )
+        return render_section("Flush", rt.clock.now(), settings.zone, bullets, source)
 
     return len(bullets) if rt.store.append(user, path, build) else 0

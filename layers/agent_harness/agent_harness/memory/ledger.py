@@ -3,8 +3,8 @@
 Each append is one section with its time and, for flushes, its provenance:
 
     ## Flush — 2026-11-30T09:12:44Z
-    > source: session=trip-planning turns=3-5
-    - User said: I prefer window seats.
+    > source: session=trip-planning turns=3-5 model=openai:gpt-4.1-mini
+    - The user prefers window seats on flights.
 
 The ``source`` line makes flushes idempotent: before appending, the flush reads the
 day's file and skips every turn a section already covers, so a redelivered or
@@ -37,7 +37,9 @@ __all__ = [
 
 NO_REPLY = "NO_REPLY"
 DAY_FILE = re.compile(r"memory/(\d{4}-\d{2}-\d{2})\.md")
-_SOURCE_LINE = re.compile(r"^> source: session=(\S+) turns=([0-9,\-]+)\s*$", re.MULTILINE)
+_SOURCE_LINE = re.compile(
+    r"^> source: session=(\S+) turns=([0-9,\-]+)(?:[ \t]+\S.*)?[ \t]*$", re.MULTILINE
+)
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+(.*\S)\s*$")
 MAX_BULLETS = 50
 MAX_BULLET_CHARS = 600
@@ -45,11 +47,18 @@ MAX_BULLET_CHARS = 600
 
 @dataclass(frozen=True)
 class Source:
+    """Where a section came from: the session, its turns and the model that wrote it
+    (the time is the section header's)."""
+
     session_id: str
     turns: tuple[int, ...]
+    model: str | None = None
 
     def render(self) -> str:
-        return f"> source: session={self.session_id} turns={format_turns(self.turns)}"
+        line = f"> source: session={self.session_id} turns={format_turns(self.turns)}"
+        if self.model:
+            line += " model=" + "".join(self.model.split())
+        return line
 
 
 def day_of(moment: datetime, zone: ZoneInfo) -> str:
