@@ -1,6 +1,7 @@
 """memory_consolidate: two event sources, one job.
 
-EventBridge schedule tick -> fan_out: one ConsolidationJob per due user
+EventBridge schedule tick -> one ConsolidationJob per due user, and a tail flush job
+                            per throttled session whose gate has reopened
 ConsolidationQueue batch  -> consolidate each user (partial batch failures)
 """
 
@@ -16,7 +17,7 @@ from aws_lambda_powertools.utilities.batch import (
 )
 
 from agent_harness.jobs import ConsolidationJob
-from agent_harness.memory.consolidate import consolidate, fan_out
+from agent_harness.memory.consolidate import consolidate, tick
 from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
 
@@ -43,5 +44,5 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             event=event, record_handler=record_handler, processor=processor, context=context
         )
     if event.get("detail-type") == "Scheduled Event":
-        return {"queued": fan_out(runtime)}
+        return tick(runtime)
     raise ValueError("unsupported event: expected an SQS batch or an EventBridge schedule tick")

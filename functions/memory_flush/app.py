@@ -2,7 +2,8 @@
 (index the new turns for thread search, then flush their facts into the ledger).
 
 Partial batch failures: a failed record and the rest of its user's group are retried
-(order per user is kept); other users' records in the batch still complete.
+(order per user is kept); other users' records in the batch still complete. Each job
+runs once per body (Powertools Idempotency on the state table).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from aws_lambda_powertools.utilities.batch import (
     process_partial_response,
 )
 
+from agent_harness.aws.idempotency import idempotent_post_turn
 from agent_harness.jobs import PostTurnJob
-from agent_harness.memory.flush import run_post_turn_job
 from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
 
@@ -27,17 +28,18 @@ if TYPE_CHECKING:
 logger = Logger()
 metrics = Metrics()
 runtime = Runtime.from_settings(Settings.from_env())
+process_job, idempotency = idempotent_post_turn(runtime)
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 
 def record_handler(record: SQSRecord) -> str:
-    job = PostTurnJob.model_validate_json(record.body)
-    return run_post_turn_job(runtime, job).status
+    return process_job(PostTurnJob.model_validate_json(record.body))
 
 
 @logger.inject_lambda_context
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    idempotency.register_lambda_context(context)
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )

@@ -65,6 +65,9 @@ class Stack:
     def items(self) -> list[dict[str, Any]]:
         return self.clients["dynamodb"].scan(TableName=self.table)["Items"]
 
+    def delete_item(self, key: dict[str, Any]) -> None:
+        self.clients["dynamodb"].delete_item(TableName=self.table, Key=key)
+
     def receive(self, queue: str, *, max_messages: int = 10) -> list[dict[str, Any]]:
         url = self.resolver.refs[queue]
         resp = self.clients["sqs"].receive_message(

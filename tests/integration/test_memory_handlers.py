@@ -60,6 +60,31 @@ def test_a_redelivered_flush_record_does_not_duplicate_the_ledger(stack: Stack) 
     flush = stack.handler(FLUSH)
     stack.invoke(flush, load_event("memory_flush_sqs.json"), FLUSH)
     before = ledger_text(stack)
+    s3_calls: list[str] = []
+    s3 = flush.runtime.clients["s3"]
+    s3.meta.events.register("before-call.s3", lambda model, **_: s3_calls.append(model.name))
+
+    assert stack.invoke(flush, load_event("memory_flush_sqs.json"), FLUSH) == {
+        "batchItemFailures": []
+    }
+
+    assert ledger_text(stack) == before
+    # Powertools Idempotency answered the repeat from its record: no S3 request at all
+    assert s3_calls == []
+    records = [i for i in stack.items() if i["pk"]["S"] == "IDEMPOTENCY#post-turn"]
+    assert len(records) == 1 and records[0]["status"]["S"] == "COMPLETED"
+    assert int(records[0]["expires_at"]["N"]) > 0  # the table's TTL removes it
+
+
+def test_a_redelivery_past_the_idempotency_record_is_still_a_no_op(stack: Stack) -> None:
+    """The second line: with the record gone, the cursor and source lines hold."""
+    stack.invoke(stack.handler(AGENT), load_event("agent_call_post_message.json"), AGENT)
+    flush = stack.handler(FLUSH)
+    stack.invoke(flush, load_event("memory_flush_sqs.json"), FLUSH)
+    before = ledger_text(stack)
+    for item in stack.items():
+        if item["pk"]["S"] == "IDEMPOTENCY#post-turn":
+            stack.delete_item({"pk": item["pk"], "sk": item["sk"]})
     assert stack.invoke(flush, load_event("memory_flush_sqs.json"), FLUSH) == {
         "batchItemFailures": []
     }
@@ -180,7 +205,7 @@ def test_the_schedule_tick_fans_out_one_job_per_due_user(stack: Stack) -> None:
     consolidate = stack.handler(CONSOLIDATE)
     assert stack.invoke(
         consolidate, load_event("memory_consolidate_schedule.json"), CONSOLIDATE
-    ) == {"queued": 3}
+    ) == {"queued": 3, "flush_tails": 0}
     jobs = stack.receive("ConsolidationQueue")
     assert sorted(json.loads(m["Body"])["user_id"] for m in jobs) == ["alice", "bob", "carol"]
     assert stack.invoke(consolidate, stack.sqs_event("ConsolidationQueue", jobs), CONSOLIDATE) == {
@@ -189,7 +214,7 @@ def test_the_schedule_tick_fans_out_one_job_per_due_user(stack: Stack) -> None:
     # consolidated users are no longer due: the next tick queues nothing
     assert stack.invoke(
         consolidate, load_event("memory_consolidate_schedule.json"), CONSOLIDATE
-    ) == {"queued": 0}
+    ) == {"queued": 0, "flush_tails": 0}
 
 
 def test_imported_history_is_flushed_indexed_and_searchable(stack: Stack) -> None:
@@ -226,3 +251,48 @@ def test_a_bad_import_is_422_and_writes_nothing(stack: Stack) -> None:
     response = stack.invoke(stack.handler(AGENT), event, AGENT)
     assert response["statusCode"] == 422
     assert stack.object_keys() == [] and stack.receive("FlushQueue") == []
+
+
+def drain_flush_queue(stack: Stack, flush) -> list[str]:
+    statuses = []
+    while messages := stack.receive("FlushQueue"):
+        result = stack.invoke(flush, stack.sqs_event("FlushQueue", messages), FLUSH)
+        assert result["batchItemFailures"] == []
+        for m in messages:
+            stack.clients["sqs"].delete_message(
+                QueueUrl=stack.resolver.refs["FlushQueue"], ReceiptHandle=m["ReceiptHandle"]
+            )
+            statuses.append(json.loads(m["Body"])["reason"])
+    return statuses
+
+
+def test_a_throttled_sessions_tail_is_flushed_after_the_schedule_tick(stack: Stack) -> None:
+    """throttled:10m on DynamoDB: turn 1 flushes, turn 2 is throttled and marked; the
+    tick after the gate reopens sends a tail job (GSI query on moto) that flushes it."""
+    from datetime import UTC, datetime
+
+    from tests.fakes import ManualClock
+
+    agent = stack.handler(AGENT)
+    env = {"HARNESS_FLUSH_TRIGGER": "throttled:10m"}
+    flush, consolidate = stack.handler(FLUSH, **env), stack.handler(CONSOLIDATE, **env)
+    clock = ManualClock(datetime.now(UTC))
+    flush.runtime.clock = consolidate.runtime.clock = clock
+
+    post(stack, agent, "s1", "Remember that I prefer aisle seats.")
+    drain_flush_queue(stack, flush)
+    post(stack, agent, "s1", "Remember that my badge number is on the fridge.")
+    drain_flush_queue(stack, flush)
+    assert "badge number" not in ledger_text(stack)  # throttled
+
+    schedule = load_event("memory_consolidate_schedule.json")
+    assert stack.invoke(consolidate, schedule, CONSOLIDATE)["flush_tails"] == 0
+    clock.advance(minutes=11)
+    assert stack.invoke(consolidate, schedule, CONSOLIDATE)["flush_tails"] == 1
+    assert drain_flush_queue(stack, flush) == ["tail"]
+
+    assert "badge number is on the fridge" in ledger_text(stack)
+    session = next(i for i in stack.items() if i["sk"]["S"] == "S#s1")
+    assert session["flush_cursor"]["N"] == "2" and "due_shard" not in session
+    clock.advance(hours=1)
+    assert stack.invoke(consolidate, schedule, CONSOLIDATE)["flush_tails"] == 0

@@ -31,6 +31,7 @@ from agent_harness.errors import ConflictError, HarnessError, PreconditionFailed
 from agent_harness.ids import MEMORY_FILE, User, ledger_path
 from agent_harness.jobs import ConsolidationJob
 from agent_harness.memory.files import ledger_files
+from agent_harness.memory.flush import sweep_flush_tails
 from agent_harness.memory.maintenance import archive_ledgers
 from agent_harness.memory.prompts import clean_memory_document, consolidation_messages
 from agent_harness.models.base import ChatRequest
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from agent_harness.aws.state import UserState
     from agent_harness.runtime import Runtime
 
-__all__ = ["ConsolidationOutcome", "consolidate", "fan_out", "request_consolidation"]
+__all__ = ["ConsolidationOutcome", "consolidate", "fan_out", "request_consolidation", "tick"]
 
 logger = Logger(child=True)
 metrics = Metrics()
@@ -92,6 +93,11 @@ def fan_out(rt: Runtime) -> int:
     metrics.add_metric("ConsolidationJobsQueued", MetricUnit.Count, len(jobs))
     logger.info("consolidation fan-out", extra={"jobs": len(jobs)})
     return len(jobs)
+
+
+def tick(rt: Runtime) -> dict[str, int]:
+    """The scheduled event: fan out consolidations, and flush throttled sessions' tails."""
+    return {"queued": fan_out(rt), "flush_tails": sweep_flush_tails(rt)}
 
 
 def consolidate(rt: Runtime, job: ConsolidationJob) -> ConsolidationOutcome:

@@ -1,0 +1,73 @@
+"""Powertools Idempotency for queue jobs, on the state table.
+
+A post-turn job redelivered by SQS (visibility timeout, a retried batch) or sent twice
+runs once: the first run leaves a record keyed by the job's hash, and a repeat within
+``expires_after_seconds`` returns the recorded outcome without touching S3, DynamoDB
+or the model. While a run is in progress its record also keeps a second delivery of
+the same job from running beside it (Powertools raises, the record is retried later);
+the in-progress mark expires with the Lambda's remaining time, so a crashed run never
+blocks its retry. A run that raises leaves no record, so the retry runs in full.
+
+This is the first line; the flush cursor and the ledger's source lines are the second:
+they make overlapping jobs with different bodies (and anything past the record's
+expiry) idempotent too.
+
+Records live in the state table under one partition, ``pk = IDEMPOTENCY#post-turn``,
+``sk = <function>#<hash>``, and expire through the table's TTL attribute. They hold a
+hash and an outcome word, no user content.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
+
+from agent_harness.memory.flush import run_post_turn_job
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from agent_harness.jobs import PostTurnJob
+    from agent_harness.runtime import Runtime
+
+__all__ = ["IDEMPOTENCY_PK", "idempotent_post_turn"]
+
+metrics = Metrics()
+
+IDEMPOTENCY_PK = "IDEMPOTENCY#post-turn"
+#: how long a finished job's outcome answers its repeats
+RECORD_SECONDS = 6 * 3600
+
+
+def idempotent_post_turn(
+    rt: Runtime, *, dynamodb_client: Any | None = None
+) -> tuple[Callable[[PostTurnJob], str], IdempotencyConfig]:
+    """``process(job) -> status``: ``run_post_turn_job`` behind a Powertools idempotency
+    record. Call ``config.register_lambda_context(context)`` in the handler."""
+    persistence = DynamoDBPersistenceLayer(
+        table_name=rt.settings.table,
+        key_attr="pk",
+        sort_key_attr="sk",
+        static_pk_value=IDEMPOTENCY_PK,
+        expiry_attr="expires_at",
+        boto3_client=dynamodb_client or rt.clients["dynamodb"],
+    )
+    config = IdempotencyConfig(expires_after_seconds=RECORD_SECONDS)
+
+    @idempotent_function(data_keyword_argument="job", persistence_store=persistence, config=config)
+    def process(job: PostTurnJob) -> str:
+        return run_post_turn_job(rt, job).status
+
+    def call(job: PostTurnJob) -> str:
+        # PostTurnJobs (counted inside) vs this: the repeats the record answered
+        metrics.add_metric("PostTurnDeliveries", MetricUnit.Count, 1)
+        return str(process(job=job))
+
+    return call, config
