@@ -144,6 +144,15 @@ class MemoryStore:
                 raise PreconditionFailedError(f"{path} changed")
             self.deleted.setdefault(key, []).extend(self.objects.pop(key))
 
+    def purge(self, user: User) -> int:
+        base = f"users/{user.key}/"
+        with self.lock:
+            count = 0
+            for store in (self.objects, self.deleted):
+                for key in [k for k in store if k.startswith(base)]:
+                    count += len(store.pop(key)) + (store is self.deleted)  # + delete marker
+            return count
+
     def append(self, user: User, path: str, build: Callable[[str], str | None]) -> str | None:
         # the production CAS loop, on this store's atomic conditional put
         return cas_append(self, user, path, build, attempts=self.append_attempts)
@@ -333,6 +342,22 @@ class MemoryTable:
             item = self.users.get(user.key)
             if item and item.cons_owner == owner:
                 item.cons_owner = None
+
+    def abandon_consolidation(self, user: User, owner: str) -> bool:
+        with self.lock:
+            item = self.users.get(user.key)
+            if item is None or item.cons_owner != owner or item.state != UserState():
+                return False
+            del self.users[user.key]
+            return True
+
+    def purge_user(self, user: User) -> int:
+        with self.lock:
+            doomed = [k for k in self.sessions if k[0] == user.key]
+            for k in doomed:
+                del self.sessions[k]
+            had_user = self.users.pop(user.key, None) is not None
+            return len(doomed) + int(had_user)
 
     def query_due(self, shard: str) -> list[DueUser]:
         return [

@@ -314,19 +314,6 @@ def test_consolidate_now_is_queued(stack: Stack) -> None:
     }
 
 
-@pytest.mark.parametrize(
-    ("method", "path"),
-    [
-        ("DELETE", "/v1/memory"),
-    ],
-)
-def test_routes_of_later_releases_answer_501(stack: Stack, method: str, path: str) -> None:
-    event = load_event("agent_call_get_memory.json", rawPath=path)
-    event["requestContext"]["http"].update(method=method, path=path)
-    response = stack.invoke(stack.handler(FN), event, FN)
-    assert response["statusCode"] == 501 and body(response)["error"]["code"] == "not_implemented"
-
-
 def test_unknown_routes_are_404_in_the_error_shape(stack: Stack) -> None:
     event = load_event("agent_call_get_memory.json", rawPath="/v2/nothing")
     event["requestContext"]["http"]["path"] = "/v2/nothing"

@@ -71,8 +71,9 @@ def test_a_redelivered_flush_record_does_not_duplicate_the_ledger(stack: Stack) 
     assert ledger_text(stack) == before
     # Powertools Idempotency answered the repeat from its record: no S3 request at all
     assert s3_calls == []
-    records = [i for i in stack.items() if i["pk"]["S"] == "IDEMPOTENCY#post-turn"]
+    records = [i for i in stack.items() if "status" in i]
     assert len(records) == 1 and records[0]["status"]["S"] == "COMPLETED"
+    assert records[0]["pk"]["S"] == "U#alice"  # in the user's partition: forget removes it
     assert int(records[0]["expires_at"]["N"]) > 0  # the table's TTL removes it
 
 
@@ -83,7 +84,7 @@ def test_a_redelivery_past_the_idempotency_record_is_still_a_no_op(stack: Stack)
     stack.invoke(flush, load_event("memory_flush_sqs.json"), FLUSH)
     before = ledger_text(stack)
     for item in stack.items():
-        if item["pk"]["S"] == "IDEMPOTENCY#post-turn":
+        if "status" in item:  # the idempotency record
             stack.delete_item({"pk": item["pk"], "sk": item["sk"]})
     assert stack.invoke(flush, load_event("memory_flush_sqs.json"), FLUSH) == {
         "batchItemFailures": []
@@ -296,3 +297,38 @@ def test_a_throttled_sessions_tail_is_flushed_after_the_schedule_tick(stack: Sta
     assert session["flush_cursor"]["N"] == "2" and "due_shard" not in session
     clock.advance(hours=1)
     assert stack.invoke(consolidate, schedule, CONSOLIDATE)["flush_tails"] == 0
+
+
+def test_forget_removes_every_version_marker_and_item_of_the_user_only(stack: Stack) -> None:
+    """Invariant 9 on moto: a user with turns, ledger, MEMORY.md snapshots, an archived
+    day (a delete marker), cursors and leases is gone; another user is untouched; jobs
+    still queued for the forgotten user write nothing."""
+    agent, flush = stack.handler(AGENT), stack.handler(FLUSH)
+    consolidate = stack.handler(CONSOLIDATE)
+    for user in ("alice", "bob"):
+        event = load_event("agent_call_post_message.json")
+        event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = user
+        stack.invoke(agent, event, AGENT)
+    drain_flush_queue(stack, flush)
+    for user in ("alice", "bob"):
+        job = load_event("memory_consolidate_sqs.json")
+        job["Records"][0]["body"] = job["Records"][0]["body"].replace("alice", user)
+        stack.invoke(consolidate, job, CONSOLIDATE)
+    s3 = stack.clients["s3"]
+    s3.put_object(Bucket=stack.bucket, Key="users/alice/MEMORY.md", Body=b"# edited\n")
+    s3.delete_object(Bucket=stack.bucket, Key="users/alice/memory/2020-01-01.md")  # a marker
+    queued_later = load_event("memory_flush_sqs.json")  # alice's job, delivered after
+
+    response = stack.invoke(agent, load_event("agent_call_forget.json"), AGENT)
+
+    assert response["statusCode"] == 204
+    listed = s3.list_object_versions(Bucket=stack.bucket, Prefix="users/")
+    left = {v["Key"] for v in [*listed.get("Versions", []), *listed.get("DeleteMarkers", [])]}
+    assert left and all(key.startswith("users/bob/") for key in left)
+    assert {i["pk"]["S"] for i in stack.items()} == {"U#bob"}
+
+    assert stack.invoke(flush, queued_later, FLUSH) == {"batchItemFailures": []}
+    stack.invoke(consolidate, load_event("memory_consolidate_sqs.json"), CONSOLIDATE)
+    listed = s3.list_object_versions(Bucket=stack.bucket, Prefix="users/alice/")
+    assert not listed.get("Versions") and not listed.get("DeleteMarkers")
+    assert {i["pk"]["S"] for i in stack.items()} == {"U#bob"}

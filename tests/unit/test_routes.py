@@ -14,6 +14,7 @@ from agent_harness.errors import (
     ModelTimeoutError,
     StoreError,
 )
+from agent_harness.ids import User
 from agent_harness.settings import Settings
 from local_stack.lambdas import context_for, http_event
 from tests.fakes import ScriptedModel, make_runtime
@@ -27,7 +28,8 @@ def call(rt, method: str, path: str, payload: object | None = None, user: str | 
     raw_path, _, query = path.partition("?")
     event = http_event(method, raw_path, query=query, headers=headers, body=body)
     response = build_app(rt).resolve(event, context_for("AgentCallFunction"))
-    return response["statusCode"], json.loads(response["body"]), response.get("headers", {})
+    payload = json.loads(response["body"]) if response["body"] else None
+    return response["statusCode"], payload, response.get("headers", {})
 
 
 def dev_runtime(**kwargs):
@@ -98,3 +100,30 @@ def test_query_parameters_are_validated() -> None:
 def test_rollback_to_an_unknown_version_is_404() -> None:
     status, body, _ = call(dev_runtime(), "POST", "/v1/memory/rollback", {"version_id": "nope"})
     assert (status, body["error"]["code"]) == (404, "not_found")
+
+
+def test_forget_deletes_the_callers_workspace_and_state_and_nothing_else() -> None:
+    from agent_harness.agent.turn import run_turn
+
+    rt = dev_runtime()
+    for user in ("alice", "bob"):
+        run_turn(rt, User.from_id(user), "s1", "Remember that I prefer tea.")
+        call(rt, "POST", "/v1/memory/save", {"content": "likes green tea"}, user=user)
+    rt.store.delete(User.from_id("alice"), "MEMORY.md")  # an old version behind a marker
+
+    status, payload, _ = call(rt, "DELETE", "/v1/memory", user="alice")
+
+    assert (status, payload) == (204, None)
+    every_key = [*rt.store.objects, *rt.store.deleted]
+    assert every_key and all(key.startswith("users/bob/") for key in every_key)
+    assert {key for key, _ in rt.table.sessions} == {"bob"}
+    assert call(rt, "GET", "/v1/memory", user="alice")[1] == {"content": "", "etag": None}
+    assert call(rt, "GET", "/v1/memory", user="bob")[1]["content"]
+
+
+def test_forget_without_identity_is_401_and_deletes_nothing() -> None:
+    rt = dev_runtime()
+    call(rt, "POST", "/v1/memory/save", {"content": "likes tea"})
+    status, payload, _ = call(rt, "DELETE", "/v1/memory", user=None)
+    assert status == 401 and payload["error"]["code"]
+    assert rt.store.objects

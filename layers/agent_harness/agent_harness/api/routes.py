@@ -30,7 +30,6 @@ from agent_harness.errors import (
     HarnessError,
     InvalidRequestError,
     NotFoundError,
-    NotImplementedYetError,
     PayloadTooLargeError,
     UnauthorizedError,
     ValidationFailedError,
@@ -293,11 +292,12 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
         job = request_consolidation(rt, current_user())
         return _json(202, {"status": "queued", "requested_at": job.requested_at})
 
-    # -- owned by later issues ----------------------------------------------
-    def later(feature: str) -> Response:
-        current_user()
-        raise NotImplementedYetError(f"{feature} is not available in this release yet")
+    @app.delete("/v1/memory")
+    def forget() -> Response:
+        """Forget the caller entirely: every object version and every item (invariant 9)."""
+        from agent_harness.memory.forget import forget_user
 
-    app.delete("/v1/memory")(lambda: later("forgetting a user"))
+        forget_user(rt, current_user())
+        return Response(status_code=204, body="")
 
     return app

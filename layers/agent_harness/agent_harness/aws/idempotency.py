@@ -12,9 +12,10 @@ This is the first line; the flush cursor and the ledger's source lines are the s
 they make overlapping jobs with different bodies (and anything past the record's
 expiry) idempotent too.
 
-Records live in the state table under one partition, ``pk = IDEMPOTENCY#post-turn``,
-``sk = <function>#<hash>``, and expire through the table's TTL attribute. They hold a
-hash and an outcome word, no user content.
+Records live in the state table in the job's user partition, ``pk = U#<user key>``,
+``sk = <function>#<hash>`` (so load spreads over users and forget-user deletes them
+with the rest), and expire through the table's TTL attribute. They hold a hash and an
+outcome word, no user content.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent_function,
 )
 
+from agent_harness.ids import User
 from agent_harness.memory.flush import run_post_turn_job
 
 if TYPE_CHECKING:
@@ -37,11 +39,10 @@ if TYPE_CHECKING:
     from agent_harness.jobs import PostTurnJob
     from agent_harness.runtime import Runtime
 
-__all__ = ["IDEMPOTENCY_PK", "idempotent_post_turn"]
+__all__ = ["idempotent_post_turn"]
 
 metrics = Metrics()
 
-IDEMPOTENCY_PK = "IDEMPOTENCY#post-turn"
 #: how long a finished job's outcome answers its repeats
 RECORD_SECONDS = 6 * 3600
 
@@ -51,23 +52,36 @@ def idempotent_post_turn(
 ) -> tuple[Callable[[PostTurnJob], str], IdempotencyConfig]:
     """``process(job) -> status``: ``run_post_turn_job`` behind a Powertools idempotency
     record. Call ``config.register_lambda_context(context)`` in the handler."""
-    persistence = DynamoDBPersistenceLayer(
-        table_name=rt.settings.table,
-        key_attr="pk",
-        sort_key_attr="sk",
-        static_pk_value=IDEMPOTENCY_PK,
-        expiry_attr="expires_at",
-        boto3_client=dynamodb_client or rt.clients["dynamodb"],
-    )
+    client = dynamodb_client or rt.clients["dynamodb"]
     config = IdempotencyConfig(expires_after_seconds=RECORD_SECONDS)
 
-    @idempotent_function(data_keyword_argument="job", persistence_store=persistence, config=config)
-    def process(job: PostTurnJob) -> str:
-        return run_post_turn_job(rt, job).status
+    def run(job: PostTurnJob) -> str:
+        status = run_post_turn_job(rt, job).status
+        if status == "no_session":
+            raise _NoSession  # Powertools deletes the record: nothing of a forgotten user
+        return status
 
     def call(job: PostTurnJob) -> str:
         # PostTurnJobs (counted inside) vs this: the repeats the record answered
         metrics.add_metric("PostTurnDeliveries", MetricUnit.Count, 1)
-        return str(process(job=job))
+        persistence = DynamoDBPersistenceLayer(
+            table_name=rt.settings.table,
+            key_attr="pk",
+            sort_key_attr="sk",
+            static_pk_value=f"U#{User.from_id(job.user_id).key}",
+            expiry_attr="expires_at",
+            boto3_client=client,
+        )
+        process = idempotent_function(
+            data_keyword_argument="job", persistence_store=persistence, config=config
+        )(run)
+        try:
+            return str(process(job=job))
+        except _NoSession:
+            return "no_session"
 
     return call, config
+
+
+class _NoSession(Exception):
+    """The job's session does not exist (never did, or its user was forgotten)."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -148,6 +149,10 @@ class StateTable(Protocol):
     def release_consolidation_lease(self, user: User, owner: str) -> None: ...
 
     def query_due(self, shard: str) -> list[DueUser]: ...
+
+    def abandon_consolidation(self, user: User, owner: str) -> bool: ...
+
+    def purge_user(self, user: User) -> int: ...
 
 
 def _n(value: int) -> dict[str, str]:
@@ -516,3 +521,54 @@ class DynamoStateTable:
         except (ClientError, BotoCoreError) as exc:
             raise StoreError("querying due users failed") from exc
         return out
+
+    # forgetting -------------------------------------------------------------
+    def abandon_consolidation(self, user: User, owner: str) -> bool:
+        """Remove a user item that only our lease created (a job for a user with nothing,
+        e.g. one forgotten since it was queued), so no trace is left behind."""
+        try:
+            self._ddb.delete_item(
+                TableName=self._table,
+                Key=self._user_key(user),
+                ConditionExpression=(
+                    "cons_owner = :o AND attribute_not_exists(due_seq) "
+                    "AND attribute_not_exists(ledger_consumed) "
+                    "AND attribute_not_exists(last_consolidated_at)"
+                ),
+                ExpressionAttributeValues={":o": _s(owner)},
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return False
+            raise StoreError("removing an empty user item failed") from exc
+        except BotoCoreError as exc:
+            raise StoreError("removing an empty user item failed") from exc
+        return True
+
+    def purge_user(self, user: User) -> int:
+        """Delete every item of the user (sessions, leases, cursors, gates, watermark,
+        due marks): one Query on the partition, BatchWriteItem in 25s."""
+        keys: list[dict[str, Any]] = []
+        try:
+            pages = self._ddb.get_paginator("query").paginate(
+                TableName=self._table,
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues={":pk": _s(f"U#{user.key}")},
+                ProjectionExpression="pk, sk",
+                ConsistentRead=True,
+            )
+            for page in pages:
+                keys.extend({"pk": i["pk"], "sk": i["sk"]} for i in page.get("Items", []))
+            for start in range(0, len(keys), 25):
+                requests = [{"DeleteRequest": {"Key": k}} for k in keys[start : start + 25]]
+                for attempt in range(8):
+                    resp = self._ddb.batch_write_item(RequestItems={self._table: requests})
+                    requests = resp.get("UnprocessedItems", {}).get(self._table, [])
+                    if not requests:
+                        break
+                    time.sleep(min(1.0, 0.05 * 2**attempt))
+                else:
+                    raise StoreError("deleting the user's items failed: throttled")
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("deleting the user's items failed") from exc
+        return len(keys)

@@ -102,6 +102,8 @@ class WorkspaceStore(Protocol):
 
     def delete(self, user: User, path: str, *, if_match: str | None = None) -> None: ...
 
+    def purge(self, user: User) -> int: ...
+
 
 def cas_append(
     store: WorkspaceStore,
@@ -341,6 +343,33 @@ class S3WorkspaceStore:
             raise StoreError(f"deleting {path} failed") from exc
         except BotoCoreError as exc:
             raise StoreError(f"deleting {path} failed") from exc
+
+    def purge(self, user: User) -> int:
+        """Delete every version and delete marker under the user's prefix (forget-user).
+        Returns how many were deleted. Only this user's prefix is ever listed."""
+        prefix = self.prefix(user)
+        doomed: list[dict[str, str]] = []
+        try:
+            pages = self._s3.get_paginator("list_object_versions").paginate(
+                Bucket=self._bucket, Prefix=prefix
+            )
+            for page in pages:
+                for item in [*page.get("Versions", []), *page.get("DeleteMarkers", [])]:
+                    if item["Key"].startswith(prefix):
+                        doomed.append({"Key": item["Key"], "VersionId": item["VersionId"]})
+            for start in range(0, len(doomed), 1000):  # DeleteObjects takes 1,000
+                resp = self._s3.delete_objects(
+                    Bucket=self._bucket,
+                    Delete={"Objects": doomed[start : start + 1000], "Quiet": True},
+                )
+                if resp.get("Errors"):
+                    first = resp["Errors"][0]
+                    raise StoreError(
+                        f"deleting {len(resp['Errors'])} objects failed ({first.get('Code')})"
+                    )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("deleting the user's workspace failed") from exc
+        return len(doomed)
 
     def append(self, user: User, path: str, build: AppendBuilder) -> str | None:
         return cas_append(

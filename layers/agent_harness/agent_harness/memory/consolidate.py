@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Literal
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+from agent_harness.aws.state import UserState
 from agent_harness.clock import epoch_ms, iso
 from agent_harness.errors import ConflictError, HarnessError, PreconditionFailedError
 from agent_harness.ids import MEMORY_FILE, User, ledger_path
@@ -37,7 +38,6 @@ from agent_harness.memory.prompts import clean_memory_document, consolidation_me
 from agent_harness.models.base import ChatRequest
 
 if TYPE_CHECKING:
-    from agent_harness.aws.state import UserState
     from agent_harness.runtime import Runtime
 
 __all__ = ["ConsolidationOutcome", "consolidate", "fan_out", "request_consolidation", "tick"]
@@ -162,6 +162,11 @@ def _run(
     if rebuild:  # newest first, so the byte budget keeps the most recent history
         pending.reverse()
 
+    # nothing here and nothing ever was (e.g. the user was forgotten after this job was
+    # queued): leave no item behind
+    never_had_memory = current is None and not sizes and state == UserState()
+    if never_had_memory and rt.table.abandon_consolidation(user, owner):
+        return ConsolidationOutcome("nothing_new")
     if not pending:
         _archive(rt, user, sizes, consumed)
         rt.table.complete_consolidation(user, owner, consumed, state.due_seq, iso(now))
