@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 
 import httpx
 
 from agent_harness import markup
+from tests.conftest import ROOT
 from tests.e2e.conftest import FakeLLM, LocalStackProcess, wait_for
 
 FACT = "I prefer window seats on long flights."
@@ -109,3 +114,44 @@ def test_identity_and_bad_input_over_http(local_stack: LocalStackProcess) -> Non
     assert carol.post("/v1/sessions/s/messages", json={"msg": "x"}).status_code == 422
     assert carol.get("/v1/sessions/s/messages").json()["turns"] == []
     assert carol.get("/v1/memory").json() == {"content": "", "etag": None}
+
+
+def test_the_operator_cli_drives_the_running_local_stack(
+    offline_stack: LocalStackProcess, tmp_path
+) -> None:
+    """`make cli` as an operator runs it: a separate process, the env file of `make dev`
+    (pointed at this stack's moto port), the real S3/DynamoDB/SQS of the stack."""
+    env_file = tmp_path / "sam-env.json"
+    shipped = (ROOT / "local_stack" / "sam-env.json").read_text()
+    env_file.write_text(shipped.replace("http://127.0.0.1:5001", offline_stack.aws_endpoint))
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "agent_harness.cli", "--env-file", str(env_file), *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "layers" / "agent_harness")},
+            check=False,
+        )
+
+    with offline_stack.client("cli-user") as http:
+        reply = http.post("/v1/sessions/s1/messages", json={"message": "Remember that I use vim."})
+        assert reply.status_code == 200
+        wait_for(lambda: http.get("/v1/memory/ledger").json()["days"])
+
+    done = cli("consolidate-now", "cli-user")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "consolidated"
+    shown = cli("show", "cli-user")
+    assert "I use vim" in shown.stdout
+    traced = cli("trace", "cli-user", "I use vim")
+    assert "session=s1 turns=1 model=offline" in traced.stdout
+
+    gone = cli("forget", "cli-user", "--yes")
+    assert gone.returncode == 0, gone.stderr
+    listed = offline_stack.s3().list_object_versions(
+        Bucket="agent-harness-local-workspace", Prefix="users/cli-user/"
+    )
+    assert not listed.get("Versions") and not listed.get("DeleteMarkers")

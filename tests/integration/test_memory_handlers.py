@@ -332,3 +332,29 @@ def test_forget_removes_every_version_marker_and_item_of_the_user_only(stack: St
     listed = s3.list_object_versions(Bucket=stack.bucket, Prefix="users/alice/")
     assert not listed.get("Versions") and not listed.get("DeleteMarkers")
     assert {i["pk"]["S"] for i in stack.items()} == {"U#bob"}
+
+
+def test_the_operator_cli_works_against_the_stack_from_an_env_file(
+    stack: Stack, tmp_path, capsys
+) -> None:
+    from agent_harness.cli import main
+
+    stack.invoke(stack.handler(AGENT), load_event("agent_call_post_message.json"), AGENT)
+    drain_flush_queue(stack, stack.handler(FLUSH))
+    env_file = tmp_path / "env.json"
+    env_file.write_text(json.dumps({"MemoryConsolidateFunction": stack.env(CONSOLIDATE)}))
+    where = ["--env-file", str(env_file)]
+    capsys.readouterr()  # the handlers' metric lines
+
+    assert main([*where, "consolidate-now", "alice"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "consolidated"
+    assert main([*where, "show", "alice"]) == 0
+    assert "window seats" in capsys.readouterr().out
+    assert main([*where, "consolidate-now", "bob", "--queue"]) == 0
+    capsys.readouterr()
+    assert [json.loads(m["Body"])["user_id"] for m in stack.receive("ConsolidationQueue")] == [
+        "bob"
+    ]
+    assert main([*where, "forget", "alice", "--yes"]) == 0
+    assert json.loads(capsys.readouterr().out)["items"] >= 2
+    assert not [k for k in stack.object_keys() if k.startswith("users/alice/")]

@@ -1,0 +1,197 @@
+"""Operator commands over the same library the handlers use.
+
+    python -m agent_harness.cli [--env-file F | --stack NAME] <command> <user> ...
+
+    show USER [--day D | --versions | --days]   MEMORY.md (or one ledger day, versions, days)
+    search USER QUERY [--mode M] [--limit N]    memory_search over MEMORY.md and ledgers
+    trace USER TEXT                             which ledger sections (session, turns, model)
+                                                a MEMORY.md line came from
+    consolidate-now USER [--queue]              run a forced consolidation here (or queue it)
+    rollback USER VERSION_ID                    restore a MEMORY.md version (a new version)
+    forget USER --yes                           delete every object version and item of USER
+
+Where the stack is:
+  * ``--env-file local_stack/sam-env.json``: the local stack (``make dev``) or any JSON of
+    environment variables, flat or per function as ``sam local --env-vars`` takes it;
+  * ``--stack NAME``: a deployed stack, found through its CloudFormation outputs (the
+    AWS credentials and region of your shell);
+  * neither: the ``HARNESS_*`` variables of the environment.
+
+Model settings (``HARNESS_MEMORY_MODEL``, keys) come from the environment as usual;
+``consolidate-now`` uses them. Exit status: 0 done, 1 failed, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent_harness.errors import ConfigError, HarnessError
+from agent_harness.ids import User
+from agent_harness.settings import ENV, Settings
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from agent_harness.runtime import Runtime
+
+__all__ = ["main", "stack_environment"]
+
+#: CloudFormation output -> environment variable
+STACK_OUTPUTS = {
+    "WorkspaceBucketName": ENV["bucket"],
+    "StateTableName": ENV["table"],
+    "FlushQueueUrl": ENV["flush_queue_url"],
+    "ConsolidationQueueUrl": ENV["consolidation_queue_url"],
+}
+LOCAL_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+
+def stack_environment(env_file: str | None, stack: str | None) -> dict[str, str]:
+    """The variables that locate the stack, on top of the process environment."""
+    env = dict(os.environ)
+    if env_file:
+        data = json.loads(Path(env_file).read_text(encoding="utf-8"))
+        if isinstance(data, dict) and all(isinstance(v, dict) for v in data.values()):
+            # per function (sam local --env-vars): the consolidation function sees it all
+            merged: dict[str, Any] = {}
+            for section in data.values():
+                merged.update(section)
+            data = merged
+        env.update({k: str(v) for k, v in data.items() if str(v) != ""})
+        if not Path(env.get("TIKTOKEN_CACHE_DIR", "/")).is_dir():
+            env.pop("TIKTOKEN_CACHE_DIR", None)  # a Lambda path (/opt/...): use the package's
+        if env.get("AWS_ENDPOINT_URL", "").startswith(("http://127.0.0.1", "http://localhost")):
+            for key, value in LOCAL_CREDENTIALS.items():
+                env.setdefault(key, value)
+            env.setdefault("AWS_REGION", env["AWS_DEFAULT_REGION"])
+    if stack:
+        import boto3
+
+        outputs = boto3.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0]
+        for output in outputs.get("Outputs", []):
+            if output["OutputKey"] in STACK_OUTPUTS:
+                env[STACK_OUTPUTS[output["OutputKey"]]] = output["OutputValue"]
+    return env
+
+
+def _runtime_from(env: Mapping[str, str]) -> Runtime:
+    from agent_harness.runtime import Runtime
+
+    os.environ.update({k: v for k, v in env.items() if k.startswith("AWS_")})
+    return Runtime.from_settings(Settings.from_env(env))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m agent_harness.cli", description="Operate a user's agent memory."
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--env-file", help="JSON of environment variables (sam-env.json)")
+    where.add_argument("--stack", help="a deployed CloudFormation stack name")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    show = commands.add_parser("show", help="print MEMORY.md, a ledger day, versions or days")
+    show.add_argument("user")
+    pick = show.add_mutually_exclusive_group()
+    pick.add_argument("--day", help="print this ledger day (YYYY-MM-DD)")
+    pick.add_argument("--versions", action="store_true", help="list MEMORY.md versions")
+    pick.add_argument("--days", action="store_true", help="list the ledger days")
+
+    search = commands.add_parser("search", help="search MEMORY.md and the ledgers")
+    search.add_argument("user")
+    search.add_argument("query")
+    search.add_argument("--mode", default="ranked", choices=["phrase", "all", "any", "ranked"])
+    search.add_argument("--limit", type=int, default=20)
+
+    trace = commands.add_parser("trace", help="where a MEMORY.md line came from")
+    trace.add_argument("user")
+    trace.add_argument("text")
+
+    consolidate = commands.add_parser("consolidate-now", help="consolidate one user now")
+    consolidate.add_argument("user")
+    consolidate.add_argument("--queue", action="store_true", help="queue a job instead")
+
+    rollback = commands.add_parser("rollback", help="restore a MEMORY.md version")
+    rollback.add_argument("user")
+    rollback.add_argument("version_id")
+
+    forget = commands.add_parser("forget", help="delete everything of one user")
+    forget.add_argument("user")
+    forget.add_argument("--yes", action="store_true", help="confirm: this cannot be undone")
+    return parser
+
+
+def _print(data: object) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = print) -> int:
+    """One command against ``rt``; returns the exit status."""
+    from agent_harness.memory import files
+    from agent_harness.memory.search import search_memory
+
+    user = User.from_id(args.user)
+    if args.command == "show":
+        if args.day:
+            out(files.get_ledger_day(rt, user, args.day))
+        elif args.versions:
+            _print([v.__dict__ for v in files.list_memory_versions(rt, user)])
+        elif args.days:
+            _print(files.list_ledger_days(rt, user))
+        else:
+            document = files.get_memory(rt, user)
+            out(document.content if document.etag else "(no MEMORY.md yet)")
+    elif args.command == "search":
+        hits = search_memory(rt, user, args.query, args.mode, args.limit, rt.search_cache)
+        _print([{"path": h.path, "line": h.line, "text": h.text} for h in hits])
+    elif args.command == "trace":
+        from agent_harness.memory.provenance import trace_line
+
+        _print([s.__dict__ for s in trace_line(rt, user, args.text)])
+    elif args.command == "consolidate-now":
+        from agent_harness.memory.consolidate import consolidate, request_consolidation
+
+        if args.queue:
+            job = request_consolidation(rt, user)
+            _print({"queued": True, "requested_at": job.requested_at})
+        else:
+            from agent_harness.clock import iso
+            from agent_harness.jobs import ConsolidationJob
+
+            job = ConsolidationJob(user_id=user.id, force=True, requested_at=iso(rt.clock.now()))
+            outcome = consolidate(rt, job)
+            _print(outcome.__dict__)
+    elif args.command == "rollback":
+        document = files.rollback_memory(rt, user, args.version_id)
+        _print({"restored": args.version_id, "etag": document.etag})
+    elif args.command == "forget":
+        if not args.yes:
+            out(f"refusing to forget {user.id!r} without --yes (this cannot be undone)")
+            return 2
+        from agent_harness.memory.forget import forget_user
+
+        _print(forget_user(rt, user).__dict__)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, *, runtime: Runtime | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        rt = runtime or _runtime_from(stack_environment(args.env_file, args.stack))
+        return run(args, rt)
+    except (ConfigError, HarnessError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Provenance: from a MEMORY.md line back to the ledger sections it came from.
+
+Every ledger section carries its time (header) and source (session, turns, model; or
+the API / tool that saved it). Consolidation rewrites MEMORY.md in its own words, so the
+link is found by relevance: the ledger bullets (active and archived days) that best
+match the line, each with the section it sits in. The operator CLI's ``trace`` prints
+them; an operator can then read the turns themselves (GET .../messages).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agent_harness.ids import MEMORY_FILE
+from agent_harness.memory.search import load_memory_files, search_files
+
+if TYPE_CHECKING:
+    from agent_harness.ids import User
+    from agent_harness.runtime import Runtime
+
+__all__ = ["Origin", "trace_line"]
+
+_HEADER = re.compile(r"^## (.+?) — (\S+)\s*$")
+_SOURCE = re.compile(r"^> source: (.*)$")
+
+
+@dataclass(frozen=True)
+class Origin:
+    path: str
+    line: int
+    text: str
+    section: str | None  # "Flush", "Memory Save", ...
+    at: str | None
+    source: str | None  # "session=s1 turns=3-5 model=openai:gpt-4.1-mini"
+
+
+def trace_line(rt: Runtime, user: User, text: str, *, limit: int = 5) -> list[Origin]:
+    """The ledger lines (best first) a MEMORY.md line most likely came from."""
+    files = [(p, f) for p, f in load_memory_files(rt, user, rt.search_cache) if p != MEMORY_FILE]
+    by_path = dict(files)
+    origins: list[Origin] = []
+    for hit in search_files(files, text.strip().lstrip("-*• ").strip(), "ranked", limit * 3):
+        lines = by_path[hit.path].lines
+        section = at = source = None
+        for number in range(hit.line - 1, -1, -1):
+            header = _HEADER.match(lines[number])
+            if header:
+                section, at = header.group(1), header.group(2)
+                below = lines[number + 1] if number + 1 < len(lines) else ""
+                found = _SOURCE.match(below)
+                source = found.group(1) if found else None
+                break
+        if not hit.text.lstrip().startswith(("-", "*", "•")) and section is None:
+            continue
+        origins.append(Origin(hit.path, hit.line, hit.text, section, at, source))
+        if len(origins) >= limit:
+            break
+    return origins

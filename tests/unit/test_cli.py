@@ -1,0 +1,110 @@
+"""The operator CLI over the library, on the in-memory fakes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent_harness.agent.turn import run_turn
+from agent_harness.cli import main, stack_environment
+from agent_harness.ids import User
+from agent_harness.jobs import PostTurnJob
+from agent_harness.memory.files import save_memories
+from agent_harness.memory.flush import run_post_turn_job
+from tests.fakes import make_runtime
+
+ALICE, BOB = User.from_id("alice"), User.from_id("bob")
+
+
+def remembered(rt, user: User, text: str) -> None:
+    result = run_turn(rt, user, "s1", text)
+    job = PostTurnJob(
+        user_id=user.id, session_id="s1", turn=result.turn, queued_at="2026-11-30T09:00:00Z"
+    )
+    run_post_turn_job(rt, job)
+
+
+def cli(rt, capsys, *argv: str) -> tuple[int, str]:
+    status = main(list(argv), runtime=rt)
+    return status, capsys.readouterr().out
+
+
+def test_show_search_consolidate_and_trace_a_users_memory(capsys) -> None:
+    rt = make_runtime()
+    remembered(rt, ALICE, "Remember that I prefer window seats on long flights.")
+    remembered(rt, BOB, "Remember that I prefer aisle seats.")
+
+    status, out = cli(rt, capsys, "consolidate-now", "alice")
+    assert status == 0 and json.loads(out)["status"] == "consolidated"
+
+    status, out = cli(rt, capsys, "show", "alice")
+    assert status == 0 and "window seats" in out and "aisle" not in out
+
+    status, out = cli(rt, capsys, "search", "alice", "window seats", "--mode", "phrase")
+    hits = json.loads(out)
+    assert {h["path"] for h in hits} == {"MEMORY.md", "memory/2026-11-30.md"}
+
+    status, out = cli(rt, capsys, "trace", "alice", "- User said: I prefer window seats")
+    origin = json.loads(out)[0]
+    assert origin["path"] == "memory/2026-11-30.md" and origin["section"] == "Flush"
+    assert origin["source"] == "session=s1 turns=1 model=offline"
+
+    status, out = cli(rt, capsys, "show", "alice", "--days")
+    assert [d["day"] for d in json.loads(out)] == ["2026-11-30"]
+
+
+def test_rollback_restores_a_listed_version(capsys) -> None:
+    rt = make_runtime()
+    rt.store.put(ALICE, "MEMORY.md", "# v1\n- first\n", create_only=True)
+    current = rt.store.get(ALICE, "MEMORY.md")
+    rt.store.put(ALICE, "MEMORY.md", "# v2\n- second\n", if_match=current.etag)
+    _, out = cli(rt, capsys, "show", "alice", "--versions")
+    oldest = json.loads(out)[-1]["version_id"]
+
+    status, _ = cli(rt, capsys, "rollback", "alice", oldest)
+
+    assert status == 0 and rt.store.text(ALICE, "MEMORY.md") == "# v1\n- first\n"
+
+
+def test_forget_needs_confirmation_and_then_removes_only_that_user(capsys) -> None:
+    rt = make_runtime()
+    save_memories(rt, ALICE, ["likes tea"], provenance="> source: test", at=rt.clock.now())
+    save_memories(rt, BOB, ["likes coffee"], provenance="> source: test", at=rt.clock.now())
+
+    status, out = cli(rt, capsys, "forget", "alice")
+    assert status == 2 and "--yes" in out and rt.store.text(ALICE, "MEMORY.md")
+
+    status, out = cli(rt, capsys, "forget", "alice", "--yes")
+    assert status == 0 and json.loads(out)["object_versions"] >= 2
+    assert rt.store.text(ALICE, "MEMORY.md") is None
+    assert rt.store.text(BOB, "MEMORY.md") == "likes coffee\n"
+
+
+def test_a_failing_command_exits_1_with_the_error(capsys) -> None:
+    status = main(["rollback", "alice", "no-such-version"], runtime=make_runtime())
+    assert status == 1 and "no version" in capsys.readouterr().err
+
+
+def test_an_env_file_per_function_locates_the_local_stack(tmp_path) -> None:
+    env_file = tmp_path / "env.json"
+    env_file.write_text(
+        json.dumps(
+            {
+                "AgentCallFunction": {
+                    "HARNESS_BUCKET": "b",
+                    "AWS_ENDPOINT_URL": "http://127.0.0.1:5001",
+                },
+                "MemoryConsolidateFunction": {"HARNESS_TABLE": "t", "HARNESS_MODEL": ""},
+            }
+        )
+    )
+    env = stack_environment(str(env_file), None)
+    assert (env["HARNESS_BUCKET"], env["HARNESS_TABLE"]) == ("b", "t")
+    assert env["AWS_ACCESS_KEY_ID"]  # moto needs some credentials
+
+
+def test_bad_usage_exits_2() -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["show"])
+    assert exc.value.code == 2
