@@ -57,7 +57,7 @@ demo: venv ## Two sessions against the local stack: the second answers from the 
 cli: venv ## Operator CLI against the local stack: make cli ARGS="show alice" (see README)
 	PYTHONPATH=layers/agent_harness $(PY) -m agent_harness.cli --env-file local_stack/sam-env.json $(ARGS)
 
-bench: venv ## Benchmarks: cold start of each handler against the boto3 floor
+bench: venv ## Benchmarks: cold start, hot path, memory_search, flush tokens, fan-out
 	$(PY) -m bench
 
 env-file: venv ## Rewrite local_stack/sam-env.json (the `sam local --env-vars` file) from template.yaml

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from bench import cold_start, hot_path, memory_search
+from bench import cold_start, fan_out, flush_tokens, hot_path, memory_search
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -24,7 +24,16 @@ def main() -> int:
     (RESULTS / "memory_search.json").write_text(json.dumps(search, indent=2) + "\n")
     print()
     print(memory_search.report(search))
-    print(f"\nwrote {RESULTS}/cold_start.json, hot_path.json and memory_search.json")
+    tokens = flush_tokens.run()
+    (RESULTS / "flush_tokens.json").write_text(json.dumps(tokens, indent=2) + "\n")
+    print()
+    print(flush_tokens.report(tokens))
+    ticks = fan_out.run()
+    (RESULTS / "fan_out.json").write_text(json.dumps(ticks, indent=2) + "\n")
+    print()
+    print(fan_out.report(ticks))
+    names = "cold_start, hot_path, memory_search, flush_tokens, fan_out"
+    print(f"\nwrote {RESULTS}/{{{names}}}.json")
     return 0
 
 

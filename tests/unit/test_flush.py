@@ -465,3 +465,18 @@ def test_the_flush_prompt_can_be_customised_and_dates_the_conversation() -> None
     system, user = memory.requests[0].messages
     assert system.content == custom
     assert "Monday 2026-11-30" in user.content and "I love ramen" in user.content
+
+
+def test_a_large_memory_is_shown_to_the_flush_as_its_related_lines_only() -> None:
+    memory = ScriptedModel("NO_REPLY")
+    rt = make_runtime(memory=memory)
+    lines = [f"- The user's cousin number {n} lives in town {n}." for n in range(400)]
+    lines[250] = "- The user's favourite tea is a smoky lapsang souchong."
+    rt.store.put(ALICE, "MEMORY.md", "# Memory\n" + "\n".join(lines) + "\n", create_only=True)
+    add_turn(rt, "s1", 1, "Which tea should I buy? I love lapsang souchong.")
+
+    flush_turns(rt, job("s1", 1))
+
+    shown = memory.requests[0].messages[1].content
+    assert "smoky lapsang souchong" in shown and "related to this conversation" in shown
+    assert len(shown) < 1200 + 1000  # bounded, whatever the size of MEMORY.md

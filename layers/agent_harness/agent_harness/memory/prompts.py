@@ -120,6 +120,11 @@ def render_conversation(turns: list[TurnRecord]) -> str:
     return render_messages([m for turn in turns for m in turn.messages])
 
 
+#: MEMORY.md and today's ledger are shown to the flush whole up to this size each;
+#: beyond it, only their lines most related to the conversation (a fixed cost per call)
+FLUSH_CONTEXT_CHARS = 1200
+
+
 def flush_messages(
     conversation: str,
     memory_md: str,
@@ -128,19 +133,30 @@ def flush_messages(
     day: str | None = None,
     zone: str = "UTC",
     prompt: str | None = None,
+    context_chars: int = FLUSH_CONTEXT_CHARS,
 ) -> list[Message]:
     """The flush request: exactly two messages, the prompt and the material. MEMORY.md
-    and the day's ledger are shown read-only so the model does not restate them."""
+    and the day's ledger are shown read-only so the model does not restate them; a large
+    one is cut to its lines most related to the conversation, so the cost of a call does
+    not grow with the size of the memory."""
+    from agent_harness.memory.search import relevant_excerpt
+
     sections = []
     if memory_md.strip():
+        shown, cut = relevant_excerpt(memory_md, conversation, context_chars)
         sections.append(
-            "MEMORY.md, for reference only (do not restate it):\n"
-            + markup.wrap(markup.MEMORY_MD, memory_md)
+            "MEMORY.md"
+            + (" (only the lines related to this conversation)" if cut else "")
+            + ", for reference only (do not restate it):\n"
+            + markup.wrap(markup.MEMORY_MD, shown)
         )
     if ledger_today.strip():
+        shown, cut = relevant_excerpt(ledger_today, conversation, context_chars)
         sections.append(
-            "Today's ledger so far (your bullets are appended after it; do not repeat it):\n"
-            + markup.wrap(markup.LEDGER_TODAY, ledger_today)
+            "Today's ledger so far"
+            + (" (only the lines related to this conversation)" if cut else "")
+            + " (your bullets are appended after it; do not repeat it):\n"
+            + markup.wrap(markup.LEDGER_TODAY, shown)
         )
     when = f" (it took place on {_weekday(day)} {day}, time zone {zone})" if day else ""
     sections.append(

@@ -272,3 +272,25 @@ def format_hits(query: str, hits: list[Hit]) -> str:
     noun = "match" if len(hits) == 1 else "matches"
     rows = [f"Source: {h.path}#{h.line}: {h.text.strip()}" for h in hits]
     return f"Found {len(hits)} {noun} for: {query}\n" + "\n".join(rows)
+
+
+def relevant_excerpt(text: str, query: str, max_chars: int) -> tuple[str, bool]:
+    """``text`` whole if it fits ``max_chars``; otherwise its lines most relevant to
+    ``query`` (BM25), kept in their original order, up to ``max_chars``. Returns
+    (excerpt, whether it was cut). Headings above chosen lines are kept for context."""
+    if len(text) <= max_chars:
+        return text, False
+    index = _FileIndex.build(text)
+    ranked = _ranked([("", index)], query, limit=len(index.lines))
+    chosen: set[int] = set()
+    size = 0
+    for hit in ranked:
+        number = hit.line - 1
+        heading = next((n for n in range(number, -1, -1) if index.lines[n].startswith("#")), None)
+        extra = [n for n in (heading, number) if n is not None and n not in chosen]
+        cost = sum(len(index.lines[n]) + 1 for n in extra)
+        if size + cost > max_chars:
+            continue
+        chosen.update(extra)
+        size += cost
+    return "\n".join(index.lines[n] for n in sorted(chosen)), True
