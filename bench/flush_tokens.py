@@ -38,7 +38,8 @@ from agent_harness.settings import Settings
 from agent_harness.tokens import TokenCounter
 from tests.fakes import ManualClock, make_runtime
 
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo10.json"
+#: the first 200 dialogue lines of LoCoMo conv-26, extracted from locomo10.json
+SESSION_FILE = Path(__file__).resolve().parent / "data" / "locomo-conv-26-first-200-lines.json"
 CONVERSATION = "conv-26"
 TURNS = 100
 TARGET = 1.1
@@ -48,11 +49,8 @@ START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 def load_turns(n: int = TURNS) -> list[tuple[str, str]]:
     """(user text, assistant text) pairs from the conversation, in order."""
-    data = json.loads(LOCOMO.read_text(encoding="utf-8"))
-    conv = next(c for c in data if c["sample_id"] == CONVERSATION)["conversation"]
-    lines: list[str] = []
-    for number in range(1, 100):
-        lines.extend(m["text"] for m in conv.get(f"session_{number}", []))
+    data = json.loads(SESSION_FILE.read_text(encoding="utf-8"))
+    lines = [line["text"] for line in data["lines"]]
     return [(lines[i], lines[i + 1]) for i in range(0, 2 * n, 2)]
 
 
