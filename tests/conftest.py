@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 EVENTS = ROOT / "events"
@@ -16,10 +19,14 @@ _CLEAN_PREFIXES = ("HARNESS_", "OPENAI_", "ANTHROPIC_", "OLLAMA_", "AWS_", "POWE
 
 
 @pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every test starts from the same environment: fake AWS credentials, no endpoint
-    overrides, no model keys, Powertools quiet and without X-Ray."""
+    overrides, no model keys, Powertools quiet and without X-Ray. Metrics that library
+    code added outside a handler are dropped afterwards, as a Lambda invocation's
+    ``log_metrics`` flushes them (Powertools shares one metric set per process)."""
     import os
+
+    from aws_lambda_powertools import Metrics
 
     for name in list(os.environ):
         if name.startswith(_CLEAN_PREFIXES) or name == "TIKTOKEN_CACHE_DIR":
@@ -31,6 +38,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "AgentHarnessTest")
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
     monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "WARNING")
+    yield
+    Metrics().clear_metrics()
 
 
 def load_event(name: str, **changes: Any) -> dict[str, Any]:

@@ -281,6 +281,12 @@ class MemoryTable:
                 item.flush_shard = due_shard(user, shards, "flush")
                 item.flush_due_at = due_at_iso
 
+    def clear_flush_due(self, user: User, session_id: str) -> None:
+        with self.lock:
+            item = self.sessions.get((user.key, session_id))
+            if item is not None:
+                item.flush_shard = item.flush_due_at = None
+
     def query_flush_due(self, shard: str, now_iso: str) -> list[FlushDue]:
         return [
             FlushDue(item.user_id, session_id, item.state.turn, item.flush_due_at)

@@ -480,3 +480,13 @@ def test_a_large_memory_is_shown_to_the_flush_as_its_related_lines_only() -> Non
     shown = memory.requests[0].messages[1].content
     assert "smoky lapsang souchong" in shown and "related to this conversation" in shown
     assert len(shown) < 1200 + 1000  # bounded, whatever the size of MEMORY.md
+
+
+def test_a_tail_mark_left_by_an_old_trigger_is_cleared_not_swept_forever() -> None:
+    rt = make_runtime(memory=facts_model(), settings=Settings(flush_trigger="throttled:10m"))
+    assert gate_answers(rt, "s1", 2) == [True, False]  # turn 2 waits behind the gate
+    rt.settings = Settings(flush_trigger="never")  # redeployed with another trigger
+    rt.clock.advance(minutes=11)
+    assert sweep_flush_tails(rt) == 1
+    assert flush_turns(rt, rt.queue.post_turn[-1]).status == "skipped"
+    assert sweep_flush_tails(rt) == 0

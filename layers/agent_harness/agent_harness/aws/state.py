@@ -132,6 +132,8 @@ class StateTable(Protocol):
 
     def query_flush_due(self, shard: str, now_iso: str) -> list[FlushDue]: ...
 
+    def clear_flush_due(self, user: User, session_id: str) -> None: ...
+
     def advance_index_cursor(self, user: User, session_id: str, to_turn: int) -> bool: ...
 
     def mark_consolidation_due(self, user: User, now_iso: str, shards: int) -> None: ...
@@ -392,6 +394,18 @@ class DynamoStateTable:
         except ClientError as exc:
             if not _is_condition_failure(exc):  # the session is gone (forgotten)
                 raise StoreError("marking the session's flush due failed") from exc
+
+    def clear_flush_due(self, user: User, session_id: str) -> None:
+        """Remove a tail mark that no flush will clear (nothing left, or no extraction)."""
+        try:
+            self._update(
+                Key=self._session_key(user, session_id),
+                UpdateExpression="REMOVE due_shard, due_at",
+                ConditionExpression="attribute_exists(pk)",
+            )
+        except ClientError as exc:
+            if not _is_condition_failure(exc):
+                raise StoreError("clearing the session's flush mark failed") from exc
 
     def query_flush_due(self, shard: str, now_iso: str) -> list[FlushDue]:
         out: list[FlushDue] = []

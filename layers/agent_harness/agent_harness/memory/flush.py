@@ -113,6 +113,9 @@ def run_post_turn_job(rt: Runtime, job: PostTurnJob) -> FlushOutcome:
     if state is None:
         return FlushOutcome("no_session")
     upto = min(job.turn, state.turn) if job.reason != "tail" else state.turn
+    if job.reason == "tail" and (upto <= state.flush_cursor or not extracts(rt.settings, "tail")):
+        # a tail job with nothing to flush (done meanwhile, or the trigger changed since)
+        rt.table.clear_flush_due(user, session_id)
     if upto <= min(state.index_cursor, state.flush_cursor):
         return FlushOutcome("nothing_new")
 
