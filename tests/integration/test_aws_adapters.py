@@ -162,3 +162,32 @@ def test_post_turn_jobs_are_fifo_per_user_and_deduplicated(stack: Stack) -> None
     assert len(messages) == 1
     assert messages[0]["Attributes"]["MessageGroupId"] == "alice"
     assert json.loads(messages[0]["Body"])["turn"] == 1
+
+
+def test_the_cli_finds_a_deployed_stack_through_its_outputs() -> None:
+    """`--stack NAME`: bucket, table and queues from the stack's CloudFormation outputs."""
+    import json as _json
+
+    import boto3
+    from moto import mock_aws
+
+    from agent_harness.cli import stack_environment
+
+    outputs = {
+        "WorkspaceBucketName": "prod-workspace",
+        "StateTableName": "prod-state",
+        "FlushQueueUrl": "https://sqs.us-east-1.amazonaws.com/1/prod-flush.fifo",
+        "ConsolidationQueueUrl": "https://sqs.us-east-1.amazonaws.com/1/prod-consolidation",
+    }
+    template = {
+        "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
+        "Outputs": {name: {"Value": value} for name, value in outputs.items()},
+    }
+    with mock_aws():
+        boto3.client("cloudformation", region_name="us-east-1").create_stack(
+            StackName="agent-harness", TemplateBody=_json.dumps(template)
+        )
+        env = stack_environment(None, "agent-harness")
+    assert (env["HARNESS_BUCKET"], env["HARNESS_TABLE"]) == ("prod-workspace", "prod-state")
+    assert env["HARNESS_FLUSH_QUEUE_URL"].endswith("prod-flush.fifo")
+    assert env["HARNESS_CONSOLIDATION_QUEUE_URL"].endswith("prod-consolidation")
