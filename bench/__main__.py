@@ -11,29 +11,20 @@ from bench import cold_start, fan_out, flush_tokens, hot_path, memory_search
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
+#: each benchmark module has ``run() -> dict`` and ``report(dict) -> str``
+BENCHMARKS = (cold_start, hot_path, memory_search, flush_tokens, fan_out)
+
+
 def main() -> int:
     RESULTS.mkdir(exist_ok=True)
-    result = cold_start.run()
-    (RESULTS / "cold_start.json").write_text(json.dumps(result, indent=2) + "\n")
-    print(cold_start.report(result))
-    requests = hot_path.run()
-    (RESULTS / "hot_path.json").write_text(json.dumps(requests, indent=2) + "\n")
-    print()
-    print(hot_path.report(requests))
-    search = memory_search.run()
-    (RESULTS / "memory_search.json").write_text(json.dumps(search, indent=2) + "\n")
-    print()
-    print(memory_search.report(search))
-    tokens = flush_tokens.run()
-    (RESULTS / "flush_tokens.json").write_text(json.dumps(tokens, indent=2) + "\n")
-    print()
-    print(flush_tokens.report(tokens))
-    ticks = fan_out.run()
-    (RESULTS / "fan_out.json").write_text(json.dumps(ticks, indent=2) + "\n")
-    print()
-    print(fan_out.report(ticks))
-    names = "cold_start, hot_path, memory_search, flush_tokens, fan_out"
-    print(f"\nwrote {RESULTS}/{{{names}}}.json")
+    written = []
+    for module in BENCHMARKS:
+        name = module.__name__.rsplit(".", 1)[-1]
+        result = module.run()
+        (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+        print(("\n" if written else "") + module.report(result))
+        written.append(name)
+    print(f"\nwrote {RESULTS}/{{{', '.join(written)}}}.json")
     return 0
 
 

@@ -408,28 +408,30 @@ class DynamoStateTable:
                 raise StoreError("clearing the session's flush mark failed") from exc
 
     def query_flush_due(self, shard: str, now_iso: str) -> list[FlushDue]:
-        out: list[FlushDue] = []
+        return [
+            FlushDue(
+                user_id=str(item["user_id"]),
+                session_id=str(item["sk"]).removeprefix("S#"),
+                turn=int(item.get("turn", 0)),
+                due_at=str(item["due_at"]),
+            )
+            for item in self._query_due_index(
+                "due_shard = :s AND due_at <= :now", {":s": _s(shard), ":now": _s(now_iso)}
+            )
+        ]
+
+    def _query_due_index(self, condition: str, values: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every item of one shard of the sparse due-index (all pages), as plain dicts."""
         try:
             pages = self._ddb.get_paginator("query").paginate(
                 TableName=self._table,
                 IndexName=DUE_INDEX,
-                KeyConditionExpression="due_shard = :s AND due_at <= :now",
-                ExpressionAttributeValues={":s": _s(shard), ":now": _s(now_iso)},
+                KeyConditionExpression=condition,
+                ExpressionAttributeValues=values,
             )
-            for page in pages:
-                for raw in page.get("Items", []):
-                    item = _plain(raw)
-                    out.append(
-                        FlushDue(
-                            user_id=str(item["user_id"]),
-                            session_id=str(item["sk"]).removeprefix("S#"),
-                            turn=int(item.get("turn", 0)),
-                            due_at=str(item["due_at"]),
-                        )
-                    )
+            return [_plain(raw) for page in pages for raw in page.get("Items", [])]
         except (ClientError, BotoCoreError) as exc:
-            raise StoreError("querying sessions with a flush due failed") from exc
-        return out
+            raise StoreError("querying the due index failed") from exc
 
     # users ----------------------------------------------------------------
     def mark_consolidation_due(self, user: User, now_iso: str, shards: int) -> None:
@@ -514,27 +516,14 @@ class DynamoStateTable:
         self._release(self._user_key(user), "cons", owner, "consolidation")
 
     def query_due(self, shard: str) -> list[DueUser]:
-        out: list[DueUser] = []
-        try:
-            pages = self._ddb.get_paginator("query").paginate(
-                TableName=self._table,
-                IndexName=DUE_INDEX,
-                KeyConditionExpression="due_shard = :s",
-                ExpressionAttributeValues={":s": _s(shard)},
+        return [
+            DueUser(
+                user_key=str(item["pk"]).removeprefix("U#"),
+                due_at=str(item.get("due_at", "")),
+                last_consolidated_at=item.get("last_consolidated_at"),
             )
-            for page in pages:
-                for raw in page.get("Items", []):
-                    item = _plain(raw)
-                    out.append(
-                        DueUser(
-                            user_key=str(item["pk"]).removeprefix("U#"),
-                            due_at=str(item.get("due_at", "")),
-                            last_consolidated_at=item.get("last_consolidated_at"),
-                        )
-                    )
-        except (ClientError, BotoCoreError) as exc:
-            raise StoreError("querying due users failed") from exc
-        return out
+            for item in self._query_due_index("due_shard = :s", {":s": _s(shard)})
+        ]
 
     # forgetting -------------------------------------------------------------
     def abandon_consolidation(self, user: User, owner: str) -> bool:
