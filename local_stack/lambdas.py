@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus
@@ -97,7 +97,8 @@ class ContainerPool:
             with self._lock:
                 self.started += 1
         try:
-            return module.lambda_handler(event, context_for(self.function_id))
+            timeout = function_timeout(self._resolver.template, self.function_id)
+            return module.lambda_handler(event, context_for(self.function_id, timeout))
         finally:
             with self._lock:
                 self._idle.append(module)
@@ -105,7 +106,8 @@ class ContainerPool:
 
 @dataclass
 class LambdaContext:
-    """The attributes Powertools reads from a Lambda context."""
+    """The attributes Powertools reads from a Lambda context. The remaining time counts
+    down from the function's timeout, as in Lambda."""
 
     function_name: str
     aws_request_id: str
@@ -114,17 +116,29 @@ class LambdaContext:
     log_group_name: str = "/aws/lambda/local"
     log_stream_name: str = "local"
     timeout_ms: int = 30_000
+    started: float = field(default_factory=time.monotonic)
 
     @property
     def invoked_function_arn(self) -> str:
         return f"arn:aws:lambda:us-east-1:123456789012:function:{self.function_name}"
 
     def get_remaining_time_in_millis(self) -> int:
-        return self.timeout_ms
+        return max(0, self.timeout_ms - int((time.monotonic() - self.started) * 1000))
 
 
-def context_for(function_id: str) -> LambdaContext:
-    return LambdaContext(function_name=function_id, aws_request_id=str(uuid.uuid4()))
+def function_timeout(template: dict[str, Any], function_id: str) -> int:
+    """The function's Timeout in seconds (its own, else the Globals', else Lambda's 3)."""
+    props = template["Resources"][function_id]["Properties"]
+    globals_ = template.get("Globals", {}).get("Function", {})
+    return int(props.get("Timeout", globals_.get("Timeout", 3)))
+
+
+def context_for(function_id: str, timeout_seconds: int = 30) -> LambdaContext:
+    return LambdaContext(
+        function_name=function_id,
+        aws_request_id=str(uuid.uuid4()),
+        timeout_ms=timeout_seconds * 1000,
+    )
 
 
 def http_event(

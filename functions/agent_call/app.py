@@ -30,4 +30,5 @@ app = build_app(runtime)
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    runtime.deadline.start(context)  # model calls end in time to answer and release
     return app.resolve(event, context)

@@ -39,6 +39,7 @@ def record_handler(record: SQSRecord) -> str:
 @logger.inject_lambda_context
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    runtime.deadline.start(context)
     idempotency.register_lambda_context(context)
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context

@@ -13,7 +13,7 @@ import pytest
 from moto import mock_aws
 
 from agent_harness.tokens import DEFAULT_CACHE_DIR
-from local_stack.lambdas import context_for, import_handler, sqs_record
+from local_stack.lambdas import context_for, function_timeout, import_handler, sqs_record
 from local_stack.resources import (
     LOCAL_NAMES,
     Resolver,
@@ -47,8 +47,18 @@ class Stack:
     def handler(self, function_id: str, **overrides: str) -> ModuleType:
         return import_handler(self.resolver, function_id, self.env(function_id, **overrides))
 
-    def invoke(self, module: ModuleType, event: dict[str, Any], function_id: str) -> dict[str, Any]:
-        return module.lambda_handler(event, context_for(function_id))
+    def invoke(
+        self,
+        module: ModuleType,
+        event: dict[str, Any],
+        function_id: str,
+        *,
+        timeout_seconds: int | None = None,
+    ) -> dict[str, Any]:
+        """Invoke with a context whose remaining time counts down from the function's
+        Timeout in template.yaml (or ``timeout_seconds``)."""
+        timeout = timeout_seconds or function_timeout(self.resolver.template, function_id)
+        return module.lambda_handler(event, context_for(function_id, timeout))
 
     def text(self, key: str) -> str | None:
         try:

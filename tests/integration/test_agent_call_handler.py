@@ -43,7 +43,10 @@ def test_a_message_is_answered_logged_and_queued_for_flush(stack: Stack) -> None
     assert response["statusCode"] == 200
     reply = body(response)
     assert set(reply) >= {"session_id", "turn", "reply", "usage", "compacted", "flush"}
-    assert set(reply["usage"]) == {"input_tokens", "output_tokens", "memory_tokens"}
+    assert set(reply["usage"]) == {"input_tokens", "output_tokens", "memory_tokens", "by_role"}
+    by_role = reply["usage"]["by_role"]
+    assert by_role["agent"]["input_tokens"] == reply["usage"]["input_tokens"] > 0
+    assert by_role["compaction"] == {"input_tokens": 0, "output_tokens": 0}
     assert (reply["session_id"], reply["turn"], reply["flush"]) == ("trip-planning", 1, "queued")
     assert reply["reply"].startswith("[offline model]")
     record = json.loads(stack.text("users/alice/sessions/trip-planning/turns/00000001.json"))
@@ -319,3 +322,67 @@ def test_unknown_routes_are_404_in_the_error_shape(stack: Stack) -> None:
     event["requestContext"]["http"]["path"] = "/v2/nothing"
     response = stack.invoke(stack.handler(FN), event, FN)
     assert response["statusCode"] == 404 and body(response)["error"]["code"] == "not_found"
+
+
+class SilentModelServer:
+    """Accepts connections and reads requests, and never answers: a model that hangs."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.held: list[object] = []
+        self.requests = 0
+        self.stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        self.sock.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.requests += 1
+            self.held.append(conn)  # never answered, never closed until the end
+
+    def close(self) -> None:
+        self.stop.set()
+        for conn in self.held:
+            conn.close()  # type: ignore[attr-defined]
+        self.sock.close()
+
+
+def test_a_model_that_never_answers_is_a_504_before_the_function_timeout(stack: Stack) -> None:
+    """The deadline: with 8 s left and a 3 s margin the model gets at most 5 s, the call
+    answers 504 well before Lambda would kill it, and the session lease is released."""
+    import time
+
+    server = SilentModelServer()
+    try:
+        app = stack.handler(
+            FN,
+            HARNESS_MODEL="openai:hanging-model",
+            OPENAI_BASE_URL=f"http://127.0.0.1:{server.port}/v1",
+            OPENAI_API_KEY="sk-test",
+            HARNESS_DEADLINE_MARGIN_SECONDS="3",
+        )
+        event = load_event("agent_call_post_message.json")
+        started = time.monotonic()
+        response = stack.invoke(app, event, FN, timeout_seconds=8)
+        elapsed = time.monotonic() - started
+
+        assert response["statusCode"] == 504
+        assert body(response)["error"]["code"] == "model_timeout"
+        assert elapsed < 8  # answered before the function's timeout
+        assert server.requests >= 1
+        session = next(i for i in stack.items() if i["sk"]["S"] == "S#trip-planning")
+        assert "lease_owner" not in session  # released: the next call is not 409
+        assert not [k for k in stack.object_keys() if "/sessions/" in k]  # nothing written
+        again = stack.invoke(app, event, FN, timeout_seconds=4)
+        assert again["statusCode"] == 504
+    finally:
+        server.close()

@@ -195,10 +195,15 @@ def test_a_turn_reports_compaction_and_queues_a_compaction_flush() -> None:
     agent = ScriptedModel(*[f"reply {n}" for n in range(30)])
     settings = Settings(compaction_trigger_messages=10, compaction_keep_messages=4)
     rt = make_runtime(agent=agent, settings=settings)  # offline compaction model
-    flags = [run_turn(rt, ALICE, "s1", f"message {n}").compacted for n in range(8)]
+    results = [run_turn(rt, ALICE, "s1", f"message {n}") for n in range(8)]
+    flags = [r.compacted for r in results]
     assert flags.count(True) >= 1 and not flags[0]
     n = flags.index(True)
     assert rt.queue.post_turn[n].reason == "compaction"
+    # the summary call's tokens are reported for the compaction role (estimated: offline)
+    assert results[n].compaction_usage.input_tokens > 0
+    assert results[0].compaction_usage.input_tokens == 0
+    assert results[n].usage.input_tokens == 10  # the scripted agent's own count
     context = json.loads(rt.store.text(ALICE, "sessions/s1/context.json"))
     assert context["summary"].startswith("## SUMMARY (offline, extractive)")
     sizes = [len(r.messages) for r in agent.requests]

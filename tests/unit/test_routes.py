@@ -9,9 +9,12 @@ import pytest
 
 from agent_harness.api.routes import build_app
 from agent_harness.errors import (
+    ModelAuthError,
+    ModelBadRequestError,
     ModelError,
     ModelRateLimitError,
     ModelTimeoutError,
+    ModelUnavailableError,
     StoreError,
 )
 from agent_harness.ids import User
@@ -42,6 +45,9 @@ def dev_runtime(**kwargs):
         (ModelError("upstream 500"), 502, "model_error"),
         (ModelTimeoutError("slow"), 504, "model_timeout"),
         (ModelRateLimitError("limited", retry_after=9), 429, "model_rate_limited"),
+        (ModelUnavailableError("overloaded"), 502, "model_unavailable"),
+        (ModelAuthError("invalid x-api-key"), 502, "model_auth_failed"),
+        (ModelBadRequestError("bad schema"), 502, "model_bad_request"),
     ],
 )
 def test_model_failures_map_to_gateway_errors(error: Exception, status: int, code: str) -> None:

@@ -11,11 +11,13 @@
     │   └── SessionBusyError          409 another call holds the session lease (Retry-After)
     ├── PreconditionFailedError       412 stale ETag / object exists
     ├── PreconditionRequiredError     428 a conditional header is required
-    ├── NotImplementedYetError        501 route owned by a later release
     ├── StoreError                    503 an AWS call failed (retryable)
-    └── ModelError                    502 the model provider failed (retryable)
-        ├── ModelTimeoutError         504
+    └── ModelError                    502 the model provider failed
+        ├── ModelTimeoutError         504 no answer in time (the call's or the function's deadline)
         ├── ModelRateLimitError       429 (Retry-After when the provider gave one)
+        ├── ModelUnavailableError     502 5xx, overloaded, or unreachable
+        ├── ModelAuthError            502 the provider refused our credentials (not retried)
+        ├── ModelBadRequestError      502 the provider refused the request (not retried)
         ├── ContextOverflowError      502 the input is over the model's window
         └── ModelOutputError          502 the answer was empty or malformed
 
@@ -36,12 +38,14 @@ __all__ = [
     "ContextOverflowError",
     "HarnessError",
     "InvalidRequestError",
+    "ModelAuthError",
+    "ModelBadRequestError",
     "ModelError",
     "ModelOutputError",
     "ModelRateLimitError",
     "ModelTimeoutError",
+    "ModelUnavailableError",
     "NotFoundError",
-    "NotImplementedYetError",
     "PayloadTooLargeError",
     "PreconditionFailedError",
     "PreconditionRequiredError",
@@ -132,11 +136,6 @@ class PreconditionRequiredError(HarnessError):
     code = "precondition_required"
 
 
-class NotImplementedYetError(HarnessError):
-    status = 501
-    code = "not_implemented"
-
-
 class StoreError(HarnessError):
     status = 503
     code = "store_unavailable"
@@ -164,6 +163,30 @@ class ModelRateLimitError(ModelError):
 
     def headers(self) -> dict[str, str]:
         return {"Retry-After": str(self.retry_after)} if self.retry_after else {}
+
+
+class ModelUnavailableError(ModelError):
+    """A 5xx, an overloaded provider or a connection failure: worth another attempt."""
+
+    code = "model_unavailable"
+
+    def __init__(self, message: str, *, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ModelAuthError(ModelError):
+    """401/403: the key is missing, wrong or lacks access. Retrying cannot help."""
+
+    code = "model_auth_failed"
+    retryable = False
+
+
+class ModelBadRequestError(ModelError):
+    """Another 4xx: the provider refused this request as it is. Retrying cannot help."""
+
+    code = "model_bad_request"
+    retryable = False
 
 
 class ModelOutputError(ModelError):

@@ -16,6 +16,7 @@ from agent_harness.clock import Clock, SystemClock
 from agent_harness.errors import ConfigError
 from agent_harness.memory.search import MemoryIndexCache
 from agent_harness.models import ModelRegistry
+from agent_harness.models.resilience import Deadline
 from agent_harness.settings import ENV
 from agent_harness.tokens import TokenCounter
 
@@ -51,6 +52,8 @@ class Runtime:
     sleep: Callable[[float], None] = time.sleep
     #: the boto3 clients behind the stores (for instrumentation: request counts)
     clients: dict[str, Any] = field(default_factory=dict)
+    #: when this invocation's model work must end; handlers start it from their context
+    deadline: Deadline = field(default_factory=Deadline)
 
     @classmethod
     def from_settings(
@@ -76,6 +79,7 @@ class Runtime:
             raise ConfigError(f"missing configuration: {', '.join(missing)}")
         made = clients or aws_clients(session)
         counter = TokenCounter(settings.token_encoding, settings.tiktoken_cache_dir)
+        deadline = Deadline(settings.deadline_margin_seconds)
         return cls(
             settings=settings,
             store=S3WorkspaceStore(made["s3"], settings.bucket),
@@ -83,7 +87,8 @@ class Runtime:
             queue=SqsJobQueue(
                 made["sqs"], settings.flush_queue_url, settings.consolidation_queue_url
             ),
-            models=ModelRegistry(settings, counter=counter, **model_deps),
+            models=ModelRegistry(settings, counter=counter, deadline=deadline, **model_deps),
             counter=counter,
             clients=made,
+            deadline=deadline,
         )

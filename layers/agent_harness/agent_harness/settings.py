@@ -48,6 +48,8 @@ ENV: dict[str, str] = {
     "compaction_model": "HARNESS_COMPACTION_MODEL",
     "model_timeout_seconds": "HARNESS_MODEL_TIMEOUT_SECONDS",
     "model_max_output_tokens": "HARNESS_MODEL_MAX_OUTPUT_TOKENS",
+    "model_max_attempts": "HARNESS_MODEL_MAX_ATTEMPTS",
+    "deadline_margin_seconds": "HARNESS_DEADLINE_MARGIN_SECONDS",
     "openai_api_key": "OPENAI_API_KEY",
     "openai_base_url": "OPENAI_BASE_URL",
     "openai_api_key_parameter": "HARNESS_OPENAI_API_KEY_PARAMETER",
@@ -193,6 +195,11 @@ class Settings(BaseModel):
     compaction_model: str | None = None
     model_timeout_seconds: float = Field(default=25.0, gt=0, le=900)
     model_max_output_tokens: int | None = Field(default=None, gt=0)
+    #: attempts per model call (429, 5xx, connection errors and timeouts are retried)
+    model_max_attempts: int = Field(default=3, ge=1, le=10)
+    #: model work stops this long before the function's deadline (time to save and
+    #: release the lease)
+    deadline_margin_seconds: float = Field(default=3.0, ge=0, le=60)
     openai_api_key: SecretStr | None = None
     openai_base_url: str = "https://api.openai.com/v1"
     openai_api_key_parameter: str | None = None

@@ -28,7 +28,7 @@ from aws_lambda_powertools import Logger
 from agent_harness import markup
 from agent_harness.errors import ModelError
 from agent_harness.memory.prompts import render_messages, render_template
-from agent_harness.models.base import ChatRequest, Message, ToolCall
+from agent_harness.models.base import ChatRequest, Message, ToolCall, Usage
 
 if TYPE_CHECKING:
     from agent_harness.records import WorkingContext
@@ -193,12 +193,13 @@ def _plan(rt: Runtime, context: WorkingContext, pending: list[Message], force: b
 
 def compact(
     rt: Runtime, context: WorkingContext, pending: list[Message], *, force: bool = False
-) -> bool:
-    """Compact ``context`` in place when it is due (or ``force``); True if it was.
-    Raises ``ModelError`` only when forced; otherwise a failed summary just skips."""
+) -> Usage | None:
+    """Compact ``context`` in place when it is due (or ``force``); returns the summary
+    call's usage if it did, None if not. Raises ``ModelError`` only when forced;
+    otherwise a failed summary just skips."""
     cut = _plan(rt, context, pending, force)
     if cut is None:
-        return False
+        return None
     prefix = context.messages[: cut.cutoff]
     rendered = render_messages(prefix, arg_chars=0, result_chars=500)
     if len(rendered) > MAX_SUMMARY_INPUT_CHARS:  # the oldest part is in the log and ledgers
@@ -215,11 +216,11 @@ def compact(
         if force:
             raise
         logger.warning("compaction summary failed; the turn goes on uncompacted", exc_info=True)
-        return False
+        return None
     summary = answer.message.content.strip() or "(Summary unavailable)"
     context.summary = rt.counter.head_tail(
         summary, MAX_SUMMARY_TOKENS, "[summary cut: {kept} of {total} tokens kept]"
     ).text
     context.messages = context.messages[cut.cutoff :]
     logger.info("compacted", extra={"summarised": cut.cutoff, "reason": cut.reason})
-    return True
+    return answer.usage

@@ -18,7 +18,7 @@ reply is returned: every 200 has its thread-log object.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from aws_lambda_powertools import Logger, Metrics
@@ -81,11 +81,12 @@ class TurnResult:
     session_id: str
     turn: int
     reply: str
-    usage: Usage
+    usage: Usage  # the agent role's calls of this turn
     memory_tokens: int
     compacted: bool
     flush: FlushState
     model: str
+    compaction_usage: Usage = field(default_factory=Usage)  # the compaction role's
 
 
 def run_turn(rt: Runtime, user: User, session_id: str, text: str) -> TurnResult:
@@ -135,8 +136,11 @@ def _turn(
         )
     new_message = Message(role="user", content=text)
     shorten_old_arguments(context, settings)
-    compacted = settings.compaction_enabled and compact(rt, context, [new_message])
-    if compacted:
+    compaction_usage = Usage()
+    summary_usage = compact(rt, context, [new_message]) if settings.compaction_enabled else None
+    compacted = summary_usage is not None
+    if summary_usage is not None:
+        compaction_usage += summary_usage
         context.agents_md = read_persona(rt, user)
 
     def attempt() -> tuple[LoopResult, MemoryTools | None]:
@@ -158,11 +162,13 @@ def _turn(
         result, tools = attempt()
     except ContextOverflowError:
         # one forced compaction and one retry; a second overflow is the caller's 502
-        if not compact(rt, context, [new_message], force=True):
+        summary_usage = compact(rt, context, [new_message], force=True)
+        if summary_usage is None:
             raise ContextOverflowError(
                 "the conversation is over the model's context window and too short to "
                 f"compact (at most {settings.compaction_keep_messages} messages are kept)"
             ) from None
+        compaction_usage += summary_usage
         compacted = True
         context.agents_md = read_persona(rt, user)
         result, tools = attempt()
@@ -188,8 +194,6 @@ def _turn(
     lease.commit(turn_no)
     metrics.add_metric("Turns", MetricUnit.Count, 1)
     metrics.add_metric("ModelCalls", MetricUnit.Count, result.model_calls)
-    metrics.add_metric("InputTokens", MetricUnit.Count, result.usage.input_tokens)
-    metrics.add_metric("OutputTokens", MetricUnit.Count, result.usage.output_tokens)
     metrics.add_metric("MemoryTokens", MetricUnit.Count, injection.tokens)
     logger.info(
         "turn",
@@ -199,6 +203,7 @@ def _turn(
             "model_calls": result.model_calls,
             "input_tokens": result.usage.input_tokens,
             "output_tokens": result.usage.output_tokens,
+            "compaction_input_tokens": compaction_usage.input_tokens,
             "memory_tokens": injection.tokens,
         },
     )
@@ -207,6 +212,7 @@ def _turn(
         turn=turn_no,
         reply=result.reply,
         usage=result.usage,
+        compaction_usage=compaction_usage,
         memory_tokens=injection.tokens,
         compacted=compacted,
         flush="queued",

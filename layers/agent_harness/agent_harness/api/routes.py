@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
 
+    from agent_harness.agent.turn import TurnResult
     from agent_harness.runtime import Runtime
 
 __all__ = ["build_app"]
@@ -59,6 +60,21 @@ def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Resp
         body=json.dumps(body, ensure_ascii=False),
         headers=headers or {},
     )
+
+
+def _usage(result: TurnResult) -> dict[str, object]:
+    """Tokens of every model call of the turn (the providers' own counts), with the
+    split by role; ``memory_tokens`` is the MEMORY.md part of the agent's input."""
+    total = result.usage + result.compaction_usage
+    return {
+        "input_tokens": total.input_tokens,
+        "output_tokens": total.output_tokens,
+        "memory_tokens": result.memory_tokens,
+        "by_role": {
+            "agent": result.usage.model_dump(),
+            "compaction": result.compaction_usage.model_dump(),
+        },
+    }
 
 
 def build_app(rt: Runtime) -> APIGatewayHttpResolver:
@@ -143,11 +159,7 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
                 "session_id": result.session_id,
                 "turn": result.turn,
                 "reply": result.reply,
-                "usage": {
-                    "input_tokens": result.usage.input_tokens,
-                    "output_tokens": result.usage.output_tokens,
-                    "memory_tokens": result.memory_tokens,
-                },
+                "usage": _usage(result),
                 "compacted": result.compacted,
                 "flush": result.flush,
                 "model": result.model,

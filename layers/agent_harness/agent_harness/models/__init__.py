@@ -2,7 +2,8 @@
 
 ``ModelRegistry.for_role("memory")`` returns the model configured for that role
 (DESIGN §5), building each distinct model once per container and only when first
-used, so importing a handler never imports httpx or reads a secret.
+used, so importing a handler never imports httpx or reads a secret. Every built model
+is wrapped for its role in ``ResilientModel`` (deadline, retries, usage, metrics).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
     from pydantic import SecretStr
 
+    from agent_harness.models.resilience import Deadline
     from agent_harness.settings import ModelSpec, Settings
     from agent_harness.tokens import TokenCounter
 
@@ -110,7 +112,10 @@ def build_chat_model(
 
         client = deps.get("bedrock_client") or _bedrock_client(settings.model_timeout_seconds)
         return BedrockChatModel(
-            spec.name, client=client, max_output_tokens=settings.model_max_output_tokens
+            spec.name,
+            client=client,
+            max_output_tokens=settings.model_max_output_tokens,
+            timeout=settings.model_timeout_seconds,
         )
     raise ConfigError(f"unknown model provider {spec.provider!r}")  # pragma: no cover
 
@@ -119,12 +124,14 @@ def _bedrock_client(timeout: float) -> Any:
     import boto3
     from botocore.config import Config
 
-    config = Config(read_timeout=timeout, connect_timeout=5, retries={"max_attempts": 2})
+    # one attempt per call: models.resilience retries with the deadline in view
+    config = Config(read_timeout=timeout, connect_timeout=5, retries={"total_max_attempts": 1})
     return boto3.client("bedrock-runtime", config=config)
 
 
 class ModelRegistry:
-    """Builds each configured model once, lazily; tests pass ``overrides`` per role."""
+    """Builds each configured model once, lazily, and wraps it per role. Tests pass
+    ``overrides`` per role (used as they are: no retries, no deadline)."""
 
     def __init__(
         self,
@@ -132,22 +139,44 @@ class ModelRegistry:
         *,
         counter: TokenCounter | None = None,
         overrides: dict[str, ChatModel] | None = None,
+        deadline: Deadline | None = None,
+        sleep: Callable[[float], None] | None = None,
         **deps: Any,
     ) -> None:
         self._settings = settings
         self._counter = counter
         self._overrides = dict(overrides or {})
+        self._deadline = deadline
+        self._sleep = sleep
         self._deps = deps
         self._built: dict[str, ChatModel] = {}
+        self._wrapped: dict[str, ChatModel] = {}
         self._lock = threading.Lock()
 
     def for_role(self, role: Role) -> ChatModel:
         if role in self._overrides:
             return self._overrides[role]
-        spec = self._settings.model_for(role)
         with self._lock:
-            model = self._built.get(str(spec))
-            if model is None:
-                model = build_chat_model(spec, self._settings, counter=self._counter, **self._deps)
-                self._built[str(spec)] = model
-            return model
+            wrapped = self._wrapped.get(role)
+            if wrapped is None:
+                from agent_harness.models.resilience import ResilientModel, RetryPolicy
+
+                spec = self._settings.model_for(role)
+                model = self._built.get(str(spec))
+                if model is None:
+                    model = build_chat_model(
+                        spec, self._settings, counter=self._counter, **self._deps
+                    )
+                    self._built[str(spec)] = model
+                extra = {"sleep": self._sleep} if self._sleep else {}
+                wrapped = ResilientModel(
+                    model,
+                    role=role,
+                    timeout=self._settings.model_timeout_seconds,
+                    deadline=self._deadline,
+                    policy=RetryPolicy(max_attempts=self._settings.model_max_attempts),
+                    counter=self._counter,
+                    **extra,
+                )
+                self._wrapped[role] = wrapped
+            return wrapped

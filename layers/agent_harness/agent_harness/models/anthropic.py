@@ -14,17 +14,26 @@ import httpx
 from agent_harness.errors import ModelOutputError
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
 from agent_harness.models.convert import alternating_turns
-from agent_harness.models.http import post_json
+from agent_harness.models.http import ErrorBody, call_timeout, post_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from agent_harness.models.convert import Part
 
-__all__ = ["AnthropicChatModel"]
+__all__ = ["AnthropicChatModel", "is_overflow"]
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096  # the Messages API requires a value
+
+
+def is_overflow(error: ErrorBody) -> bool:
+    """Anthropic types the error ``invalid_request_error`` and documents the message
+    "prompt is too long: N tokens > M maximum"; ``request_too_large`` (413) is a request
+    over the byte limit, which compaction also cures."""
+    if error.type == "request_too_large":
+        return True
+    return error.type == "invalid_request_error" and error.says("prompt is too long")
 
 
 def _block(part: Part) -> dict[str, Any]:
@@ -50,6 +59,7 @@ class AnthropicChatModel:
         self._url = base_url.rstrip("/") + "/v1/messages"
         self._api_key = api_key
         self._max_tokens = max_output_tokens or DEFAULT_MAX_TOKENS
+        self._timeout = timeout
         self._client = client or httpx.Client(timeout=httpx.Timeout(timeout, connect=5.0))
 
     @property
@@ -74,7 +84,16 @@ class AnthropicChatModel:
         key = self._api_key() if callable(self._api_key) else self._api_key
         if key:
             headers["x-api-key"] = key
-        return self._parse(post_json(self._client, self._url, payload, headers, self.name))
+        body = post_json(
+            self._client,
+            self._url,
+            payload,
+            headers,
+            self.name,
+            overflow=is_overflow,
+            timeout=call_timeout(request.timeout, self._timeout),
+        )
+        return self._parse(body)
 
     def _parse(self, body: dict[str, Any]) -> ChatResponse:
         try:

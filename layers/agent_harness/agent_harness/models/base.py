@@ -74,6 +74,8 @@ class ChatRequest(BaseModel):
     tools: list[ToolSpec] = Field(default_factory=list)
     purpose: Purpose = "agent"
     max_output_tokens: int | None = None
+    #: seconds this attempt may take (set by the resilience layer from the deadline)
+    timeout: float | None = None
 
 
 class ChatResponse(BaseModel):

@@ -1,34 +1,77 @@
 """Amazon Bedrock through the Converse API (``bedrock:<model id or inference profile>``).
 
 Uses the function's own AWS credentials (no key to configure). The boto3
-``bedrock-runtime`` client is injectable; tests use botocore's Stubber.
+``bedrock-runtime`` client is injectable; tests use botocore's Stubber. Errors are typed
+by their Converse error code; only ``ValidationException`` needs its message, which is
+how Bedrock documents an input over the model's window. botocore's own retries are off
+(``models.resilience`` retries), and an attempt that outlives its share of the
+function's time is abandoned with ``ModelTimeoutError``.
 """
 
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError, ReadTimeoutError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectTimeoutError,
+    ReadTimeoutError,
+)
 
 from agent_harness.errors import (
     ContextOverflowError,
+    ModelAuthError,
+    ModelBadRequestError,
     ModelError,
     ModelOutputError,
     ModelRateLimitError,
     ModelTimeoutError,
+    ModelUnavailableError,
 )
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
 from agent_harness.models.convert import alternating_turns
-from agent_harness.models.http import OVERFLOW_MARKERS
+from agent_harness.models.http import OVERFLOW_PHRASES
 
 if TYPE_CHECKING:
     from agent_harness.models.convert import Part
 
-__all__ = ["BedrockChatModel"]
+__all__ = ["BedrockChatModel", "typed_error"]
 
 _RATE_LIMITED = {"ThrottlingException", "ServiceQuotaExceededException", "TooManyRequestsException"}
 _TIMED_OUT = {"ModelTimeoutException"}
+_UNAVAILABLE = {
+    "ServiceUnavailableException",
+    "InternalServerException",
+    "ModelNotReadyException",
+    "ModelErrorException",
+}
+_AUTH = {
+    "AccessDeniedException",
+    "UnrecognizedClientException",
+    "ExpiredTokenException",
+    "InvalidSignatureException",
+}
+
+
+def typed_error(name: str, exc: ClientError) -> ModelError:
+    """The ModelError for a Converse ClientError (by code; overflow by its message)."""
+    code = exc.response.get("Error", {}).get("Code", "")
+    message = str(exc.response.get("Error", {}).get("Message", ""))[:300]
+    if code in _RATE_LIMITED:
+        return ModelRateLimitError(f"{name} rate-limited the call ({code})")
+    if code in _TIMED_OUT:
+        return ModelTimeoutError(f"{name} timed out ({code})")
+    if code in _UNAVAILABLE:
+        return ModelUnavailableError(f"{name} is unavailable: {code}: {message}")
+    if code in _AUTH:
+        return ModelAuthError(f"{name} refused the function's credentials: {code}: {message}")
+    if code == "ValidationException" and any(p in message.lower() for p in OVERFLOW_PHRASES):
+        return ContextOverflowError(f"{name}: the input is over the context window: {message}")
+    return ModelBadRequestError(f"{name} refused the request: {code}: {message}")
 
 
 def _block(part: Part) -> dict[str, Any]:
@@ -40,10 +83,19 @@ def _block(part: Part) -> dict[str, Any]:
 
 
 class BedrockChatModel:
-    def __init__(self, model: str, *, client: Any, max_output_tokens: int | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any,
+        max_output_tokens: int | None = None,
+        timeout: float = 25.0,
+    ) -> None:
         self._model = model
         self._client = client
         self._max_tokens = max_output_tokens
+        self._timeout = timeout
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bedrock")
 
     @property
     def name(self) -> str:
@@ -73,26 +125,21 @@ class BedrockChatModel:
                     for t in request.tools
                 ]
             }
+        limit = self._timeout if request.timeout is None else min(request.timeout, self._timeout)
+        future = self._pool.submit(self._client.converse, **kwargs)
         try:
-            response = self._client.converse(**kwargs)
-        except ReadTimeoutError as exc:
-            raise ModelTimeoutError(f"{self.name} timed out") from exc
+            response = future.result(timeout=max(0.1, limit))
+        except FutureTimeout as exc:
+            future.cancel()  # a call in flight runs out on its own read timeout
+            raise ModelTimeoutError(f"{self.name} did not answer in time") from exc
+        except (ReadTimeoutError, ConnectTimeoutError) as exc:
+            raise ModelTimeoutError(f"{self.name} did not answer in time") from exc
         except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            message = exc.response.get("Error", {}).get("Message", "")
-            if code in _RATE_LIMITED:
-                raise ModelRateLimitError(f"{self.name} rate-limited the call") from exc
-            if code in _TIMED_OUT:
-                raise ModelTimeoutError(f"{self.name} timed out") from exc
-            if code == "ValidationException" and any(
-                m in message.lower() for m in OVERFLOW_MARKERS
-            ):
-                raise ContextOverflowError(
-                    f"{self.name}: the input is over the context window"
-                ) from exc
-            raise ModelError(f"{self.name} failed: {code}: {message[:300]}") from exc
+            raise typed_error(self.name, exc) from exc
         except BotoCoreError as exc:
-            raise ModelError(f"{self.name} is unreachable: {type(exc).__name__}") from exc
+            raise ModelUnavailableError(
+                f"{self.name} is unreachable: {type(exc).__name__}"
+            ) from exc
         return self._parse(response)
 
     def _parse(self, response: dict[str, Any]) -> ChatResponse:

@@ -14,16 +14,27 @@ import httpx
 
 from agent_harness.errors import ModelOutputError
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
-from agent_harness.models.http import post_json
+from agent_harness.models.http import OVERFLOW_PHRASES, ErrorBody, call_timeout, post_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["OpenAIChatModel"]
+__all__ = ["OpenAIChatModel", "is_overflow"]
+
+
+def is_overflow(error: ErrorBody) -> bool:
+    """OpenAI and Azure say ``code: context_length_exceeded``; llama.cpp's server says
+    ``type: exceed_context_size_error``; vLLM, DeepSeek and most gateways give only a
+    400 whose message names the maximum context length (their documented wording)."""
+    if error.code == "context_length_exceeded" or error.type == "exceed_context_size_error":
+        return True
+    return error.status == 400 and error.says(*OVERFLOW_PHRASES)
 
 
 def _wire_message(message: Message) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    # an assistant turn that only calls tools has no content (null, as the API documents)
+    content = None if message.tool_calls and not message.content else message.content
+    out: dict[str, Any] = {"role": message.role, "content": content}
     if message.tool_calls:
         out["tool_calls"] = [
             {
@@ -59,6 +70,7 @@ class OpenAIChatModel:
         self._api_key = api_key
         self._label = label
         self._max_tokens = max_output_tokens
+        self._timeout = timeout
         self._client = client or httpx.Client(timeout=httpx.Timeout(timeout, connect=5.0))
 
     @property
@@ -89,7 +101,16 @@ class OpenAIChatModel:
         max_tokens = request.max_output_tokens or self._max_tokens
         if max_tokens:  # unset by default: the server's own limit applies
             payload["max_tokens"] = max_tokens
-        return self._parse(post_json(self._client, self._url, payload, self._headers(), self.name))
+        body = post_json(
+            self._client,
+            self._url,
+            payload,
+            self._headers(),
+            self.name,
+            overflow=is_overflow,
+            timeout=call_timeout(request.timeout, self._timeout),
+        )
+        return self._parse(body)
 
     def _parse(self, body: dict[str, Any]) -> ChatResponse:
         try:
