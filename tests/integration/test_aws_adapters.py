@@ -191,3 +191,58 @@ def test_the_cli_finds_a_deployed_stack_through_its_outputs() -> None:
     assert (env["HARNESS_BUCKET"], env["HARNESS_TABLE"]) == ("prod-workspace", "prod-state")
     assert env["HARNESS_FLUSH_QUEUE_URL"].endswith("prod-flush.fifo")
     assert env["HARNESS_CONSOLIDATION_QUEUE_URL"].endswith("prod-consolidation")
+
+
+@pytest.mark.parametrize("store", ["ssm", "secretsmanager"])
+def test_provider_keys_come_from_ssm_or_secrets_manager_and_are_never_logged(
+    store: str, caplog
+) -> None:
+    """Keys of a deployed stack: read through Powertools Parameters (cached), sent only
+    in the provider's auth header, absent from every log line."""
+    import json as _json
+    import logging
+
+    import boto3
+    import httpx
+    from moto import mock_aws
+
+    from agent_harness.models import ModelRegistry
+    from agent_harness.models.base import ChatRequest, Message
+    from agent_harness.settings import Settings
+
+    key = f"sk-proj-{store}-secret-value-0123456789"
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(
+            200,
+            json={
+                "choices": [{"message": {"role": "assistant", "content": "hi"}}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+            },
+        )
+
+    with mock_aws():
+        if store == "ssm":
+            name = "/agent-harness/test/openai-key"
+            boto3.client("ssm", region_name="us-east-1").put_parameter(
+                Name=name, Value=key, Type="SecureString"
+            )
+            settings = Settings(agent_model="openai:gpt-4.1-mini", openai_api_key_parameter=name)
+        else:
+            name = "agent-harness/test/openai"
+            boto3.client("secretsmanager", region_name="us-east-1").create_secret(
+                Name=name, SecretString=_json.dumps({"api_key": key})
+            )
+            settings = Settings(agent_model="openai:gpt-4.1-mini", openai_api_key_secret=name)
+        registry = ModelRegistry(
+            settings, http_client=httpx.Client(transport=httpx.MockTransport(handler))
+        )
+        with caplog.at_level(logging.DEBUG):
+            registry.for_role("agent").complete(
+                ChatRequest(messages=[Message(role="user", content="hello")])
+            )
+    assert seen[0].headers["authorization"] == f"Bearer {key}"
+    ours = [r for r in caplog.records if not r.name.startswith(("botocore", "urllib3"))]
+    assert ours and not any(key in r.getMessage() or key in str(r.__dict__) for r in ours)

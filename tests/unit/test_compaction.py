@@ -428,3 +428,35 @@ def test_without_flush_before_compact_the_job_stays_a_normal_turn() -> None:  # 
     results = [run_turn(rt, ALICE, "s1", f"m{n}") for n in range(4)]
     assert any(r.compacted for r in results)
     assert {job.reason for job in rt.queue.post_turn} == {"turn"}
+
+
+@pytest.mark.parametrize(
+    ("model", "window"),
+    [
+        ("openai:gpt-4.1-mini", 1_047_576),
+        ("openai:gpt-4o-2024-08-06", 128_000),
+        ("anthropic:claude-sonnet-4-5", 200_000),
+        ("bedrock:us.anthropic.claude-3-5-haiku-20241022-v1:0", 200_000),
+        ("bedrock:amazon.nova-lite-v1:0", 300_000),
+        ("openai:meta-llama/Llama-3.1-8B-Instruct", 128_000),
+        ("ollama:llama3.1", 0),  # the server's num_ctx decides: set the override
+        ("openai:some-private-model", 0),
+    ],
+)
+def test_the_agent_models_window_comes_from_the_table(model: str, window: int) -> None:
+    from agent_harness.models.windows import context_window
+
+    assert context_window(Settings(agent_model=model)) == window
+
+
+def test_the_window_override_wins_and_drives_the_dynamic_thresholds() -> None:
+    from agent_harness.agent.compaction import keep_tokens, trigger_tokens
+
+    table = Settings(agent_model="openai:gpt-4o")
+    assert trigger_tokens(table) == 128_000 - 20_000
+    assert keep_tokens(table) == 8_000
+    small = Settings(
+        agent_model="ollama:llama3.1", model_context_window=8_192, compaction_reserve_tokens=2_000
+    )
+    assert trigger_tokens(small) == 6_192
+    assert keep_tokens(small) == 2_000

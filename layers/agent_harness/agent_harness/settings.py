@@ -53,10 +53,12 @@ ENV: dict[str, str] = {
     "openai_api_key": "OPENAI_API_KEY",
     "openai_base_url": "OPENAI_BASE_URL",
     "openai_api_key_parameter": "HARNESS_OPENAI_API_KEY_PARAMETER",
+    "openai_api_key_secret": "HARNESS_OPENAI_API_KEY_SECRET",
     "ollama_base_url": "OLLAMA_BASE_URL",
     "anthropic_api_key": "ANTHROPIC_API_KEY",
     "anthropic_base_url": "ANTHROPIC_BASE_URL",
     "anthropic_api_key_parameter": "HARNESS_ANTHROPIC_API_KEY_PARAMETER",
+    "anthropic_api_key_secret": "HARNESS_ANTHROPIC_API_KEY_SECRET",
     "timezone": "HARNESS_TIMEZONE",
     "consolidation_max_tokens": "HARNESS_CONSOLIDATION_MAX_TOKENS",
     "consolidation_min_gap_seconds": "HARNESS_CONSOLIDATION_MIN_GAP_SECONDS",
@@ -202,11 +204,13 @@ class Settings(BaseModel):
     deadline_margin_seconds: float = Field(default=3.0, ge=0, le=60)
     openai_api_key: SecretStr | None = None
     openai_base_url: str = "https://api.openai.com/v1"
-    openai_api_key_parameter: str | None = None
+    openai_api_key_parameter: str | None = None  # SSM SecureString name
+    openai_api_key_secret: str | None = None  # Secrets Manager secret name
     ollama_base_url: str = "http://127.0.0.1:11434/v1"
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str = "https://api.anthropic.com"
     anthropic_api_key_parameter: str | None = None
+    anthropic_api_key_secret: str | None = None
 
     # memory
     timezone: str = "UTC"

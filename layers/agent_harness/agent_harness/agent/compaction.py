@@ -29,6 +29,7 @@ from agent_harness import markup
 from agent_harness.errors import ModelError
 from agent_harness.memory.prompts import render_messages, render_template
 from agent_harness.models.base import ChatRequest, Message, ToolCall, Usage
+from agent_harness.models.windows import context_window
 
 if TYPE_CHECKING:
     from agent_harness.records import WorkingContext
@@ -78,7 +79,7 @@ Reply with the summary only.
 def trigger_tokens(settings: Settings) -> int:
     if settings.compaction_trigger_tokens > 0:
         return settings.compaction_trigger_tokens
-    window = settings.model_context_window
+    window = context_window(settings)
     if window <= 0:
         return FALLBACK_TRIGGER_TOKENS
     usable = window - settings.compaction_reserve_tokens
@@ -89,7 +90,7 @@ def keep_tokens(settings: Settings) -> int:
     """Token budget of the kept tail; 0 means "keep ``compaction_keep_messages``"."""
     if settings.compaction_keep_tokens >= 0:
         return settings.compaction_keep_tokens
-    window = settings.model_context_window
+    window = context_window(settings)
     if window <= 0:
         return 0
     usable = window - settings.compaction_reserve_tokens

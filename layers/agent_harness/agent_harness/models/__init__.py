@@ -59,13 +59,41 @@ def _secret_from_parameter(name: str) -> Callable[[], str | None]:
     return read
 
 
+def _secret_from_secrets_manager(name: str) -> Callable[[], str | None]:
+    """Read an API key from Secrets Manager through the Powertools Parameters cache. The
+    secret is the key itself, or JSON with an ``api_key`` field (or a single field)."""
+
+    def read() -> str | None:
+        import json
+
+        from aws_lambda_powertools.utilities import parameters
+
+        value = str(parameters.get_secret(name, max_age=300) or "")
+        if value.startswith("{"):
+            try:
+                fields = json.loads(value)
+            except ValueError:
+                return value
+            if isinstance(fields, dict):
+                key = fields.get("api_key") or (
+                    next(iter(fields.values())) if len(fields) == 1 else None
+                )
+                return str(key) if key else None
+        return value or None
+
+    return read
+
+
 def _api_key(
-    secret: SecretStr | None, parameter: str | None
+    secret: SecretStr | None, parameter: str | None, secret_name: str | None = None
 ) -> Callable[[], str | None] | str | None:
-    """A key given directly wins; otherwise read lazily from the named SSM parameter."""
+    """A key given directly wins; otherwise read lazily (and cached) from the named SSM
+    parameter or Secrets Manager secret. The key is never logged."""
     if secret is not None:
         return secret.get_secret_value()
-    return _secret_from_parameter(parameter) if parameter else None
+    if parameter:
+        return _secret_from_parameter(parameter)
+    return _secret_from_secrets_manager(secret_name) if secret_name else None
 
 
 def build_chat_model(
@@ -91,7 +119,11 @@ def build_chat_model(
         return OpenAIChatModel(
             spec.name,
             base_url=settings.openai_base_url,
-            api_key=_api_key(settings.openai_api_key, settings.openai_api_key_parameter),
+            api_key=_api_key(
+                settings.openai_api_key,
+                settings.openai_api_key_parameter,
+                settings.openai_api_key_secret,
+            ),
             timeout=settings.model_timeout_seconds,
             client=deps.get("http_client"),
             max_output_tokens=settings.model_max_output_tokens,
@@ -101,7 +133,11 @@ def build_chat_model(
 
         return AnthropicChatModel(
             spec.name,
-            api_key=_api_key(settings.anthropic_api_key, settings.anthropic_api_key_parameter),
+            api_key=_api_key(
+                settings.anthropic_api_key,
+                settings.anthropic_api_key_parameter,
+                settings.anthropic_api_key_secret,
+            ),
             base_url=settings.anthropic_base_url,
             timeout=settings.model_timeout_seconds,
             max_output_tokens=settings.model_max_output_tokens,
