@@ -415,3 +415,21 @@ def test_retries_are_off_in_the_registrys_bedrock_client() -> None:
 
     config = _bedrock_client(30.0).meta.config
     assert config.retries["total_max_attempts"] == 1 and config.read_timeout == 30.0
+
+
+def test_an_azure_style_gateway_gets_its_query_string_and_api_key_header() -> None:
+    recorder = Recorder(OPENAI["plain"])
+    client = httpx.Client(transport=httpx.MockTransport(recorder))
+    model = OpenAIChatModel(
+        "gpt-4.1-mini",
+        base_url="https://acme.openai.azure.com/openai/v1/?api-version=preview",
+        api_key="azure-key",
+        auth_header="api-key",
+        client=client,
+    )
+    model.complete(FIRST)
+    request = recorder.requests[0]
+    assert str(request.url) == (
+        "https://acme.openai.azure.com/openai/v1/chat/completions?api-version=preview"
+    )
+    assert request.headers["api-key"] == "azure-key" and "authorization" not in request.headers

@@ -54,6 +54,7 @@ ENV: dict[str, str] = {
     "openai_base_url": "OPENAI_BASE_URL",
     "openai_api_key_parameter": "HARNESS_OPENAI_API_KEY_PARAMETER",
     "openai_api_key_secret": "HARNESS_OPENAI_API_KEY_SECRET",
+    "openai_auth_header": "HARNESS_OPENAI_AUTH_HEADER",
     "ollama_base_url": "OLLAMA_BASE_URL",
     "anthropic_api_key": "ANTHROPIC_API_KEY",
     "anthropic_base_url": "ANTHROPIC_BASE_URL",
@@ -206,6 +207,8 @@ class Settings(BaseModel):
     openai_base_url: str = "https://api.openai.com/v1"
     openai_api_key_parameter: str | None = None  # SSM SecureString name
     openai_api_key_secret: str | None = None  # Secrets Manager secret name
+    #: "authorization" (Bearer; OpenAI and most servers) or "api-key" (Azure, APIM)
+    openai_auth_header: Literal["authorization", "api-key"] = "authorization"
     ollama_base_url: str = "http://127.0.0.1:11434/v1"
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str = "https://api.anthropic.com"

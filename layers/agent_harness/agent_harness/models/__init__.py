@@ -127,6 +127,7 @@ def build_chat_model(
             timeout=settings.model_timeout_seconds,
             client=deps.get("http_client"),
             max_output_tokens=settings.model_max_output_tokens,
+            auth_header=settings.openai_auth_header,
         )
     if spec.provider == "anthropic":
         from agent_harness.models.anthropic import AnthropicChatModel

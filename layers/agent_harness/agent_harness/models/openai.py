@@ -19,7 +19,14 @@ from agent_harness.models.http import OVERFLOW_PHRASES, ErrorBody, call_timeout,
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["OpenAIChatModel", "is_overflow"]
+__all__ = ["OpenAIChatModel", "completions_url", "is_overflow"]
+
+
+def completions_url(base_url: str) -> str:
+    """``{base}/chat/completions``, keeping a query string where gateways need one
+    (Azure: ``https://<resource>.openai.azure.com/openai/v1?api-version=preview``)."""
+    base, sep, query = base_url.partition("?")
+    return base.rstrip("/") + "/chat/completions" + (sep + query if sep else "")
 
 
 def is_overflow(error: ErrorBody) -> bool:
@@ -64,9 +71,11 @@ class OpenAIChatModel:
         client: httpx.Client | None = None,
         label: str = "openai",
         max_output_tokens: int | None = None,
+        auth_header: str = "authorization",
     ) -> None:
         self._model = model
-        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._url = completions_url(base_url)
+        self._auth_header = auth_header
         self._api_key = api_key
         self._label = label
         self._max_tokens = max_output_tokens
@@ -79,7 +88,11 @@ class OpenAIChatModel:
 
     def _headers(self) -> dict[str, str]:
         key = self._api_key() if callable(self._api_key) else self._api_key
-        return {"Authorization": f"Bearer {key}"} if key else {}
+        if not key:
+            return {}
+        if self._auth_header == "api-key":  # Azure OpenAI and API Management gateways
+            return {"api-key": key}
+        return {"Authorization": f"Bearer {key}"}
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         payload: dict[str, Any] = {
