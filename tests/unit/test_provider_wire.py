@@ -433,3 +433,14 @@ def test_an_azure_style_gateway_gets_its_query_string_and_api_key_header() -> No
         "https://acme.openai.azure.com/openai/v1/chat/completions?api-version=preview"
     )
     assert request.headers["api-key"] == "azure-key" and "authorization" not in request.headers
+
+
+def test_retry_after_as_an_http_date_is_honoured() -> None:
+    from datetime import UTC, datetime, timedelta
+    from email.utils import format_datetime
+
+    later = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    limited = dict(OPENAI["rate_limited"], headers={"retry-after": later})
+    with pytest.raises(ModelRateLimitError) as caught:
+        openai(Recorder(limited)).complete(FIRST)
+    assert 28 <= caught.value.retry_after <= 31  # type: ignore[attr-defined]

@@ -15,6 +15,9 @@ error's code and type first and its message only where the provider documents no
 
 from __future__ import annotations
 
+import math
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -80,11 +83,19 @@ def error_body(response: httpx.Response) -> ErrorBody:
 
 
 def _retry_after(response: httpx.Response) -> int | None:
-    value = response.headers.get("retry-after", "")
-    try:
-        return max(0, int(float(value)))
-    except ValueError:
+    """``Retry-After`` in seconds (RFC 9110: a number of seconds or an HTTP date)."""
+    value = response.headers.get("retry-after", "").strip()
+    if not value:
         return None
+    try:
+        return max(0, math.ceil(float(value)))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0, math.ceil((when - datetime.now(UTC)).total_seconds()))
 
 
 def call_timeout(seconds: float | None, default: float) -> httpx.Timeout:
