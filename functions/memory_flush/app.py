@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 logger = Logger()
 metrics = Metrics()
 runtime = Runtime.from_settings(Settings.from_env())
-process_job, idempotency = idempotent_post_turn(runtime)
+process_job = idempotent_post_turn(runtime)
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 
@@ -40,7 +40,7 @@ def record_handler(record: SQSRecord) -> str:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     runtime.deadline.start(context)
-    idempotency.register_lambda_context(context)
+    process_job.register_lambda_context(context)
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )

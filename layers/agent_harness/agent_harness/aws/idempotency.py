@@ -24,22 +24,17 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
 
 from agent_harness.ids import User
 from agent_harness.memory.flush import run_post_turn_job
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 
     from agent_harness.jobs import PostTurnJob
     from agent_harness.runtime import Runtime
 
-__all__ = ["idempotent_post_turn"]
+__all__ = ["IdempotentPostTurn", "idempotent_post_turn"]
 
 metrics = Metrics()
 
@@ -47,40 +42,60 @@ metrics = Metrics()
 RECORD_SECONDS = 6 * 3600
 
 
-def idempotent_post_turn(
-    rt: Runtime, *, dynamodb_client: Any | None = None
-) -> tuple[Callable[[PostTurnJob], str], IdempotencyConfig]:
+class IdempotentPostTurn:
     """``process(job) -> status``: ``run_post_turn_job`` behind a Powertools idempotency
-    record. Call ``config.register_lambda_context(context)`` in the handler."""
-    client = dynamodb_client or rt.clients["dynamodb"]
-    config = IdempotencyConfig(expires_after_seconds=RECORD_SECONDS)
+    record. The handler calls ``register_lambda_context`` per invocation. Powertools'
+    idempotency package is imported on first use, not at cold start."""
 
-    def run(job: PostTurnJob) -> str:
-        status = run_post_turn_job(rt, job).status
+    def __init__(self, rt: Runtime, dynamodb_client: Any | None = None) -> None:
+        self._rt = rt
+        self._client = dynamodb_client
+        self._config: IdempotencyConfig | None = None
+
+    @property
+    def config(self) -> IdempotencyConfig:
+        if self._config is None:
+            from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
+
+            self._config = IdempotencyConfig(expires_after_seconds=RECORD_SECONDS)
+        return self._config
+
+    def register_lambda_context(self, context: Any) -> None:
+        self.config.register_lambda_context(context)
+
+    def _run(self, job: PostTurnJob) -> str:
+        status = run_post_turn_job(self._rt, job).status
         if status == "no_session":
             raise _NoSession  # Powertools deletes the record: nothing of a forgotten user
         return status
 
-    def call(job: PostTurnJob) -> str:
+    def __call__(self, job: PostTurnJob) -> str:
+        from aws_lambda_powertools.utilities.idempotency import (
+            DynamoDBPersistenceLayer,
+            idempotent_function,
+        )
+
         # PostTurnJobs (counted inside) vs this: the repeats the record answered
         metrics.add_metric("PostTurnDeliveries", MetricUnit.Count, 1)
         persistence = DynamoDBPersistenceLayer(
-            table_name=rt.settings.table,
+            table_name=self._rt.settings.table,
             key_attr="pk",
             sort_key_attr="sk",
             static_pk_value=f"U#{User.from_id(job.user_id).key}",
             expiry_attr="expires_at",
-            boto3_client=client,
+            boto3_client=self._client or self._rt.clients["dynamodb"],
         )
         process = idempotent_function(
-            data_keyword_argument="job", persistence_store=persistence, config=config
-        )(run)
+            data_keyword_argument="job", persistence_store=persistence, config=self.config
+        )(self._run)
         try:
             return str(process(job=job))
         except _NoSession:
             return "no_session"
 
-    return call, config
+
+def idempotent_post_turn(rt: Runtime, *, dynamodb_client: Any | None = None) -> IdempotentPostTurn:
+    return IdempotentPostTurn(rt, dynamodb_client)
 
 
 class _NoSession(Exception):

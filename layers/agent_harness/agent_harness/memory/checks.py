@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = [
     "INSTRUCTION_MARK",
@@ -31,13 +31,28 @@ __all__ = [
     "redact_secrets",
 ]
 
+
+class _lazy:
+    """A pattern compiled on first use: these patterns cost milliseconds to compile,
+    and a cold start should not pay for a flush that has not happened yet."""
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._args = (pattern, flags)
+        self._compiled: re.Pattern[str] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._compiled is None:
+            self._compiled = re.compile(*self._args)
+        return getattr(self._compiled, name)
+
+
 SECRET_MARK = "[redacted secret]"
 EMAIL_MARK = "[redacted email]"
 PHONE_MARK = "[redacted phone]"
 INSTRUCTION_MARK = "[unverified instruction]"
 
 # vendor formats with a recognisable shape
-_SECRET_TOKENS = re.compile(
+_SECRET_TOKENS = _lazy(
     r"""
       \b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b                 # AWS access key id
     | \bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_\-]{16,}      # OpenAI / Anthropic / Stripe
@@ -53,13 +68,13 @@ _SECRET_TOKENS = re.compile(
     """,
     re.VERBOSE,
 )
-_PRIVATE_KEY = re.compile(
+_PRIVATE_KEY = _lazy(
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.DOTALL
 )
-_BEARER = re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/\-]{12,}=*", re.IGNORECASE)
-_URL_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^\s:/@]+):[^\s@/]+@", re.IGNORECASE)
+_BEARER = _lazy(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/\-]{12,}=*", re.IGNORECASE)
+_URL_CREDENTIALS = _lazy(r"(\b[a-z][a-z0-9+.\-]*://[^\s:/@]+):[^\s@/]+@", re.IGNORECASE)
 # "password is hunter2", "API key: abc123", "aws_secret_access_key=..."
-_LABELLED_SECRET = re.compile(
+_LABELLED_SECRET = _lazy(
     r"""
     (?P<label>\b(?:pass(?:word|wd|phrase|code)?|pwd|pin|secret(?:[ _\-]?(?:access[ _\-]?)?key)?
         |api[ _\-]?key|access[ _\-]?key|auth[ _\-]?token|access[ _\-]?token|refresh[ _\-]?token
@@ -71,14 +86,14 @@ _LABELLED_SECRET = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 
-_EMAIL = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
-_PHONE = re.compile(
+_EMAIL = _lazy(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
+_PHONE = _lazy(
     r"(?<![\w/:.\-])(?:\+\d{1,3}[\s.\-]?)?(?:\(\d{1,4}\)[\s.\-]?)?\d{2,4}(?:[\s.\-]?\d{2,4}){2,4}(?![\w/:])"
 )
-_DATE_LIKE = re.compile(r"^\d{4}[-./]\d{1,2}[-./]\d{1,2}$|^\d{1,2}[-./]\d{1,2}[-./]\d{2,4}$")
+_DATE_LIKE = _lazy(r"^\d{4}[-./]\d{1,2}[-./]\d{1,2}$|^\d{1,2}[-./]\d{1,2}[-./]\d{2,4}$")
 
 # commands aimed at the agent rather than facts about the user or their world
-_IMPERATIVE_START = re.compile(
+_IMPERATIVE_START = _lazy(
     r"""^(?:please\s+|note:\s*|important:\s*|reminder:\s*)?
     (?:(?:always|never|ignore|disregard|override|bypass|obey
          |do\s+not|don't|you\s+(?:must|should|shall|will|are\s+to|need\s+to)
@@ -88,7 +103,7 @@ _IMPERATIVE_START = re.compile(
       |(?:execute|delete|wipe|erase)\s+(?:all|every|the|any|this|these|those)\b)""",
     re.IGNORECASE | re.VERBOSE,
 )
-_INJECTION_ANYWHERE = re.compile(
+_INJECTION_ANYWHERE = _lazy(
     r"""\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+)?
         (?:previous|prior|above|earlier|system|your|other)\s+(?:instructions|prompts?|rules|guidelines)
     | \b(?:system|developer)\s+(?:prompt|message|instructions?)\b
@@ -128,7 +143,7 @@ def redact_secrets(text: str) -> tuple[str, int]:
     return _LABELLED_SECRET.sub(labelled, text), count
 
 
-_STRONG_LABEL = re.compile(r"pass|pwd|pin\b|secret|private", re.IGNORECASE)
+_STRONG_LABEL = _lazy(r"pass|pwd|pin\b|secret|private", re.IGNORECASE)
 _NOT_A_VALUE = {
     "required", "needed", "missing", "expired", "invalid", "reset", "changed", "manager",
     "managers", "stored", "saved", "shared", "rotated", "revoked", "correct", "wrong",
