@@ -30,7 +30,15 @@ def test_the_memory_loop_crosses_sessions(
     reply = first.json()
     assert reply["session_id"] == "trip" and reply["turn"] == 1
     assert reply["reply"] == f"ack: Please remember that {FACT}"
-    assert reply["usage"] == {"input_tokens": 42, "output_tokens": 7, "memory_tokens": 0}
+    assert reply["usage"] == {
+        "input_tokens": 42,  # the fake provider's own counts, not an estimate
+        "output_tokens": 7,
+        "memory_tokens": 0,
+        "by_role": {
+            "agent": {"input_tokens": 42, "output_tokens": 7},
+            "compaction": {"input_tokens": 0, "output_tokens": 0},
+        },
+    }
     assert reply["compacted"] is False and reply["flush"] == "queued"
     assert fake_llm.requests[-1]["_authorization"] == "Bearer sk-e2e"
 
