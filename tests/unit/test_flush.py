@@ -326,8 +326,12 @@ def test_throttle_and_consolidation_gaps_never_share_a_key() -> None:  # §5 B1,
 
     settings = Settings(flush_trigger="throttled:10m", consolidation_min_gap_seconds=1800)
 
+    facts = iter(range(100))
+
     def answer(request) -> str:
-        return "# Memory\n- merged\n" if request.purpose == "consolidate" else "- a fact"
+        if request.purpose == "consolidate":
+            return "# Memory\n- merged\n"
+        return f"- fact number {next(facts)}"
 
     rt = make_runtime(memory=ScriptedModel(*[answer] * 40), settings=settings)
     flushed, consolidated = [], []
@@ -490,3 +494,15 @@ def test_a_tail_mark_left_by_an_old_trigger_is_cleared_not_swept_forever() -> No
     assert sweep_flush_tails(rt) == 1
     assert flush_turns(rt, rt.queue.post_turn[-1]).status == "skipped"
     assert sweep_flush_tails(rt) == 0
+
+
+def test_a_statement_made_twice_lands_once() -> None:
+    """A retried call leaves the same message in two turns; its fact is written once."""
+    memory = ScriptedModel("- The user likes tea.\n- the user likes  TEA", "- The user likes tea")
+    rt = make_runtime(memory=memory)
+    add_turn(rt, "s1", 1, "I like tea")
+    assert flush_turns(rt, job("s1", 1)).facts == 1
+    add_turn(rt, "s2", 1, "I like tea")  # another session, same day, same statement
+    assert flush_turns(rt, job("s2", 1)).facts == 0
+    assert ledger(rt).count("likes tea") == 1
+    assert rt.table.get_session(ALICE, "s2").flush_cursor == 1

@@ -37,7 +37,14 @@ from agent_harness.clock import epoch_ms, iso
 from agent_harness.ids import MEMORY_FILE, User, ledger_path, turn_path, validate_session_id
 from agent_harness.jobs import PostTurnJob
 from agent_harness.memory.checks import check_facts
-from agent_harness.memory.ledger import Source, clean_bullets, covered_turns, day_of, render_section
+from agent_harness.memory.ledger import (
+    Source,
+    clean_bullets,
+    covered_turns,
+    day_of,
+    new_facts,
+    render_section,
+)
 from agent_harness.memory.prompts import flush_messages, render_conversation
 from agent_harness.memory.threads import index_turns
 from agent_harness.models.base import ChatRequest
@@ -294,11 +301,15 @@ def _flush_chunk(
 
     turns = tuple(r.turn for r in todo)
     source = Source(session_id, turns, model.name).render()
+    written: list[str] = []
 
     def build(existing: str) -> str | None:
         # re-checked after every lost race: a concurrent duplicate may have landed
         if covered_turns(existing, session_id) & set(turns):
             return None
-        return render_section("Flush", rt.clock.now(), settings.zone, bullets, source)
+        written[:] = new_facts(bullets, existing)
+        if not written:
+            return None
+        return render_section("Flush", rt.clock.now(), settings.zone, written, source)
 
-    return len(bullets) if rt.store.append(user, path, build) else 0
+    return len(written) if rt.store.append(user, path, build) else 0

@@ -32,6 +32,7 @@ __all__ = [
     "clean_bullets",
     "covered_turns",
     "day_of",
+    "new_facts",
     "render_section",
 ]
 
@@ -139,3 +140,21 @@ def clean_bullets(output: str) -> list[str]:
     if not bullets and stray:
         raise ModelOutputError("the memory model answered without a bullet list or NO_REPLY")
     return bullets[:MAX_BULLETS]
+
+
+def _fact_key(bullet: str) -> str:
+    return " ".join(bullet.removeprefix("- ").casefold().split()).rstrip(".!")
+
+
+def new_facts(bullets: list[str], ledger: str) -> list[str]:
+    """``bullets`` without those the day's ledger already holds verbatim (case and
+    spacing aside) and without repeats among themselves: the same statement made twice
+    (a retried call, a message sent again) lands once."""
+    seen = {_fact_key(line) for line in ledger.splitlines() if line.startswith("- ")}
+    kept: list[str] = []
+    for bullet in bullets:
+        key = _fact_key(bullet)
+        if key not in seen:
+            seen.add(key)
+            kept.append(bullet)
+    return kept
