@@ -12,7 +12,7 @@ PY312 := $(or $(lastword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12
 export SAM_CLI_TELEMETRY := 0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test test-unit test-integration test-e2e lint format dev moto demo cli bench \
+.PHONY: help venv test reliability test-unit test-integration test-e2e lint format dev moto demo cli bench \
         sam validate build deploy tiktoken-cache env-file clean
 
 help: ## Show the targets
@@ -26,7 +26,10 @@ $(VENV)/.installed: tests/requirements.txt
 venv: $(VENV)/.installed ## Create .venv with the pinned dependencies
 
 test: venv ## Run all tests: unit, integration (moto) and e2e (local stack over HTTP)
-	$(PY) -m pytest
+	$(PY) -m pytest tests/unit tests/integration tests/e2e
+
+reliability: venv ## The invariants under concurrency, redelivery, crashes and poison jobs, with figures
+	RELIABILITY_REPORT=bench/results/reliability.json $(PY) -m pytest tests/reliability -q
 
 test-unit: venv ## Unit tests only (no AWS, no network)
 	$(PY) -m pytest tests/unit

@@ -47,6 +47,12 @@ _RESOURCE_VARS = {
 _PASSTHROUGH_PREFIXES = ("HARNESS_", "OPENAI_", "OLLAMA_", "ANTHROPIC_", "POWERTOOLS_")
 
 
+class _HttpServer(ThreadingHTTPServer):
+    """API Gateway takes bursts; socketserver's default backlog of 5 resets them."""
+
+    request_queue_size = 256
+
+
 @dataclass
 class LocalStackConfig:
     http_port: int = 3000
@@ -217,7 +223,7 @@ class LocalStack:
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # one line per request is printed by _handle
 
-        self.http = ThreadingHTTPServer(("127.0.0.1", self.config.http_port), Adapter)
+        self.http = _HttpServer(("127.0.0.1", self.config.http_port), Adapter)
         self.http.daemon_threads = True
         self._start_thread("http", self.http.serve_forever)
 
