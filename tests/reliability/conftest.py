@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import FakeLLM, fake_llm, local_stack  # noqa: F401  (fixtures)
+from tests.integration.conftest import stack  # noqa: F401  (fixture: moto + handlers)
 
 
 @dataclass
