@@ -9,6 +9,8 @@
     consolidate-now USER [--queue]              run a forced consolidation here (or queue it)
     rollback USER VERSION_ID                    restore a MEMORY.md version (a new version)
     forget USER --yes                           delete every object version and item of USER
+    dlq list flush|consolidation [--limit N]    jobs that failed too often (left in place)
+    dlq redrive flush|consolidation             send them back to their queue
 
 Where the stack is:
   * ``--env-file local_stack/sam-env.json``: the local stack (``make dev``) or any JSON of
@@ -127,6 +129,11 @@ def _parser() -> argparse.ArgumentParser:
     forget = commands.add_parser("forget", help="delete everything of one user")
     forget.add_argument("user")
     forget.add_argument("--yes", action="store_true", help="confirm: this cannot be undone")
+
+    dlq = commands.add_parser("dlq", help="dead-letter queues: list or redrive")
+    dlq.add_argument("action", choices=["list", "redrive"])
+    dlq.add_argument("queue", choices=["flush", "consolidation"])
+    dlq.add_argument("--limit", type=int, default=100)
     return parser
 
 
@@ -139,6 +146,8 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
     from agent_harness.memory import files
     from agent_harness.memory.search import search_memory
 
+    if args.command == "dlq":
+        return _dlq(args, rt)
     user = User.from_id(args.user)
     if args.command == "show":
         if args.day:
@@ -180,6 +189,23 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
         from agent_harness.memory.forget import forget_user
 
         _print(forget_user(rt, user).__dict__)
+    return 0
+
+
+def _dlq(args: argparse.Namespace, rt: Runtime) -> int:
+    from agent_harness.aws import dlq
+
+    sqs = rt.clients["sqs"]
+    source = (
+        rt.settings.flush_queue_url
+        if args.queue == "flush"
+        else rt.settings.consolidation_queue_url
+    )
+    dead = dlq.dead_letter_queue(sqs, source)
+    if args.action == "list":
+        _print([letter.__dict__ for letter in dlq.peek(sqs, dead, args.limit)])
+    else:
+        _print({"redriven": dlq.redrive(sqs, dead, source, args.limit)})
     return 0
 
 
