@@ -299,41 +299,6 @@ def test_a_throttled_sessions_tail_is_flushed_after_the_schedule_tick(stack: Sta
     assert stack.invoke(consolidate, schedule, CONSOLIDATE)["flush_tails"] == 0
 
 
-def test_forget_removes_every_version_marker_and_item_of_the_user_only(stack: Stack) -> None:
-    """Invariant 9 on moto: a user with turns, ledger, MEMORY.md snapshots, an archived
-    day (a delete marker), cursors and leases is gone; another user is untouched; jobs
-    still queued for the forgotten user write nothing."""
-    agent, flush = stack.handler(AGENT), stack.handler(FLUSH)
-    consolidate = stack.handler(CONSOLIDATE)
-    for user in ("alice", "bob"):
-        event = load_event("agent_call_post_message.json")
-        event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = user
-        stack.invoke(agent, event, AGENT)
-    drain_flush_queue(stack, flush)
-    for user in ("alice", "bob"):
-        job = load_event("memory_consolidate_sqs.json")
-        job["Records"][0]["body"] = job["Records"][0]["body"].replace("alice", user)
-        stack.invoke(consolidate, job, CONSOLIDATE)
-    s3 = stack.clients["s3"]
-    s3.put_object(Bucket=stack.bucket, Key="users/alice/MEMORY.md", Body=b"# edited\n")
-    s3.delete_object(Bucket=stack.bucket, Key="users/alice/memory/2020-01-01.md")  # a marker
-    queued_later = load_event("memory_flush_sqs.json")  # alice's job, delivered after
-
-    response = stack.invoke(agent, load_event("agent_call_forget.json"), AGENT)
-
-    assert response["statusCode"] == 204
-    listed = s3.list_object_versions(Bucket=stack.bucket, Prefix="users/")
-    left = {v["Key"] for v in [*listed.get("Versions", []), *listed.get("DeleteMarkers", [])]}
-    assert left and all(key.startswith("users/bob/") for key in left)
-    assert {i["pk"]["S"] for i in stack.items()} == {"U#bob"}
-
-    assert stack.invoke(flush, queued_later, FLUSH) == {"batchItemFailures": []}
-    stack.invoke(consolidate, load_event("memory_consolidate_sqs.json"), CONSOLIDATE)
-    listed = s3.list_object_versions(Bucket=stack.bucket, Prefix="users/alice/")
-    assert not listed.get("Versions") and not listed.get("DeleteMarkers")
-    assert {i["pk"]["S"] for i in stack.items()} == {"U#bob"}
-
-
 def test_the_operator_cli_works_against_the_stack_from_an_env_file(
     stack: Stack, tmp_path, capsys
 ) -> None:
