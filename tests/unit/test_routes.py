@@ -133,3 +133,20 @@ def test_forget_without_identity_is_401_and_deletes_nothing() -> None:
     status, payload, _ = call(rt, "DELETE", "/v1/memory", user=None)
     assert status == 401 and payload["error"]["code"]
     assert rt.store.objects
+
+
+def test_a_body_that_is_not_utf8_is_a_400_not_a_500() -> None:
+    import base64
+
+    rt = dev_runtime()
+    event = http_event(
+        "POST",
+        "/v1/memory/save",
+        headers={"content-type": "application/json", "x-user-id": "alice"},
+        body=b"\xa9\xff not utf-8",
+    )
+    assert event["isBase64Encoded"] and base64.b64decode(event["body"]).startswith(b"\xa9")
+    response = build_app(rt).resolve(event, context_for("AgentCallFunction"))
+    assert response["statusCode"] == 400
+    assert json.loads(response["body"])["error"]["code"] == "invalid_request"
+    assert rt.store.objects == {}

@@ -9,6 +9,7 @@ health check never loads the agent loop), and a container pays each import once.
 
 from __future__ import annotations
 
+import binascii
 import json
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -102,7 +103,10 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
             raise UnauthorizedError(f"unusable user id: {exc.message}") from exc
 
     def body(model: type[B]) -> B:
-        raw = app.current_event.decoded_body
+        try:
+            raw = app.current_event.decoded_body
+        except (UnicodeDecodeError, binascii.Error) as exc:
+            raise InvalidRequestError("the body is not valid UTF-8 text") from exc
         if not raw:
             raise InvalidRequestError("a JSON body is required")
         try:

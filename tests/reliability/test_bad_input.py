@@ -1,0 +1,150 @@
+"""Invariant 8 as a property: whatever arrives (bodies that are not JSON or not UTF-8,
+JSON of the wrong shape, control characters, oversized messages, crafted path
+parameters, unknown match modes, absurd limits and headers), the API answers without a
+5xx, a refused request carries a clear JSON error, and a refused request writes nothing.
+Hypothesis generates the requests (in-process app on the fakes, the real router)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+from aws_lambda_powertools import Metrics
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent_harness.api.routes import build_app
+from agent_harness.settings import Settings
+from local_stack.lambdas import context_for, http_event
+from tests.fakes import make_runtime
+
+WRITES = {"put", "append", "delete", "purge"}
+TABLE_WRITES = {"acquire_session_lease", "commit_turn", "mark_consolidation_due", "purge_user"}
+outcomes = {"requests": 0, "5xx": 0, "refused": 0, "refused_with_writes": 0, "bad_errors": 0}
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner),
+    max_leaves=10,
+)
+weird_text = st.one_of(
+    st.text(max_size=60),
+    st.text(alphabet=st.characters(max_codepoint=0x20), max_size=20),  # control characters
+    st.sampled_from(["", " ", "\x00", "../..", "a/b", "%2e%2e", "MEMORY.md", "\ud7ff" * 3]),
+    st.integers(100_001, 100_010).map(lambda n: "x" * n),  # over the message limit
+)
+fields = st.sampled_from(
+    ["message", "messages", "query", "match_mode", "limit", "content", "version_id", "role"]
+)
+shaped = st.dictionaries(fields, st.one_of(weird_text, json_values, st.integers()), max_size=4)
+bodies = st.one_of(
+    st.binary(max_size=300),  # anything, invalid UTF-8 included
+    json_values.map(lambda v: json.dumps(v).encode()),
+    shaped.map(lambda v: json.dumps(v).encode()),
+    st.fixed_dictionaries(
+        {"query": weird_text, "match_mode": st.text(max_size=12), "limit": st.integers()}
+    ).map(lambda v: json.dumps(v).encode()),
+)
+segments = st.one_of(weird_text, st.text(max_size=300)).map(lambda s: quote(s, safe=""))
+routes = st.sampled_from(
+    [
+        ("POST", "/v1/sessions/{}/messages"),
+        ("GET", "/v1/sessions/{}/messages"),
+        ("POST", "/v1/sessions/{}/import"),
+        ("POST", "/v1/sessions/search"),
+        ("POST", "/v1/memory/search"),
+        ("POST", "/v1/memory/save"),
+        ("PUT", "/v1/memory"),
+        ("POST", "/v1/memory/rollback"),
+        ("GET", "/v1/memory/ledger/{}"),
+        ("GET", "/v1/memory/versions"),
+        ("POST", "/v1/memory/consolidate"),
+        ("PATCH", "/v1/memory"),
+    ]
+)
+queries = st.one_of(
+    st.just(""),
+    st.builds(lambda a, b: f"after={a}&limit={b}", st.integers(), st.integers()),
+    st.text(max_size=30).map(lambda q: quote(q, safe="=&")),
+)
+headers = st.dictionaries(
+    st.sampled_from(["if-match", "if-none-match", "content-type", "x-user-id"]),
+    st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=40),
+    max_size=3,
+)
+
+
+class Writes:
+    def __init__(self, inner: Any, names: set[str], seen: list[str]) -> None:
+        self._inner, self._names, self._seen = inner, names, seen
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self._inner, name)
+        if name in self._names:
+
+            def call(*args: Any, **kwargs: Any) -> Any:
+                self._seen.append(name)
+                return real(*args, **kwargs)
+
+            return call
+        return real
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(routes, segments, queries, headers, bodies)
+def test_no_input_makes_a_5xx_and_a_refused_request_writes_nothing(
+    route, segment, query, extra_headers, body
+) -> None:
+    Metrics().clear_metrics()
+    rt = make_runtime(settings=Settings(auth_mode="dev", consolidation_min_gap_seconds=0))
+    writes: list[str] = []
+    rt.store = Writes(rt.store, WRITES, writes)  # type: ignore[assignment]
+    rt.table = Writes(rt.table, TABLE_WRITES, writes)  # type: ignore[assignment]
+    method, template = route
+    path = template.format(segment or "x")
+    request_headers = {"content-type": "application/json", "x-user-id": "fuzz-user"}
+    request_headers.update(extra_headers)
+    if not request_headers.get("x-user-id", "").strip():
+        request_headers["x-user-id"] = "fuzz-user"
+    event = http_event(method, path, query=query, headers=request_headers, body=body)
+    response = build_app(rt).resolve(event, context_for("AgentCallFunction"))
+    status = response["statusCode"]
+
+    outcomes["requests"] += 1
+    outcomes["5xx"] += status >= 500
+    assert status < 500, (method, path, query, body[:200], response.get("body"))
+    if status >= 400:
+        outcomes["refused"] += 1
+        error = json.loads(response["body"]).get("error", {})
+        clear = isinstance(error.get("code"), str) and isinstance(error.get("message"), str)
+        outcomes["bad_errors"] += not clear
+        outcomes["refused_with_writes"] += bool(writes)
+        assert clear, response["body"]
+        assert not writes, (method, path, status, writes)
+
+
+def test_bad_input_figures(record) -> None:
+    """Runs after the property (file order) and reports what it checked."""
+    record(
+        "8",
+        f"{outcomes['requests']} generated requests (bodies, headers, path and query "
+        "parameters): 5xx",
+        outcomes["5xx"],
+        "0",
+        outcomes["5xx"] == 0 and outcomes["requests"],
+    )
+    record(
+        "8",
+        f"  ... refused ({outcomes['refused']}) without a clear JSON error",
+        outcomes["bad_errors"],
+        "0",
+        outcomes["bad_errors"] == 0,
+    )
+    record(
+        "8",
+        "  ... refused requests that wrote anything",
+        outcomes["refused_with_writes"],
+        "0",
+        outcomes["refused_with_writes"] == 0,
+    )

@@ -1,0 +1,182 @@
+"""Invariant 7 as a property: several users, among them ids that are not key-safe (JWT
+subs like ``auth0|123``, unicode, slashes, dots, percent signs), do everything in any
+order: messages, memory_save, PUT, search, thread search, versions, rollback to another
+user's version id, memory_get with crafted paths, forget. Every storage request made
+for an action names the acting user's key, and no response carries another user's
+data. Hypothesis generates the sequences (in-process app on the fakes)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools import Metrics
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent_harness.agent.tools import MemoryTools
+from agent_harness.api.routes import build_app
+from agent_harness.errors import HarnessError
+from agent_harness.ids import User
+from agent_harness.models.base import ToolCall
+from agent_harness.settings import Settings
+from local_stack.lambdas import context_for, http_event
+from tests.fakes import make_runtime
+
+USERS = ["alice", "auth0|5f7c1e", "ユーザー", "a/b", "..", "alice/../bob", "bob%2F", "bob"]
+ACTIONS = [
+    "message", "save", "put", "get", "search", "sessions_search", "versions",
+    "rollback", "ledger", "memory_get", "forget",
+]  # fmt: skip
+CRAFTED = [
+    "MEMORY.md",
+    "../bob/MEMORY.md",
+    "../../users/bob/MEMORY.md",
+    "memory/../../bob/MEMORY.md",
+    "/users/bob/MEMORY.md",
+    "%2e%2e/bob/MEMORY.md",
+    "memory/2026-11-30.md",
+    "..",
+]
+checked = {"actions": 0, "foreign": 0, "leaks": 0}
+
+
+class Recorder:
+    """Wraps a store or the table; notes the user key of every call."""
+
+    def __init__(self, inner: Any, seen: list[str]) -> None:
+        self._inner, self._seen = inner, seen
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self._inner, name)
+        if not callable(real):
+            return real
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if args and isinstance(args[0], User):
+                self._seen.append(args[0].key)
+            return real(*args, **kwargs)
+
+        return call
+
+
+def request(rt, method: str, path: str, user: str, payload: Any = None, headers=None) -> str:
+    all_headers = {"content-type": "application/json", "x-user-id": user, **(headers or {})}
+    body = json.dumps(payload).encode() if payload is not None else b""
+    raw, _, query = path.partition("?")
+    response = build_app(rt).resolve(
+        http_event(method, raw, query=query, headers=all_headers, body=body),
+        context_for("AgentCallFunction"),
+    )
+    return str(response.get("body") or "")
+
+
+def act(rt, n: int, action: str, crafted: str) -> str:
+    user, mark = USERS[n], f"marker{n}x"
+    if action == "message":
+        return request(
+            rt,
+            "POST",
+            "/v1/sessions/s1/messages",
+            user,
+            {"message": f"Remember that my code word is {mark}. What is it?"},
+        )
+    if action == "save":
+        return request(rt, "POST", "/v1/memory/save", user, {"content": f"code word {mark}"})
+    if action == "put":
+        return request(
+            rt,
+            "PUT",
+            "/v1/memory",
+            user,
+            {"content": f"# Mine\n- {mark}\n"},
+            {"if-none-match": "*"},
+        )
+    if action == "get":
+        return request(rt, "GET", "/v1/memory", user)
+    if action == "search":  # everyone searches for everyone's marker
+        return "".join(
+            request(
+                rt,
+                "POST",
+                "/v1/memory/search",
+                user,
+                {"query": f"marker{m}x", "match_mode": "phrase"},
+            )
+            for m in range(len(USERS))
+        )
+    if action == "sessions_search":
+        return request(rt, "POST", "/v1/sessions/search", user, {"query": "code word"})
+    if action == "versions":
+        return request(rt, "GET", "/v1/memory/versions", user)
+    if action == "rollback":  # version ids are global in the fake: try the others'
+        return "".join(
+            request(rt, "POST", "/v1/memory/rollback", user, {"version_id": f"v{k}"})
+            for k in range(1, 12)
+        )
+    if action == "ledger":
+        return request(rt, "GET", "/v1/memory/ledger/2026-11-30", user)
+    if action == "memory_get":
+        try:
+            call = ToolCall(id="c1", name="memory_get", arguments=json.dumps({"path": crafted}))
+            return MemoryTools(rt, User.from_id(user)).registry().call(call)
+        except HarnessError as exc:
+            return str(exc)
+    return request(rt, "DELETE", "/v1/memory", user)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, len(USERS) - 1), st.sampled_from(ACTIONS), st.sampled_from(CRAFTED)
+        ),
+        min_size=1,
+        max_size=14,
+    )
+)
+def test_no_action_of_one_user_reaches_another(steps) -> None:
+    Metrics().clear_metrics()  # one Lambda invocation's worth at a time
+    rt = make_runtime(settings=Settings(auth_mode="dev", consolidation_min_gap_seconds=0))
+    seen: list[str] = []
+    rt.store = Recorder(rt.store, seen)  # type: ignore[assignment]
+    rt.table = Recorder(rt.table, seen)  # type: ignore[assignment]
+    for n, action, crafted in steps:
+        seen.clear()
+        answer = act(rt, n, action, crafted)
+        own = User.from_id(USERS[n]).key
+        foreign = [key for key in seen if key != own]
+        leaks = [m for m in range(len(USERS)) if m != n and f"marker{m}x" in answer]
+        checked["actions"] += 1
+        checked["foreign"] += len(foreign)
+        checked["leaks"] += len(leaks)
+        assert not foreign, (USERS[n], action, crafted, foreign)
+        assert not leaks, (USERS[n], action, crafted, answer)
+
+
+def test_isolation_figures(record) -> None:
+    """Runs after the property (file order) and reports what it checked."""
+    keys = {User.from_id(u).key for u in USERS}
+    record(
+        "7",
+        f"{len(USERS)} users (incl. auth0|…, unicode, '/', '..', '%'), "
+        f"{checked['actions']} generated actions: storage calls naming another user",
+        checked["foreign"],
+        "0",
+        checked["foreign"] == 0 and checked["actions"] > 0,
+    )
+    record(
+        "7",
+        "  ... responses carrying another user's data",
+        checked["leaks"],
+        "0",
+        checked["leaks"] == 0,
+    )
+    record(
+        "7",
+        "  ... distinct storage keys for distinct ids",
+        len(keys),
+        str(len(USERS)),
+        len(keys) == len(USERS) and all("/" not in k for k in keys),
+    )
+    assert len(keys) == len(USERS) and all("/" not in k and k not in (".", "..") for k in keys)
