@@ -150,3 +150,26 @@ def test_a_body_that_is_not_utf8_is_a_400_not_a_500() -> None:
     assert response["statusCode"] == 400
     assert json.loads(response["body"])["error"]["code"] == "invalid_request"
     assert rt.store.objects == {}
+
+
+def test_the_openapi_document_covers_every_route_of_the_template() -> None:
+    from local_stack.resources import load_template
+
+    rt = dev_runtime()
+    status, document, _ = call(rt, "GET", "/v1/openapi.json", user=None)  # no identity needed
+    assert status == 200 and document["openapi"].startswith("3.1")
+    events = load_template()["Resources"]["AgentCallFunction"]["Properties"]["Events"]
+    declared = {
+        (e["Properties"]["Path"], e["Properties"]["Method"].lower()) for e in events.values()
+    }
+    documented = {
+        (path, method)
+        for path, item in document["paths"].items()
+        for method in item
+        if method != "parameters"
+    }
+    assert declared == documented
+    schemas = document["components"]["schemas"]
+    assert schemas["MessageBody"]["required"] == ["message"]
+    assert schemas["MessageBody"]["additionalProperties"] is False  # unknown fields refused
+    assert "ImportedMessage" in schemas  # nested models are components too

@@ -73,6 +73,7 @@ ENV: dict[str, str] = {
     "daily_file_retention_days": "HARNESS_DAILY_FILE_RETENTION_DAYS",
     "session_lease_seconds": "HARNESS_SESSION_LEASE_SECONDS",
     "max_message_chars": "HARNESS_MAX_MESSAGE_CHARS",
+    "max_memory_chars": "HARNESS_MAX_MEMORY_CHARS",
     "max_model_calls": "HARNESS_MAX_MODEL_CALLS",
     "session_wait_seconds": "HARNESS_SESSION_WAIT_SECONDS",
     "model_context_window": "HARNESS_MODEL_CONTEXT_WINDOW",
@@ -237,6 +238,8 @@ class Settings(BaseModel):
     # agent call
     session_lease_seconds: int = Field(default=60, gt=0)
     max_message_chars: int = Field(default=100_000, gt=0)
+    #: a PUT of MEMORY.md or a memory_save body larger than this is a 413
+    max_memory_chars: int = Field(default=512_000, gt=0)
     max_model_calls: int = Field(default=8, gt=0, le=64)
     #: a busy session: wait this long for the lease before answering 409
     session_wait_seconds: float = Field(default=0.0, ge=0, le=20)

@@ -19,7 +19,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ValidationError
 
 from agent_harness.api.schemas import (
-    MAX_MEMORY_CHARS,
     MemoryPutBody,
     MemorySaveBody,
     MessageBody,
@@ -150,6 +149,13 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
     def health() -> Response:
         return _json(200, {"status": "ok"})
 
+    @app.get("/v1/openapi.json")
+    def openapi() -> Response:
+        """The API's OpenAPI document (no identity needed: it holds no user data)."""
+        from agent_harness.api.openapi import openapi_document
+
+        return _json(200, openapi_document())
+
     @app.post("/v1/sessions/<session_id>/messages")
     def post_message(session_id: str) -> Response:
         from agent_harness.agent.turn import run_turn  # the turn machinery loads on first use
@@ -202,8 +208,9 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
     def put_memory() -> Response:
         user = current_user()
         request = body(MemoryPutBody)
-        if len(request.content) > MAX_MEMORY_CHARS:
-            raise PayloadTooLargeError(f"MEMORY.md is limited to {MAX_MEMORY_CHARS} characters")
+        limit = rt.settings.max_memory_chars
+        if len(request.content) > limit:
+            raise PayloadTooLargeError(f"MEMORY.md is limited to {limit} characters")
         if_match, if_none_match = header("if-match"), header("if-none-match")
         doc = files.put_memory(
             rt, user, request.content, if_match=if_match, if_none_match=if_none_match
@@ -293,8 +300,10 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
     def memory_save() -> Response:
         user = current_user()
         request = body(MemorySaveBody)
-        if len(request.content) > MAX_MEMORY_CHARS:
-            raise PayloadTooLargeError(f"content is limited to {MAX_MEMORY_CHARS} characters")
+        if len(request.content) > rt.settings.max_memory_chars:
+            raise PayloadTooLargeError(
+                f"content is limited to {rt.settings.max_memory_chars} characters"
+            )
         lines = files.memory_lines(request.content)
         saved = files.save_memories(
             rt, user, lines, provenance="> source: api via=memory_save", at=rt.clock.now()

@@ -9,15 +9,12 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 from agent_harness.memory.search import DEFAULT_LIMIT, MAX_LIMIT, Mode, parse_match_mode
 
 __all__ = [
-    "MAX_MEMORY_CHARS",
     "MemoryPutBody",
     "MemorySaveBody",
     "MessageBody",
     "RollbackBody",
     "SearchBody",
 ]
-
-MAX_MEMORY_CHARS = 512_000
 
 
 class _Body(BaseModel):

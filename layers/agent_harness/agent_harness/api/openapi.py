@@ -1,0 +1,167 @@
+"""The OpenAPI 3.1 document of the HTTP API, served at ``GET /v1/openapi.json``.
+
+Built from the same pydantic models the routes validate with, so the document cannot
+drift from what the API accepts. Clients generate from it; the reliability suite fuzzes
+the running API from it (schemathesis). Built on first request, then cached.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["openapi_document"]
+
+_SESSION = {
+    "name": "session_id",
+    "in": "path",
+    "required": True,
+    "description": "1-128 characters: letters, digits, '.', '_', ':', '-'; starts alphanumeric",
+    "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"},
+}
+_DAY = {
+    "name": "day",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+}
+_PAGE = [
+    {"name": "after", "in": "query", "schema": {"type": "integer", "minimum": 0}},
+    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 500}},
+]
+_ERRORS = {
+    str(code): {"$ref": f"#/components/responses/{name}"}
+    for code, name in (
+        (400, "BadRequest"),
+        (401, "Unauthorized"),
+        (404, "NotFound"),
+        (409, "Conflict"),
+        (412, "PreconditionFailed"),
+        (413, "TooLarge"),
+        (422, "Invalid"),
+        (428, "PreconditionRequired"),
+        (429, "RateLimited"),
+        (502, "ModelFailed"),
+        (503, "StoreUnavailable"),
+        (504, "ModelTimeout"),
+    )
+}
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def _ok(description: str, status: str = "200") -> dict[str, Any]:
+    body = {"description": description} | (_json({"type": "object"}) if status != "204" else {})
+    return {status: body} | _ERRORS
+
+
+@cache
+def openapi_document() -> dict[str, Any]:
+    from agent_harness.agent.importer import ImportBody
+    from agent_harness.api.schemas import (
+        MemoryPutBody,
+        MemorySaveBody,
+        MessageBody,
+        RollbackBody,
+        SearchBody,
+    )
+
+    schemas: dict[str, Any] = {}
+
+    def body(model: type[BaseModel]) -> dict[str, Any]:
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
+        return {"required": True} | _json({"$ref": f"#/components/schemas/{model.__name__}"})
+
+    def op(summary: str, responses: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        return {"summary": summary, "responses": responses} | extra
+
+    paths: dict[str, Any] = {
+        "/health": {
+            "get": op("Liveness", {"200": {"description": "ok"}}, security=[]),
+        },
+        "/v1/openapi.json": {
+            "get": op("This document", {"200": {"description": "OpenAPI 3.1"}}, security=[]),
+        },
+        "/v1/sessions/{session_id}/messages": {
+            "parameters": [_SESSION],
+            "post": op("One agent turn", _ok("the reply"), requestBody=body(MessageBody)),
+            "get": op("The thread log, turn by turn", _ok("turns"), parameters=_PAGE),
+        },
+        "/v1/sessions/{session_id}/import": {
+            "parameters": [_SESSION],
+            "post": op("Import history as turns", _ok("imported"), requestBody=body(ImportBody)),
+        },
+        "/v1/sessions/search": {
+            "post": op("Search past messages", _ok("hits"), requestBody=body(SearchBody)),
+        },
+        "/v1/memory": {
+            "get": op("MEMORY.md and its ETag", _ok("the document")),
+            "put": op(
+                "A person's edit of MEMORY.md",
+                _ok("the new ETag"),
+                requestBody=body(MemoryPutBody),
+                parameters=[
+                    {"name": "If-Match", "in": "header", "schema": {"type": "string"}},
+                    {"name": "If-None-Match", "in": "header", "schema": {"type": "string"}},
+                ],
+            ),
+            "delete": op("Forget this user entirely", _ok("forgotten", "204")),
+        },
+        "/v1/memory/versions": {"get": op("Versions of MEMORY.md", _ok("versions"))},
+        "/v1/memory/rollback": {
+            "post": op("Restore a version", _ok("restored"), requestBody=body(RollbackBody)),
+        },
+        "/v1/memory/ledger": {"get": op("Ledger days", _ok("days"))},
+        "/v1/memory/ledger/{day}": {
+            "parameters": [_DAY],
+            "get": op("One day's ledger", _ok("the ledger")),
+        },
+        "/v1/memory/search": {
+            "post": op("Search memory", _ok("hits"), requestBody=body(SearchBody)),
+        },
+        "/v1/memory/save": {
+            "post": op("Save facts", _ok("saved"), requestBody=body(MemorySaveBody)),
+        },
+        "/v1/memory/consolidate": {"post": op("Consolidate now", _ok("queued", "202"))},
+    }
+    error = {
+        "type": "object",
+        "required": ["error"],
+        "properties": {
+            "error": {
+                "type": "object",
+                "required": ["code", "message"],
+                "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+            }
+        },
+    }
+    responses = {
+        name: {"description": name} | _json({"$ref": "#/components/schemas/Error"})
+        for name in {ref["$ref"].rsplit("/", 1)[-1] for ref in _ERRORS.values()}
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "agent-harness",
+            "version": "1",
+            "description": "Long-term memory for LLM agents. The user is the JWT's sub; "
+            "in local dev mode the X-User-Id header.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas | {"Error": error},
+            "responses": responses,
+            "securitySchemes": {
+                "jwt": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+                "devUser": {"type": "apiKey", "in": "header", "name": "X-User-Id"},
+            },
+        },
+        "security": [{"jwt": []}, {"devUser": []}],
+    }
