@@ -33,7 +33,11 @@ def test_forget_removes_every_version_marker_and_item_of_the_user_only(
         stack.invoke(consolidate, job, CONSOLIDATE)
     s3 = stack.clients["s3"]
     s3.put_object(Bucket=stack.bucket, Key="users/alice/MEMORY.md", Body=b"# edited\n")
-    s3.delete_object(Bucket=stack.bucket, Key="users/alice/memory/2020-01-01.md")  # a marker
+    old_note = "users/alice/memory/2020-01-01.md"
+    s3.put_object(Bucket=stack.bucket, Key=old_note, Body=b"- an old fact\n")
+    s3.delete_object(Bucket=stack.bucket, Key=old_note)  # a delete marker over a version
+    listed = s3.list_object_versions(Bucket=stack.bucket, Prefix=old_note)
+    assert listed.get("DeleteMarkers") and listed.get("Versions")
     queued_later = load_event("memory_flush_sqs.json")  # alice's job, delivered after
 
     response = stack.invoke(agent, load_event("agent_call_forget.json"), AGENT)
