@@ -173,3 +173,16 @@ def test_the_openapi_document_covers_every_route_of_the_template() -> None:
     assert schemas["MessageBody"]["required"] == ["message"]
     assert schemas["MessageBody"]["additionalProperties"] is False  # unknown fields refused
     assert "ImportedMessage" in schemas  # nested models are components too
+
+
+def test_id_limits_are_settings() -> None:
+    rt = make_runtime(
+        settings=Settings(auth_mode="dev", max_session_id_chars=8, max_user_id_chars=5)
+    )
+    status, body, _ = call(rt, "POST", "/v1/sessions/s-123456789/messages", {"message": "hi"})
+    assert (status, body["error"]["code"]) == (422, "validation_error")
+    status, _, _ = call(rt, "POST", "/v1/sessions/short/messages", {"message": "hi"}, user="alice")
+    assert status == 200
+    status, _, _ = call(rt, "GET", "/v1/memory", user="alice-the-long")
+    assert status == 401
+    assert rt.store.objects.keys() == {k for k in rt.store.objects if "/alice/" in k}

@@ -74,6 +74,8 @@ ENV: dict[str, str] = {
     "session_lease_seconds": "HARNESS_SESSION_LEASE_SECONDS",
     "max_message_chars": "HARNESS_MAX_MESSAGE_CHARS",
     "max_memory_chars": "HARNESS_MAX_MEMORY_CHARS",
+    "max_session_id_chars": "HARNESS_MAX_SESSION_ID_CHARS",
+    "max_user_id_chars": "HARNESS_MAX_USER_ID_CHARS",
     "max_model_calls": "HARNESS_MAX_MODEL_CALLS",
     "session_wait_seconds": "HARNESS_SESSION_WAIT_SECONDS",
     "model_context_window": "HARNESS_MODEL_CONTEXT_WINDOW",
@@ -240,6 +242,10 @@ class Settings(BaseModel):
     max_message_chars: int = Field(default=100_000, gt=0)
     #: a PUT of MEMORY.md or a memory_save body larger than this is a 413
     max_memory_chars: int = Field(default=512_000, gt=0)
+    #: id caps; they can only be lowered: at most, with the user id encoded, every
+    #: workspace key stays under S3's 1,024 bytes
+    max_session_id_chars: int = Field(default=128, ge=1, le=128)
+    max_user_id_chars: int = Field(default=256, ge=1, le=256)
     max_model_calls: int = Field(default=8, gt=0, le=64)
     #: a busy session: wait this long for the lease before answering 409
     session_wait_seconds: float = Field(default=0.0, ge=0, le=20)

@@ -96,10 +96,23 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
             user_id = claims.get("sub")
             if not user_id:
                 raise UnauthorizedError("no authenticated user (the JWT has no 'sub' claim)")
+        if len(str(user_id)) > rt.settings.max_user_id_chars:
+            raise UnauthorizedError(
+                f"unusable user id: longer than {rt.settings.max_user_id_chars} characters"
+            )
         try:
             return User.from_id(str(user_id))
         except InvalidRequestError as exc:
             raise UnauthorizedError(f"unusable user id: {exc.message}") from exc
+
+    def session(session_id: str) -> str:
+        """A session id from the path: the id rules, and the configured length cap."""
+        validate_session_id(session_id)
+        if len(session_id) > rt.settings.max_session_id_chars:
+            raise ValidationFailedError(
+                f"session_id is limited to {rt.settings.max_session_id_chars} characters"
+            )
+        return session_id
 
     def body(model: type[B]) -> B:
         try:
@@ -161,6 +174,7 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
         from agent_harness.agent.turn import run_turn  # the turn machinery loads on first use
 
         user = current_user()
+        session_id = session(session_id)
         request = body(MessageBody)
         result = run_turn(rt, user, session_id, request.message)
         return _json(
@@ -181,7 +195,7 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
         user = current_user()
         from agent_harness.agent.history import list_turns
 
-        validate_session_id(session_id)
+        session_id = session(session_id)
         turns, next_after = list_turns(
             rt,
             user,
@@ -283,6 +297,7 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
         from agent_harness.agent.importer import ImportBody, import_history
 
         user = current_user()
+        session_id = session(session_id)
         request = body(ImportBody)
         result = import_history(rt, user, session_id, request.messages)
         return _json(
