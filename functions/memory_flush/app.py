@@ -16,7 +16,7 @@ from aws_lambda_powertools.utilities.batch import (
     process_partial_response,
 )
 
-from agent_harness.aws.idempotency import idempotent_post_turn
+from agent_harness.aws.idempotency import IdempotentPostTurn
 from agent_harness.jobs import PostTurnJob
 from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 logger = Logger()
 metrics = Metrics()
 runtime = Runtime.from_settings(Settings.from_env())
-process_job = idempotent_post_turn(runtime)
+process_job = IdempotentPostTurn(runtime)
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 

@@ -167,18 +167,13 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
 
         _print([s.__dict__ for s in trace_line(rt, user, args.text)])
     elif args.command == "consolidate-now":
-        from agent_harness.memory.consolidate import consolidate, request_consolidation
+        from agent_harness.memory.consolidate import consolidate, forced_job, request_consolidation
 
         if args.queue:
             job = request_consolidation(rt, user)
             _print({"queued": True, "requested_at": job.requested_at})
         else:
-            from agent_harness.clock import iso
-            from agent_harness.jobs import ConsolidationJob
-
-            job = ConsolidationJob(user_id=user.id, force=True, requested_at=iso(rt.clock.now()))
-            outcome = consolidate(rt, job)
-            _print(outcome.__dict__)
+            _print(consolidate(rt, forced_job(rt, user)).__dict__)
     elif args.command == "rollback":
         document = files.rollback_memory(rt, user, args.version_id)
         _print({"restored": args.version_id, "etag": document.etag})

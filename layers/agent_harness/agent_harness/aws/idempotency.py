@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from agent_harness.jobs import PostTurnJob
     from agent_harness.runtime import Runtime
 
-__all__ = ["IdempotentPostTurn", "idempotent_post_turn"]
+__all__ = ["IdempotentPostTurn"]
 
 metrics = Metrics()
 
@@ -92,10 +92,6 @@ class IdempotentPostTurn:
             return str(process(job=job))
         except _NoSession:
             return "no_session"
-
-
-def idempotent_post_turn(rt: Runtime, *, dynamodb_client: Any | None = None) -> IdempotentPostTurn:
-    return IdempotentPostTurn(rt, dynamodb_client)
 
 
 class _NoSession(Exception):

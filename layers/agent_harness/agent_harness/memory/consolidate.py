@@ -40,7 +40,14 @@ from agent_harness.models.base import ChatRequest
 if TYPE_CHECKING:
     from agent_harness.runtime import Runtime
 
-__all__ = ["ConsolidationOutcome", "consolidate", "fan_out", "request_consolidation", "tick"]
+__all__ = [
+    "ConsolidationOutcome",
+    "consolidate",
+    "fan_out",
+    "forced_job",
+    "request_consolidation",
+    "tick",
+]
 
 logger = Logger(child=True)
 metrics = Metrics()
@@ -69,9 +76,14 @@ def _parse_time(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
+def forced_job(rt: Runtime, user: User) -> ConsolidationJob:
+    """A consolidation of ``user`` that ignores the minimum gap (asked for by a person)."""
+    return ConsolidationJob(user_id=user.id, force=True, requested_at=iso(rt.clock.now()))
+
+
 def request_consolidation(rt: Runtime, user: User) -> ConsolidationJob:
     """Queue a forced consolidation of ``user`` (POST /v1/memory/consolidate)."""
-    job = ConsolidationJob(user_id=user.id, force=True, requested_at=iso(rt.clock.now()))
+    job = forced_job(rt, user)
     rt.queue.send_consolidation([job])
     return job
 
