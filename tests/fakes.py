@@ -253,7 +253,7 @@ class MemoryTable:
             item = self.sessions[(user.key, session_id)]
             if item.state.flush_cursor >= to_turn:
                 return False
-            item.state = replace(item.state, flush_cursor=to_turn, last_flush_at=now_iso)
+            item.state = replace(item.state, flush_cursor=to_turn)
             if clear_due:
                 item.flush_shard = item.flush_due_at = None
             return True

@@ -59,7 +59,6 @@ class SessionState:
     turn: int = 0
     flush_cursor: int = 0
     index_cursor: int = 0
-    last_flush_at: str | None = None
     #: the flush throttle gate: epoch ms of the last claimed flush slot
     flush_gate_ms: int | None = None
 
@@ -174,7 +173,6 @@ def _session_state(item: dict[str, Any]) -> SessionState:
         turn=int(item.get("turn", 0)),
         flush_cursor=int(item.get("flush_cursor", 0)),
         index_cursor=int(item.get("index_cursor", 0)),
-        last_flush_at=item.get("last_flush_at"),
         flush_gate_ms=int(item["flush_gate_ms"]) if "flush_gate_ms" in item else None,
     )
 
@@ -320,6 +318,7 @@ class DynamoStateTable:
         now_iso: str | None,
         clear_due: bool = False,
     ) -> bool:
+        # last_flush_at is for people reading the item; the throttle uses flush_gate_ms
         update = f"SET {cursor} = :t" + (", last_flush_at = :now" if now_iso else "")
         if clear_due:
             update += " REMOVE due_shard, due_at"

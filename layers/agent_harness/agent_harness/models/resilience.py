@@ -124,7 +124,6 @@ class ResilientModel:
     def complete(self, request: ChatRequest) -> ChatResponse:
         policy = self._policy
         started = self._clock()
-        role = self.role.capitalize()
         for attempt in range(1, policy.max_attempts + 1):
             budget = self._budget()
             if budget < policy.min_attempt_seconds:
@@ -141,22 +140,19 @@ class ResilientModel:
                     self._failed(exc, attempt, started)
                     raise
                 metrics.add_metric("ModelRetries", MetricUnit.Count, 1)
-                logger.warning(
+                self._log(
+                    logger.warning,
                     "model call failed; retrying",
-                    extra={
-                        "role": self.role,
-                        "model": self.name,
-                        "attempt": attempt,
-                        "error": type(exc).__name__,
-                        "retry_in_s": round(delay, 2),
-                    },
+                    attempt=attempt,
+                    error=type(exc).__name__,
+                    retry_in_s=round(delay, 2),
                 )
                 self._sleep(delay)
                 continue
             except ModelError as exc:
                 self._failed(exc, attempt, started)
                 raise
-            return self._succeeded(request, response, attempt, started, role)
+            return self._succeeded(request, response, attempt, started)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _delay(self, exc: ModelError, attempt: int) -> float | None:
@@ -173,19 +169,20 @@ class ResilientModel:
     def _failed(self, exc: ModelError, attempts: int, started: float) -> None:
         name = "ContextOverflows" if isinstance(exc, ContextOverflowError) else "ModelFailures"
         metrics.add_metric(name, MetricUnit.Count, 1)
-        logger.warning(
+        self._log(
+            logger.warning,
             "model call failed",
-            extra={
-                "role": self.role,
-                "model": self.name,
-                "attempts": attempts,
-                "error": type(exc).__name__,
-                "ms": round((self._clock() - started) * 1000),
-            },
+            attempts=attempts,
+            error=type(exc).__name__,
+            ms=round((self._clock() - started) * 1000),
         )
 
+    def _log(self, emit: Callable[..., None], message: str, **fields: Any) -> None:
+        """One log line of a call: role and model always, message content never."""
+        emit(message, extra={"role": self.role, "model": self.name, **fields})
+
     def _succeeded(
-        self, request: ChatRequest, response: ChatResponse, attempts: int, started: float, role: str
+        self, request: ChatRequest, response: ChatResponse, attempts: int, started: float
     ) -> ChatResponse:
         usage = response.usage
         estimated = False
@@ -196,22 +193,20 @@ class ResilientModel:
             )
             response = response.model_copy(update={"usage": usage})
             estimated = True
-        metrics.add_metric(f"{role}ModelCalls", MetricUnit.Count, 1)
-        metrics.add_metric(f"{role}InputTokens", MetricUnit.Count, usage.input_tokens)
-        metrics.add_metric(f"{role}OutputTokens", MetricUnit.Count, usage.output_tokens)
-        logger.info(
+        prefix = self.role.capitalize()  # AgentInputTokens, MemoryOutputTokens, ...
+        metrics.add_metric(f"{prefix}ModelCalls", MetricUnit.Count, 1)
+        metrics.add_metric(f"{prefix}InputTokens", MetricUnit.Count, usage.input_tokens)
+        metrics.add_metric(f"{prefix}OutputTokens", MetricUnit.Count, usage.output_tokens)
+        self._log(
+            logger.info,
             "model call",
-            extra={
-                "role": self.role,
-                "purpose": request.purpose,
-                "model": self.name,
-                "input_tokens": usage.input_tokens,
-                "output_tokens": usage.output_tokens,
-                "usage_estimated": estimated,
-                "attempts": attempts,
-                "ms": round((self._clock() - started) * 1000),
-                "finish_reason": response.finish_reason,
-                "tool_calls": len(response.message.tool_calls),
-            },
+            purpose=request.purpose,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            usage_estimated=estimated,
+            attempts=attempts,
+            ms=round((self._clock() - started) * 1000),
+            finish_reason=response.finish_reason,
+            tool_calls=len(response.message.tool_calls),
         )
         return response
