@@ -13,20 +13,11 @@ import pytest
 
 from agent_harness.jobs import PostTurnJob
 from agent_harness.memory.flush import run_post_turn_job
-from tests.conftest import load_event
 from tests.integration.conftest import Stack
+from tests.integration.test_memory_handlers import post
 
 AGENT, FLUSH = "AgentCallFunction", "MemoryFlushFunction"
 SESSIONS, TURNS, COPIES = 3, 4, 3
-
-
-def post(stack: Stack, agent, session: str, message: str) -> None:
-    event = load_event("agent_call_post_message.json")
-    event["rawPath"] = event["requestContext"]["http"]["path"] = f"/v1/sessions/{session}/messages"
-    event["pathParameters"] = {"session_id": session}
-    event["isBase64Encoded"] = False
-    event["body"] = json.dumps({"message": message})
-    assert stack.invoke(agent, event, AGENT)["statusCode"] == 200
 
 
 def cursors(stack: Stack) -> dict[str, int]:

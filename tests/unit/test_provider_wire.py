@@ -199,10 +199,19 @@ def test_the_attempt_timeout_reaches_the_http_request() -> None:
 
 
 def test_a_server_without_usage_gets_an_estimate_marked_as_such(caplog) -> None:
+    import logging
+
     recorder = Recorder(OPENAI["tool_call_no_usage"])
     model = ResilientModel(openai(recorder), role="agent", timeout=25, counter=TokenCounter())
-    response = model.complete(FIRST)
+    with caplog.at_level(logging.INFO):
+        response = model.complete(FIRST)
     assert response.usage.input_tokens > 0  # estimated from the request with tiktoken
+    [line] = [r for r in caplog.records if r.getMessage() == "model call"]
+    assert line.usage_estimated is True  # type: ignore[attr-defined]
+    plain = ResilientModel(
+        openai(Recorder(OPENAI["plain"])), role="agent", timeout=25, counter=TokenCounter()
+    )
+    assert plain.complete(FIRST).usage.input_tokens == 19  # the provider's own count wins
     assert response.message.tool_calls[0].arguments == '{"path":"MEMORY.md"}'
 
 
