@@ -253,3 +253,23 @@ def test_an_import_replaces_an_unreadable_working_context() -> None:
     assert result.last_turn == 1
     context = json.loads(rt.store.text(ALICE, "sessions/s1/context.json"))
     assert [m["content"] for m in context["messages"]] == ["x"]
+
+
+def test_ranked_thread_search_takes_context_only_from_the_same_session() -> None:
+    rt = make_runtime()
+    user_ = User.from_id("alice")
+    cache = MemoryIndexCache()
+    for session, lines in (
+        ("trip", ["We booked the flight to Lisbon", "Great, which hotel?"]),
+        ("work", ["The quarterly report is due", "Noted"]),
+    ):
+        body = [{"role": "user", "content": lines[0]}, {"role": "assistant", "content": lines[1]}]
+        import_history(rt, user_, session, ImportBody.model_validate({"messages": body}).messages)
+        while rt.queue.post_turn:
+            run_post_turn_job(rt, rt.queue.post_turn.pop(0))
+    hits = search_threads(rt, user_, "Lisbon flight", "ranked", 10, cache)
+    # the reply in the same session is found by its neighbour's words, below it
+    assert [(h.session_id, h.text) for h in hits] == [
+        ("trip", "We booked the flight to Lisbon"),
+        ("trip", "Great, which hotel?"),
+    ]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 from itertools import pairwise
 
-__all__ = ["STOPWORDS", "WORD", "fold", "has_cjk", "tokens"]
+__all__ = ["STOPWORDS", "WORD", "fold", "has_cjk", "stem", "terms", "tokens"]
 
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
 #: kana, CJK ideographs (with extension A), Hangul syllables. A range test, not a regex
@@ -20,6 +21,19 @@ STOPWORDS = frozenset(
         "no so than then also too am "
     ).split()
 )
+
+
+#: words that carry no topic in a question ("what kind of ...", "how many ...") and so
+#: only add noise to a ranking; matching (phrase/all/any) does not use this list
+_RANKING_STOPWORDS = frozenset(
+    "kind type sort many much some any ever there their his her he she him its one ones "
+    "thing things".split()
+)
+#: (suffix, shortest stem it may leave), tried in order, at most one stripped by ``stem``
+_SUFFIXES = (
+    ("ingly", 3), ("edly", 3), ("ings", 3), ("ing", 3), ("ed", 3),
+    ("ment", 4), ("ness", 4), ("ly", 5),
+)  # fmt: skip
 
 
 def fold(text: str) -> str:
@@ -47,3 +61,31 @@ def tokens(text: str) -> list[str]:
         plural = len(word) > 3 and word.endswith("s") and not word.endswith("ss")
         out.append(word[:-1] if plural else word)
     return out
+
+
+@lru_cache(maxsize=65536)  # a vocabulary repeats: each word is stemmed once per container
+def stem(word: str) -> str:
+    """A light English stemmer for ranking, applied after ``tokens`` took a plural ``s``
+    off: one suffix (``-ing``, ``-ed``, ``-ment``, ``-ly``...) if a long enough stem is
+    left, a doubled final consonant undone, then a final ``e`` dropped and ``y``/``ie``
+    written ``i``. So "running"/"run", "painted"/"painting", "family"/"families",
+    "hike"/"hiking" and "happy"/"happiness" meet. Short words, and anything that is not
+    plain lower-case ASCII letters, are left alone."""
+    if len(word) < 4 or not (word.isascii() and word.isalpha()):
+        return word
+    for suffix, shortest in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= shortest:
+            word = word[: -len(suffix)]
+            break
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+        word = word[:-1]
+    if word.endswith("ie"):
+        return word[:-1]
+    if len(word) > 3 and word[-1] in "ey":
+        return word[:-1] + ("i" if word[-1] == "y" else "")
+    return word
+
+
+def terms(text: str) -> list[str]:
+    """What ranked search scores: ``tokens`` stemmed, without the ranking stopwords."""
+    return [stem(t) for t in tokens(text) if t not in _RANKING_STOPWORDS]

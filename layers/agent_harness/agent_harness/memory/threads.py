@@ -117,7 +117,9 @@ def _load_segment(text: str) -> _Segment:
         meta.append(
             (str(row.get("s")), int(row.get("t", 0)), str(row.get("r")), str(row.get("at")))
         )
-    return _Segment(index=_FileIndex.from_lines(texts, len(text)), meta=meta, size=len(text))
+    sessions = [m[0] for m in meta]  # a message's neighbours are from its own session
+    index = _FileIndex.from_lines(texts, len(text), groups=sessions)
+    return _Segment(index=index, meta=meta, size=len(text))
 
 
 def search_threads(
