@@ -155,6 +155,20 @@ def test_the_token_trigger_and_token_keep_budget() -> None:
     assert 1 <= len(context.messages) <= 3  # what fits in ~120 tokens with the new message
 
 
+def test_a_token_budget_never_keeps_as_many_messages_as_trigger_a_compaction() -> None:
+    # a known window gives a large token budget; short messages would all fit in it, and
+    # a tail of 50+ messages would then compact again on every turn
+    settings = Settings(
+        compaction_trigger_messages=10, compaction_keep_messages=4, compaction_keep_tokens=8000
+    )
+    rt = make_runtime(settings=settings)
+    rt.models._overrides["compaction"] = ScriptedModel("S1", "S2")
+    context = WorkingContext(session_id="s", messages=[user(f"m{n}") for n in range(10)])
+    assert compact(rt, context, [user("new")])
+    assert len(context.messages) == 3  # with the new message: keep_messages, though more fit
+    assert not compact(rt, context, [user("next")])  # well below the trigger again
+
+
 def test_a_failed_summary_skips_compaction_but_a_forced_one_raises() -> None:
     rt = make_runtime(settings=SMALL)
     rt.models._overrides["compaction"] = ScriptedModel(ModelError("down"), ModelError("down"))

@@ -184,6 +184,10 @@ def _plan(rt: Runtime, context: WorkingContext, pending: list[Message], force: b
             cutoff -= 1
             kept += sizes[cutoff]
         cutoff = min(cutoff, len(messages) - 1)
+        if settings.compaction_trigger_messages > 0:
+            # never keep as many messages as trigger a compaction: a tail that fits the
+            # token budget but holds 50+ messages would compact again on every turn
+            cutoff = max(cutoff, len(messages) - settings.compaction_keep_messages)
     else:
         cutoff = max(0, len(messages) - settings.compaction_keep_messages)
     cutoff = min(safe_cutoff(messages, cutoff), len(context.messages))  # never the new message
