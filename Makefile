@@ -12,7 +12,7 @@ PY312 := $(or $(lastword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12
 export SAM_CLI_TELEMETRY := 0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test reliability test-unit test-integration test-e2e lint format dev moto demo cli bench \
+.PHONY: help venv test reliability test-unit test-integration test-e2e lint format dev moto demo cli bench bench-quick \
         sam validate build deploy tiktoken-cache env-file clean
 
 help: ## Show the targets
@@ -60,8 +60,15 @@ demo: venv ## Two sessions against the local stack: the second answers from the 
 cli: venv ## Operator CLI against the local stack: make cli ARGS="show alice" (see README)
 	PYTHONPATH=layers/agent_harness $(PY) -m agent_harness.cli --env-file local_stack/sam-env.json $(ARGS)
 
-bench: venv ## Benchmarks: cold start, hot path, memory_search, flush tokens, fan-out
-	$(PY) -m bench
+$(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r bench/requirements.txt
+	touch $@
+
+bench: $(VENV)/.bench-installed ## All benchmarks and the LoCoMo evaluation; writes docs/benchmarks.md (ONLY=<name> for one)
+	$(PY) -m bench $(if $(ONLY),$(foreach n,$(ONLY),--only $(n)))
+
+bench-quick: $(VENV)/.bench-installed ## A small subset of every benchmark (CI); results in bench/results/quick/
+	$(PY) -m bench --quick
 
 env-file: venv ## Rewrite local_stack/sam-env.json (the `sam local --env-vars` file) from template.yaml
 	$(PY) -m local_stack.sam_env --write

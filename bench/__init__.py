@@ -1,8 +1,9 @@
 """Benchmarks (`make bench`). Ratios measured in one run; never asserted by tests."""
 
-import os
+import sys
+from pathlib import Path
 
-# the library's Powertools Metrics/Logger run in-process here, outside any Lambda
-os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "AgentHarnessBench")
-os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
-os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+# the library lives in the layer, as in Lambda; `python -m bench.<module>` works alone too
+_LAYER = str(Path(__file__).resolve().parent.parent / "layers" / "agent_harness")
+if _LAYER not in sys.path:
+    sys.path.insert(0, _LAYER)

@@ -1,9 +1,11 @@
-"""Flush input tokens over a 100-turn session against the tokens of the turns themselves.
+"""Flush cost: input tokens sent to the memory model over a 100-turn session, ours against
+a whole-context-per-flush policy (the reference's).
 
-The session is real dialogue: the first 100 exchanges of LoCoMo conv-26 (a tuning
-conversation), one turn a minute. The memory model is the offline stand-in wrapped in a
-counter, so the ledger really fills up as the session goes and every request is
-counted with the shipped tokenizer (cl100k). Strategies:
+The session is real dialogue: the first 200 dialogue lines of LoCoMo conv-26 (a tuning
+conversation, read with ``bench.common``), taken as 100 user/assistant pairs in order,
+one turn a minute. The memory model is the offline stand-in wrapped in a counter, so the
+ledger really fills up as the session goes and every request is counted with the
+shipped tokenizer (cl100k). Strategies:
 
 * ours under ``always``: one flush per turn, each turn sent once (the flush cursor);
 * ours under ``throttled:10m``: one flush per 10 minutes, the tail by the schedule tick;
@@ -12,19 +14,21 @@ counted with the shipped tokenizer (cl100k). Strategies:
   MEMORY.md and today's ledger whole on every call; they are left out of its line here,
   so its figures are a lower bound.
 
-"turn tokens" is what the 100 turns weigh rendered as the flush sees them; "conversation
-tokens" is the part of the flush input that is the session itself; "total" adds the
-fixed part of each call (the instructions, MEMORY.md and today's ledger, both capped).
+"turn tokens" is what the turns weigh rendered as the flush sees them (the 1.0x line);
+"conversation tokens" is the part of the flush input that is the session itself;
+"total" adds the fixed part of each call (the instructions, MEMORY.md and today's
+ledger, both capped). Each strategy's cumulative tokens are recorded after every turn
+(the tail flushed when the session ends counts at the last turn).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
-import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any
 
 from agent_harness import markup
 from agent_harness.ids import User
@@ -36,22 +40,37 @@ from agent_harness.models.offline import OfflineChatModel
 from agent_harness.records import TurnRecord
 from agent_harness.settings import Settings
 from agent_harness.tokens import TokenCounter
+from bench import plots
+from bench.common import locomo, sessions, turn_text
 from tests.fakes import ManualClock, make_runtime
 
-#: the first 200 dialogue lines of LoCoMo conv-26, extracted from locomo10.json
-SESSION_FILE = Path(__file__).resolve().parent / "data" / "locomo-conv-26-first-200-lines.json"
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from agent_harness.runtime import Runtime
+
+TITLE = "Flush input tokens over a 100-turn session"
 CONVERSATION = "conv-26"
 TURNS = 100
+QUICK_TURNS = 30
 TARGET = 1.1
 USER = User.from_id("bench-user")
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+OURS = ("always", "throttled:10m")
+REFERENCE = "reference (whole context per flush)"
+
+Pair = tuple[str, str]
 
 
-def load_turns(n: int = TURNS) -> list[tuple[str, str]]:
-    """(user text, assistant text) pairs from the conversation, in order."""
-    data = json.loads(SESSION_FILE.read_text(encoding="utf-8"))
-    lines = [line["text"] for line in data["lines"]]
+def load_turns(n: int = TURNS) -> list[Pair]:
+    """(user text, assistant text): the conversation's first 2n dialogue lines, paired in
+    order whoever speaks."""
+    lines = [turn_text(t) for _, _, turns in sessions(locomo()[CONVERSATION]) for t in turns]
     return [(lines[i], lines[i + 1]) for i in range(0, 2 * n, 2)]
+
+
+def pair_messages(pair: Pair) -> list[Message]:
+    return [Message(role="user", content=pair[0]), Message(role="assistant", content=pair[1])]
 
 
 @dataclass
@@ -79,60 +98,65 @@ class Counted:
         return self.inner.complete(request)
 
 
-def _turn(turn: int, pair: tuple[str, str]) -> TurnRecord:
-    return TurnRecord(
-        session_id="s1",
-        turn=turn,
-        created_at=START.replace(minute=0).isoformat(),
-        messages=[
-            Message(role="user", content=pair[0]),
-            Message(role="assistant", content=pair[1]),
-        ],
+def _commit_turn(rt: Runtime, clock: ManualClock, n: int, pair: Pair) -> None:
+    """What the agent call leaves behind: the turn object and the session counter."""
+    record = TurnRecord(
+        session_id="s1", turn=n, created_at=clock.now().isoformat(), messages=pair_messages(pair)
     )
+    rt.store.put(USER, f"sessions/s1/turns/{n:08d}.json", record.model_dump_json())
+    rt.table.acquire_session_lease(USER, "s1", f"o{n}", 0, 1)
+    rt.table.commit_turn(USER, "s1", f"o{n}", n, clock.now().isoformat())
 
 
-def run_ours(trigger: str, pairs: list[tuple[str, str]]) -> dict[str, object]:
-    counter = TokenCounter()
-    model = Counted(OfflineChatModel(counter=counter), counter)
-    clock = ManualClock(START)
-    rt = make_runtime(memory=model, settings=Settings(flush_trigger=trigger), clock=clock)
-    for n, pair in enumerate(pairs, start=1):
-        record = _turn(n, pair).model_copy(update={"created_at": clock.now().isoformat()})
-        rt.store.put(USER, f"sessions/s1/turns/{n:08d}.json", record.model_dump_json())
-        rt.table.acquire_session_lease(USER, "s1", f"o{n}", 0, 1)
-        rt.table.commit_turn(USER, "s1", f"o{n}", n, clock.now().isoformat())
-        job = PostTurnJob(
-            user_id=USER.id, session_id="s1", turn=n, queued_at=clock.now().isoformat()
-        )
-        run_post_turn_job(rt, job)
-        clock.advance(minutes=1)
-    clock.advance(minutes=15)  # the session ends; the next ticks flush any tail
+def _end_session(rt: Runtime, clock: ManualClock) -> None:
+    """The session goes quiet; the schedule's next ticks flush any throttled tail."""
+    clock.advance(minutes=15)
     for _ in range(2):
         sweep_flush_tails(rt)
         while rt.queue.post_turn:
             run_post_turn_job(rt, rt.queue.post_turn.pop(0))
-    flushed = rt.table.get_session(USER, "s1").flush_cursor
+
+
+def run_ours(trigger: str, pairs: list[Pair]) -> dict[str, Any]:
+    counter = TokenCounter()
+    model = Counted(OfflineChatModel(counter=counter), counter)
+    clock = ManualClock(START)
+    rt = make_runtime(memory=model, settings=Settings(flush_trigger=trigger), clock=clock)
+    conversation: list[int] = []
+    total: list[int] = []
+    for n, pair in enumerate(pairs, start=1):
+        _commit_turn(rt, clock, n, pair)
+        job = PostTurnJob(
+            user_id=USER.id, session_id="s1", turn=n, queued_at=clock.now().isoformat()
+        )
+        run_post_turn_job(rt, job)
+        if n == len(pairs):
+            _end_session(rt, clock)
+        conversation.append(model.conversation)
+        total.append(model.total)
+        clock.advance(minutes=1)
+    state = rt.table.get_session(USER, "s1")
     return {
         "calls": model.calls,
         "total_tokens": model.total,
         "conversation_tokens": model.conversation,
         "largest_call": max(model.sizes),
-        "turns_flushed": flushed,
+        "turns_flushed": state.flush_cursor if state else 0,
+        "cumulative_conversation": conversation,
+        "cumulative_total": total,
     }
 
 
-def run_reference(pairs: list[tuple[str, str]]) -> dict[str, object]:
+def run_reference(pairs: list[Pair]) -> dict[str, Any]:
     """Every call: the flush prompt over the whole working context (compacted at 50
     messages down to the last 20 plus a summary, the reference's defaults)."""
     counter = TokenCounter()
     context: list[Message] = []
-    total = conversation = calls = 0
     summary = ""
+    sizes: list[int] = []
+    talks: list[int] = []
     for pair in pairs:
-        context += [
-            Message(role="user", content=pair[0]),
-            Message(role="assistant", content=pair[1]),
-        ]
+        context += pair_messages(pair)
         if len(context) > 50:
             dropped, context = context[:-20], context[-20:]
             summary = "Summary of earlier conversation: " + " ".join(
@@ -140,65 +164,133 @@ def run_reference(pairs: list[tuple[str, str]]) -> dict[str, object]:
             )
         messages = ([Message(role="user", content=summary)] if summary else []) + context
         talk = render_messages(messages)
-        request = flush_messages(talk, "", "")
-        calls += 1
-        total += sum(counter.count(m.content) for m in request)
-        conversation += counter.count(talk)
+        sizes.append(sum(counter.count(m.content) for m in flush_messages(talk, "", "")))
+        talks.append(counter.count(talk))
     return {
-        "calls": calls,
-        "total_tokens": total,
-        "conversation_tokens": conversation,
+        "calls": len(sizes),
+        "total_tokens": sum(sizes),
+        "conversation_tokens": sum(talks),
+        "largest_call": max(sizes),
         "turns_flushed": len(pairs),
+        "cumulative_conversation": list(accumulate(talks)),
+        "cumulative_total": list(accumulate(sizes)),
     }
 
 
-def run() -> dict[str, object]:
+def run(quick: bool = False) -> dict[str, Any]:
     with contextlib.redirect_stdout(io.StringIO()):  # Powertools' metric lines
-        return _run()
+        return _run(QUICK_TURNS if quick else TURNS)
 
 
-def _run() -> dict[str, object]:
-    pairs = load_turns()
+def _run(turns: int) -> dict[str, Any]:
+    pairs = load_turns(turns)
     counter = TokenCounter()
-    turn_tokens = sum(
-        counter.count(render_messages(_turn(n, p).messages)) for n, p in enumerate(pairs, 1)
-    )
-    strategies = {
-        "ours always": run_ours("always", pairs),
-        "ours throttled:10m": run_ours("throttled:10m", pairs),
-        "reference (whole context per flush)": run_reference(pairs),
-    }
+    per_turn = [counter.count(render_messages(pair_messages(p))) for p in pairs]
+    turn_tokens = sum(per_turn)
+    strategies = {f"ours {trigger}": run_ours(trigger, pairs) for trigger in OURS}
+    strategies[REFERENCE] = run_reference(pairs)
     for result in strategies.values():
         result["conversation_ratio"] = round(result["conversation_tokens"] / turn_tokens, 3)
         result["total_ratio"] = round(result["total_tokens"] / turn_tokens, 3)
     return {
-        "session": f"LoCoMo {CONVERSATION}, first {TURNS} exchanges, one turn a minute",
+        "session": f"LoCoMo {CONVERSATION}, first {turns} exchanges, one turn a minute",
+        "turns": turns,
         "turn_tokens": turn_tokens,
+        "cumulative_turn_tokens": list(accumulate(per_turn)),
         "target_conversation_ratio": TARGET,
         "strategies": strategies,
     }
 
 
-def report(result: dict[str, object]) -> str:
+def _verdict(result: dict[str, Any]) -> tuple[float, bool, bool]:
+    """(ours always' conversation ratio, within the target, every turn flushed by all)."""
+    ours = result["strategies"]["ours always"]["conversation_ratio"]
+    flushed = all(r["turns_flushed"] == result["turns"] for r in result["strategies"].values())
+    return ours, ours <= result["target_conversation_ratio"], flushed
+
+
+def report(result: dict[str, Any]) -> str:
     lines = [
         f"flush input tokens over {result['session']}",
         f"  the turns themselves: {result['turn_tokens']} tokens",
         f"  {'strategy':<38}{'calls':>6}{'conversation':>14}{'ratio':>7}{'total':>9}{'ratio':>7}",
     ]
-    for name, r in result["strategies"].items():  # type: ignore[attr-defined]
+    for name, r in result["strategies"].items():
         lines.append(
             f"  {name:<38}{r['calls']:>6}{r['conversation_tokens']:>14}"
             f"{r['conversation_ratio']:>7}{r['total_tokens']:>9}{r['total_ratio']:>7}"
         )
-    ours = result["strategies"]["ours always"]  # type: ignore[index]
-    verdict = "within" if ours["conversation_ratio"] <= TARGET else "OVER"
+    ratio, within, flushed = _verdict(result)
     lines.append(
-        f"  each turn is sent once: conversation ratio {ours['conversation_ratio']}x "
-        f"({verdict} the {TARGET}x target); every turn flushed: "
-        f"{all(r['turns_flushed'] == TURNS for r in result['strategies'].values())}"  # type: ignore[attr-defined]
+        f"  each turn is sent once: conversation ratio {ratio}x "
+        f"({'within' if within else 'OVER'} the {TARGET}x target); every turn flushed: {flushed}"
     )
     return "\n".join(lines)
 
 
+def _plot(result: dict[str, Any], img_dir: Path, kind: str, what: str) -> str:
+    xs = list(range(1, result["turns"] + 1))
+    series = {"the turns themselves (1.0x)": (xs, result["cumulative_turn_tokens"])}
+    for name, r in result["strategies"].items():
+        series[name] = (xs, r[f"cumulative_{kind}"])
+    path = plots.lines(
+        img_dir / f"flush_tokens-{kind}.png",
+        f"Flush input tokens, cumulative ({what})",
+        "turn",
+        "tokens sent to the memory model",
+        series,
+    )
+    return f"![cumulative flush input tokens, {what}](img/{path.name})"
+
+
+def markdown(result: dict[str, Any], img_dir: Path) -> str:
+    ratio, within, flushed = _verdict(result)
+    target = result["target_conversation_ratio"]
+    rows = [
+        "| strategy | calls | conversation tokens | ratio | total tokens | ratio | target |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for name, r in result["strategies"].items():
+        goal = f"≤ {target}x: {'met' if within else 'missed'}" if name == "ours always" else "n/a"
+        rows.append(
+            f"| {name} | {r['calls']} | {r['conversation_tokens']:,} | "
+            f"{r['conversation_ratio']:.2f}x | {r['total_tokens']:,} | {r['total_ratio']:.2f}x | "
+            f"{goal} |"
+        )
+    reference = result["strategies"][REFERENCE]
+    throttled = result["strategies"]["ours throttled:10m"]
+    always = result["strategies"]["ours always"]
+    fixed = 1 - always["conversation_tokens"] / always["total_tokens"]
+    text = f"""\
+Session: {result["session"]}; the turns weigh {result["turn_tokens"]:,} tokens rendered as
+the flush sees them (cl100k). The memory model is the offline stand-in behind a counter;
+ratios are against the turns' own tokens. "Conversation" is the part of each flush input
+that is the session itself, "total" adds each call's instructions, MEMORY.md and today's
+ledger (capped). The reference line re-sends its whole working context on every flush
+(compacted at 50 messages to the last 20) and leaves out its MEMORY.md and ledger, so it is
+a lower bound.
+
+{chr(10).join(rows)}
+
+{"Each turn reaches" if within else "Turns reach"} the memory model \
+{"once" if within else "more than once"} under our flush cursor: a conversation ratio of
+{ratio}x against a target of ≤ {target}x ({"met" if within else "missed"}); \
+{"every strategy flushed every turn" if flushed else "NOT every turn was flushed"}. The
+reference's policy re-sends its working context (up to 50 messages) on every call: the
+session {reference["conversation_ratio"]}x over.
+Under `always` the fixed part of each call (instructions, MEMORY.md, ledger) is
+{fixed:.0%} of what we send; `throttled:10m` pays it {throttled["calls"]} times instead of
+{always["calls"]}, for {throttled["total_ratio"]}x the turns' tokens in all.
+
+{_plot(result, img_dir, "conversation", "conversation part")}
+
+{_plot(result, img_dir, "total", "whole requests")}
+"""
+    return text
+
+
 if __name__ == "__main__":
+    from bench.common import bench_environment
+
+    bench_environment()
     print(report(run()))

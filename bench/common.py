@@ -1,0 +1,101 @@
+"""What the benchmarks share: the LoCoMo data, the machine description, the env setup."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: LoCoMo (CC BY-NC 4.0) is read from the team's shared copy, never committed here
+LOCOMO_PATH = Path(os.environ.get("LOCOMO_PATH", ROOT.parent / "shared" / "eval" / "locomo10.json"))
+#: the only conversations anything may be tuned on; the rest are held out
+TUNING = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
+HELD_OUT = ("conv-44", "conv-47", "conv-48", "conv-49", "conv-50")
+
+
+class DataMissingError(RuntimeError):
+    """The LoCoMo file is not on this machine (set LOCOMO_PATH)."""
+
+
+@cache
+def locomo() -> dict[str, dict[str, Any]]:
+    """The LoCoMo samples by sample_id."""
+    if not LOCOMO_PATH.is_file():
+        raise DataMissingError(f"LoCoMo data not found at {LOCOMO_PATH} (set LOCOMO_PATH)")
+    return {s["sample_id"]: s for s in json.loads(LOCOMO_PATH.read_text(encoding="utf-8"))}
+
+
+def sessions(sample: dict[str, Any]) -> list[tuple[int, str, list[dict[str, Any]]]]:
+    """(number, date text, turns) of each session that exists, in order (some samples have
+    more ``session_N_date_time`` keys than sessions)."""
+    conv = sample["conversation"]
+    numbers = sorted(
+        int(k.split("_")[1]) for k in conv if k.startswith("session_") and k.count("_") == 1
+    )
+    return [(n, conv[f"session_{n}_date_time"], conv[f"session_{n}"]) for n in numbers]
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    """A LoCoMo turn as a message: its text, plus the caption of a shared image."""
+    text = turn["text"]
+    if turn.get("blip_caption"):
+        text += f" [shares an image: {turn['blip_caption']}]"
+    return text
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        rev += "+uncommitted" if rev and dirty else ""
+    except OSError:
+        rev = ""
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "os": f"{platform.system()} {platform.release()}",
+        "commit": rev,
+    }
+
+
+def bench_environment() -> None:
+    """The library's Powertools Metrics and Logger run in-process here, outside any Lambda:
+    a namespace, no metric output, warnings only. Set by the runner, not at import, so a
+    test importing a benchmark module keeps its own logging."""
+    os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "AgentHarnessBench")
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+
+
+def embedded_aws_env() -> None:
+    """Credentials and region for moto (it takes any)."""
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        os.environ.setdefault(key, value)

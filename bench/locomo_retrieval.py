@@ -1,0 +1,718 @@
+"""LoCoMo retrieval: recall@k of thread search (turns) and memory search (observations).
+
+Each LoCoMo conversation becomes one user of a local stack (`python -m local_stack`, the
+real handlers on moto), loaded only through the public API:
+
+* every LoCoMo session is one session, imported with POST /v1/sessions/{id}/import; the
+  first speaker's lines are ``user`` messages and the second's ``assistant`` ones, each
+  with its session's date and the speaker's name in front ("Caroline: ..."), an image
+  turn with its caption;
+* every session's observations (LoCoMo's generated facts, each with the dia_id of the
+  turn it came from) are saved with POST /v1/memory/save, one line per fact ending in
+  ``[D<session>:<turn>]``.
+
+The flush trigger is ``never`` (the offline stand-in model would otherwise write its own
+lines next to the observations) and the schedule is parked, so the memory holds exactly
+the observations and the thread index exactly the turns.
+
+For every question with evidence, the question text is sent as the query to
+POST /v1/sessions/search and POST /v1/memory/search (limit 25). Recall@k is LoCoMo's:
+the share of a question's evidence dia_ids among the top k hits (a thread hit is mapped
+back to its dia_id through its session, turn and text; a memory hit by the id at the end
+of its line). Questions whose evidence names no real turn are left out; the nine
+malformed evidence strings the data holds are split and normalised first.
+
+Two more tables are computed in-process on the library's own index (no stack, seconds):
+
+* plain BM25 (k1 1.5, b 0.75, lower-cased alphanumeric words, a small stop list, one
+  index per conversation): the baseline a user would write in an afternoon;
+* an ablation of what ``ranked`` does, one idea removed at a time, on the tuning
+  conversations only, plus one idea measured but not shipped: turns indexed together
+  with the facts drawn from them (LoCoMo's observations stand in for flushed facts).
+
+Only conv-26, conv-30, conv-41, conv-42 and conv-43 were looked at while tuning; the
+held-out five are the scorecard.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
+
+import httpx
+
+from bench.common import HELD_OUT, ROOT, TUNING, locomo, sessions, turn_text
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+TITLE = "LoCoMo retrieval (turns and observations, through the public API)"
+KS = (5, 10, 25)
+LIMIT = max(KS)
+MODES = ("ranked", "phrase", "all", "any")
+CATEGORIES = {4: "single-hop", 1: "multi-hop", 2: "temporal", 3: "open-domain", 5: "adversarial"}
+TARGET, HEADING = 0.60, 0.70
+#: LoCoMo paper, Table 3 (DRAGON retriever): recall@k overall and by category
+DRAGON = {
+    "turn": {
+        5: {"all": 0.567, 4: 0.680, 1: 0.354, 2: 0.704, 3: 0.331, 5: 0.439},
+        10: {"all": 0.662, 4: 0.777, 1: 0.466, 2: 0.773, 3: 0.408, 5: 0.547},
+        25: {"all": 0.767, 4: 0.871, 1: 0.625, 2: 0.835, 3: 0.526, 5: 0.663},
+    },
+    "observation": {
+        5: {"all": 0.562, 4: 0.671, 1: 0.414, 2: 0.731, 3: 0.351, 5: 0.377},
+        10: {"all": 0.613, 4: 0.705, 1: 0.509, 2: 0.764, 3: 0.376, 5: 0.451},
+        25: {"all": 0.675, 4: 0.747, 1: 0.606, 2: 0.803, 3: 0.490, 5: 0.535},
+    },
+}
+_DIA = re.compile(r"D(\d+):0*(\d+)")
+_LINE_IDS = re.compile(r"\[((?:D\d+:\d+)(?:, D\d+:\d+)*)\]\s*$")
+_ZONE = ZoneInfo("UTC")
+
+
+# -- the data ------------------------------------------------------------------------
+
+
+def dia_ids(raw: str | list[str]) -> list[str]:
+    """Normalised dia_ids in an evidence or observation field ("D8:6; D9:17", "D30:05")."""
+    parts = [raw] if isinstance(raw, str) else raw
+    return [f"D{int(s)}:{int(t)}" for part in parts for s, t in _DIA.findall(part)]
+
+
+def session_start(text: str) -> datetime:
+    """ "1:56 pm on 8 May, 2023" -> an aware datetime (the data gives no zone: UTC)."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=_ZONE)
+
+
+@dataclass
+class Question:
+    conv: str
+    category: int
+    text: str
+    evidence: list[str]
+
+
+def questions(conv: str) -> list[Question]:
+    sample = locomo()[conv]
+    real = {t["dia_id"] for _, _, turns in sessions(sample) for t in turns}
+    out = []
+    for qa in sample["qa"]:
+        evidence = list(dict.fromkeys(e for e in dia_ids(qa.get("evidence", [])) if e in real))
+        if evidence:
+            out.append(Question(conv, int(qa["category"]), qa["question"], evidence))
+    return out
+
+
+def message_text(turn: dict[str, Any], speaker: bool = True) -> str:
+    return f"{turn['speaker']}: {turn_text(turn)}" if speaker else turn_text(turn)
+
+
+def observations(sample: dict[str, Any]) -> list[tuple[int, list[tuple[str, list[str]]]]]:
+    """(session number, [(fact, dia_ids)]) in session order; a session's facts in the
+    data's order (the first speaker's, then the second's)."""
+    out = []
+    for key, by_speaker in sample["observation"].items():
+        number = int(key.split("_")[1])
+        facts = [(text, dia_ids(ref)) for items in by_speaker.values() for text, ref in items]
+        out.append((number, [(t, ids) for t, ids in facts if ids and t.strip()]))
+    return sorted(out)
+
+
+def fact_line(text: str, ids: list[str]) -> str:
+    return f"- {' '.join(text.split())} [{', '.join(ids)}]"
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())
+
+
+# -- recall --------------------------------------------------------------------------
+
+
+def recall(evidence: list[str], ranked: list[list[str]]) -> dict[int, float]:
+    """The share of ``evidence`` among the ids of the top k hits, for each k."""
+    wanted = set(evidence)
+    return {k: len(wanted & {i for hit in ranked[:k] for i in hit}) / len(wanted) for k in KS}
+
+
+Row = tuple[str, int, str, dict[int, float]]  # conv, category, "unit mode", recall
+
+
+def aggregate(rows: list[Row], convs: tuple[str, ...]) -> dict[str, dict[str, dict[str, Any]]]:
+    """{"unit mode": {"all"|"1-4"|"<category>": {"n": n, "5": r, "10": r, "25": r}}}."""
+    sums: dict[str, dict[str, list[float]]] = {}
+    counts: dict[str, Counter[str]] = {}
+    for conv, category, key, values in rows:
+        if conv not in convs:
+            continue
+        for group in ("all", "1-4" if category != 5 else None, str(category)):
+            if group is None:
+                continue
+            row = sums.setdefault(key, {}).setdefault(group, [0.0] * len(KS))
+            for n, k in enumerate(KS):
+                row[n] += values[k]
+            counts.setdefault(key, Counter())[group] += 1
+    return {
+        key: {
+            group: {
+                "n": counts[key][group],
+                **{str(k): round(total[n] / counts[key][group], 3) for n, k in enumerate(KS)},
+            }
+            for group, total in by_group.items()
+        }
+        for key, by_group in sums.items()
+    }
+
+
+# -- the local stack and the public API -----------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def local_stack() -> Iterator[str]:
+    """`python -m local_stack` on free ports, flush trigger ``never``, schedule parked."""
+    port, moto_port = _free_port(), _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HARNESS_", "AWS_"))}
+    env.update(
+        HARNESS_MODEL="offline",
+        HARNESS_MEMORY_MODEL="offline",
+        HARNESS_COMPACTION_MODEL="offline",
+        HARNESS_FLUSH_TRIGGER="never",
+        PYTHONUNBUFFERED="1",
+    )
+    command = [sys.executable, "-m", "local_stack", "--port", str(port)]
+    command += ["--moto-port", str(moto_port), "--schedule-seconds", "86400"]
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    ready = threading.Event()
+    output: list[str] = []
+
+    def pump() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            output.append(line)
+            if "local stack ready" in line:
+                ready.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    try:
+        if not ready.wait(120):
+            raise RuntimeError("the local stack did not start:\n" + "".join(output[-30:]))
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@dataclass
+class Loaded:
+    """Where each LoCoMo turn landed: (session id, turn) -> [(message text, dia_id)]."""
+
+    conv: str
+    user: str
+    turns: dict[tuple[str, int], list[tuple[str, str]]]
+    requests: int
+    seconds: float
+
+
+def _client(url: str, user: str) -> httpx.Client:
+    return httpx.Client(base_url=url, headers={"X-User-Id": user}, timeout=120)
+
+
+def _ok(response: httpx.Response) -> dict[str, Any]:
+    if response.status_code >= 300:
+        raise RuntimeError(f"{response.request.url}: {response.status_code} {response.text}")
+    return response.json() if response.content else {}
+
+
+def load(url: str, conv: str) -> Loaded:
+    """Import every session and save every observation of ``conv`` as its own user."""
+    started = time.perf_counter()
+    sample = locomo()[conv]
+    user = f"locomo-{conv}"
+    first_speaker = sample["conversation"]["speaker_a"]
+    where: dict[tuple[str, int], list[tuple[str, str]]] = {}
+    requests = 0
+    last_text = ""
+    with _client(url, user) as client:
+        for number, date, turns in sessions(sample):
+            session_id = f"s{number:02d}"
+            start = session_start(date)
+            messages = [
+                {
+                    "role": "user" if t["speaker"] == first_speaker else "assistant",
+                    "content": message_text(t),
+                    "timestamp": (start + timedelta(seconds=30 * i)).isoformat(),
+                }
+                for i, t in enumerate(turns)
+            ]
+            body = _ok(
+                client.post(f"/v1/sessions/{session_id}/import", json={"messages": messages})
+            )
+            requests += 1
+            turn = body["first_turn"] - 1
+            for i, (message, t) in enumerate(zip(messages, turns, strict=True)):
+                if message["role"] == "user" or i == 0:
+                    turn += 1  # the importer starts a turn at each user message
+                where.setdefault((session_id, turn), []).append(
+                    (_normal(message["content"]), t["dia_id"])
+                )
+            last_text = messages[-1]["content"]
+        for _, facts in observations(sample):
+            content = "\n".join(fact_line(text, ids) for text, ids in facts)
+            if content:
+                _ok(client.post("/v1/memory/save", json={"content": content}))
+                requests += 1
+        _wait_indexed(client, last_text)
+    return Loaded(conv, user, where, requests, time.perf_counter() - started)
+
+
+def _wait_indexed(client: httpx.Client, last_text: str, timeout: float = 300) -> None:
+    """Post-turn jobs run in order per user, so the last message indexed means all are."""
+    deadline = time.monotonic() + timeout
+    query = {"query": _normal(last_text)[:200], "match_mode": "phrase", "limit": 1}
+    while time.monotonic() < deadline:
+        if _ok(client.post("/v1/sessions/search", json=query))["hits"]:
+            return
+        time.sleep(0.5)
+    raise RuntimeError("the thread index did not catch up")
+
+
+def _thread_ids(loaded: Loaded, hit: dict[str, Any]) -> list[str]:
+    candidates = loaded.turns.get((hit["session_id"], hit["turn"]), [])
+    text = _normal(hit["text"])
+    return [dia for message, dia in candidates if message == text][:1]
+
+
+def _memory_ids(hit: dict[str, Any]) -> list[str]:
+    found = _LINE_IDS.search(hit["text"])
+    return found.group(1).split(", ") if found else []
+
+
+def ask(url: str, loaded: Loaded, items: list[Question], modes: tuple[str, ...]) -> list[Row]:
+    """Every question to both searches in every mode: one recall row per (question, search)."""
+    local = threading.local()
+
+    def one(question: Question) -> list[Row]:
+        if not hasattr(local, "client"):
+            local.client = _client(url, loaded.user)
+        out: list[Row] = []
+        for mode in modes:
+            body = {"query": question.text, "match_mode": mode, "limit": LIMIT}
+            turns = _ok(local.client.post("/v1/sessions/search", json=body))["hits"]
+            facts = _ok(local.client.post("/v1/memory/search", json=body))["hits"]
+            found = [_thread_ids(loaded, h) for h in turns]
+            out.append(
+                (question.conv, question.category, f"turn {mode}", recall(question.evidence, found))
+            )
+            found = [_memory_ids(h) for h in facts]
+            out.append(
+                (
+                    question.conv,
+                    question.category,
+                    f"observation {mode}",
+                    recall(question.evidence, found),
+                )
+            )
+        return out
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return [row for rows in pool.map(one, items) for row in rows]
+
+
+# -- in-process: the library's own index, and plain BM25 ------------------------------
+
+
+@dataclass
+class Corpus:
+    """One conversation as the two searches index it: texts, groups and dia_ids."""
+
+    turn_texts: list[str]
+    turn_groups: list[str]
+    turn_ids: list[list[str]]
+    fact_text: str  # MEMORY.md as the saves leave it: one block per session
+
+
+def corpus(conv: str, *, speaker: bool = True, facts_with_turns: bool = False) -> Corpus:
+    sample = locomo()[conv]
+    facts_by_turn: dict[str, list[str]] = {}
+    blocks = []
+    for _, facts in observations(sample):
+        blocks.append("\n".join(fact_line(text, ids) for text, ids in facts))
+        for text, ids in facts:
+            for dia in ids:
+                facts_by_turn.setdefault(dia, []).append(text)
+    texts, groups, ids = [], [], []
+    for number, _, turns in sessions(sample):
+        for t in turns:
+            text = message_text(t, speaker)
+            if facts_with_turns:
+                text = " ".join([text, *facts_by_turn.get(t["dia_id"], [])])
+            texts.append(_normal(text))
+            groups.append(str(number))
+            ids.append([t["dia_id"]])
+    return Corpus(texts, groups, ids, "# Memory\n\n" + "\n\n".join(blocks) + "\n")
+
+
+Searcher = Callable[[str], tuple[list[list[str]], list[list[str]]]]
+
+
+def library_searcher(c: Corpus) -> Searcher:
+    """``ranked`` exactly as the library runs it (under whatever switches are set)."""
+    from agent_harness.memory.search import _FileIndex, search_files
+
+    turns = _FileIndex.from_lines(c.turn_texts, 0, groups=c.turn_groups)
+    facts = _FileIndex.build(c.fact_text)
+
+    def search(query: str) -> tuple[list[list[str]], list[list[str]]]:
+        turn_hits = search_files([("t", turns)], query, "ranked", LIMIT)
+        fact_hits = search_files([("MEMORY.md", facts)], query, "ranked", LIMIT)
+        return (
+            [c.turn_ids[h.line - 1] for h in turn_hits],
+            [_memory_ids({"text": h.text}) for h in fact_hits],
+        )
+
+    return search
+
+
+_PLAIN_STOP = frozenset(
+    "a an the and or of to in on at for is are was were be it this that".split()
+)
+
+
+def _plain_tokens(text: str) -> list[str]:
+    return [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _PLAIN_STOP]
+
+
+def plain_searcher(c: Corpus) -> Searcher:
+    """Okapi BM25 (k1 1.5, b 0.75) over lower-cased words: the usual first attempt."""
+
+    def index(docs: list[list[str]]) -> Callable[[list[str]], list[int]]:
+        counts = [Counter(d) for d in docs]
+        lengths = [len(d) or 1 for d in docs]
+        average = sum(lengths) / len(lengths)
+        df = Counter(t for d in counts for t in d)
+
+        def top(query: list[str]) -> list[int]:
+            scores: dict[int, float] = {}
+            for term in dict.fromkeys(query):
+                if not df[term]:
+                    continue
+                idf = math.log(1 + (len(docs) - df[term] + 0.5) / (df[term] + 0.5))
+                for n, d in enumerate(counts):
+                    tf = d.get(term)
+                    if tf:
+                        norm = tf + 1.5 * (1 - 0.75 + 0.75 * lengths[n] / average)
+                        scores[n] = scores.get(n, 0.0) + idf * tf * 2.5 / norm
+            return sorted(scores, key=lambda n: (-scores[n], n))[:LIMIT]
+
+        return top
+
+    fact_lines = [line for line in c.fact_text.splitlines() if line.startswith("- ")]
+    turns = index([_plain_tokens(t) for t in c.turn_texts])
+    facts = index([_plain_tokens(line) for line in fact_lines])
+
+    def search(query: str) -> tuple[list[list[str]], list[list[str]]]:
+        q = _plain_tokens(query)
+        return (
+            [c.turn_ids[n] for n in turns(q)],
+            [_memory_ids({"text": fact_lines[n]}) for n in facts(q)],
+        )
+
+    return search
+
+
+def in_process(convs: tuple[str, ...], make: Callable[[str], Searcher]) -> list[Row]:
+    rows: list[Row] = []
+    for conv in convs:
+        search = make(conv)
+        for q in questions(conv):
+            turn_hits, fact_hits = search(q.text)
+            rows.append((conv, q.category, "turn ranked", recall(q.evidence, turn_hits)))
+            rows.append((conv, q.category, "observation ranked", recall(q.evidence, fact_hits)))
+    return rows
+
+
+@contextmanager
+def switched(**changes: Any) -> Iterator[None]:
+    """Set module attributes of the search for one variant, and put them back."""
+    from agent_harness.memory import search
+
+    saved = {name: getattr(search, name) for name in changes}
+    for name, value in changes.items():
+        setattr(search, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(search, name, value)
+
+
+def ablation(convs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """``ranked`` with one idea taken out at a time (and one idea added) on ``convs``."""
+    from agent_harness.text import tokens
+
+    variants: dict[str, tuple[dict[str, Any], dict[str, bool]]] = {
+        "ranked as shipped": ({}, {}),
+        "without neighbours as context": ({"CONTEXT_WEIGHT": 0.0}, {}),
+        "without stemming and ranking stopwords": ({"terms": tokens}, {}),
+        "with textbook BM25 (k1 1.2, b 0.75)": ({"K1": 1.2, "B": 0.75}, {}),
+        "without speaker names in messages": ({}, {"speaker": False}),
+        "all four removed": (
+            {"CONTEXT_WEIGHT": 0.0, "terms": tokens, "K1": 1.2, "B": 0.75},
+            {"speaker": False},
+        ),
+        "idea, not shipped: facts indexed with their turns": ({}, {"facts_with_turns": True}),
+    }
+    out: dict[str, dict[str, Any]] = {}
+    for name, (switches, options) in variants.items():
+        with switched(**switches):
+            rows = in_process(convs, lambda conv, o=options: library_searcher(corpus(conv, **o)))
+        table = aggregate(rows, convs)
+        out[name] = {unit: table[f"{unit} ranked"]["all"] for unit in ("turn", "observation")}
+    return out
+
+
+# -- the benchmark -------------------------------------------------------------------
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    convs = ("conv-30",) if quick else TUNING + HELD_OUT
+    modes = ("ranked",) if quick else MODES
+    loads: dict[str, dict[str, Any]] = {}
+    rows: list[Row] = []
+    started = time.perf_counter()
+    with local_stack() as url:
+        boot = time.perf_counter() - started
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            loaded = list(pool.map(lambda conv: load(url, conv), convs))
+        load_seconds = time.perf_counter() - started - boot
+        asked = time.perf_counter()
+        for item in loaded:
+            loads[item.conv] = {"requests": item.requests, "seconds": round(item.seconds, 1)}
+            # the contrast modes on the tuning five only: they are filters, not rankers
+            asked_modes = modes if item.conv in TUNING else ("ranked",)
+            rows += ask(url, item, questions(item.conv), asked_modes)
+        ask_seconds = time.perf_counter() - asked
+    tuning = tuple(c for c in convs if c in TUNING)
+    held_out = tuple(c for c in convs if c in HELD_OUT)
+    plain = in_process(convs, lambda conv: plain_searcher(corpus(conv)))
+    return {
+        "conversations": list(convs),
+        "modes": list(modes),
+        "ks": list(KS),
+        "target_r5": TARGET,
+        "heading_r5": HEADING,
+        "stack": {
+            "boot_seconds": round(boot, 1),
+            "load_seconds": round(load_seconds, 1),
+            "load_requests": sum(v["requests"] for v in loads.values()),
+            "query_seconds": round(ask_seconds, 1),
+            "query_requests": sum(
+                2 * (len(modes) if c in TUNING else 1) * len(questions(c)) for c in convs
+            ),
+            "per_conversation": loads,
+        },
+        "api": {
+            "tuning": aggregate(rows, tuning) if tuning else {},
+            "held_out": aggregate(rows, held_out) if held_out else {},
+            "all": aggregate(rows, convs),
+        },
+        "plain_bm25": {
+            "tuning": aggregate(plain, tuning) if tuning else {},
+            "held_out": aggregate(plain, held_out) if held_out else {},
+            "all": aggregate(plain, convs),
+        },
+        "ablation_tuning": ablation(tuning or convs),
+        "dragon": {
+            unit: {str(k): {str(g): v for g, v in row.items()} for k, row in by_k.items()}
+            for unit, by_k in DRAGON.items()
+        },
+    }
+
+
+def _r(table: dict[str, Any], key: str, group: str = "all", k: int = 5) -> str:
+    row = table.get(key, {}).get(group)
+    return f"{row[str(k)]:.3f}" if row else "–"
+
+
+def report(result: dict[str, Any]) -> str:
+    st = result["stack"]
+    lines = [
+        f"LoCoMo retrieval, {len(result['conversations'])} conversations through the public API "
+        f"(loaded in {st['load_seconds']} s with {st['load_requests']} requests; "
+        f"{st['query_requests']} searches in {st['query_seconds']} s)",
+        f"  {'recall@5/10/25 (all questions)':<44}{'turns':>20}{'observations':>22}",
+    ]
+    sets = [("held-out", "held_out"), ("tuning", "tuning")]
+    for label, part in sets:
+        for name, table in (
+            ("ours, ranked", result["api"][part]),
+            ("plain BM25", result["plain_bm25"][part]),
+        ):
+            if not table:
+                continue
+            cells = [
+                "/".join(_r(table, f"{unit} ranked", "all", k) for k in KS)
+                for unit in ("turn", "observation")
+            ]
+            lines.append(f"  {label + ': ' + name:<44}{cells[0]:>20}{cells[1]:>22}")
+    dragon = result["dragon"]
+    cells = [
+        "/".join(f"{dragon[u][str(k)]['all']:.3f}" for k in KS) for u in ("turn", "observation")
+    ]
+    lines.append(f"  {'LoCoMo paper, DRAGON':<44}{cells[0]:>20}{cells[1]:>22}")
+    lines.append(f"  target recall@5 >= {result['target_r5']} (heading for {result['heading_r5']})")
+    return "\n".join(lines)
+
+
+def _row(label: str, table: dict[str, Any], key: str, group: str = "all") -> str:
+    return f"| {label} | " + " | ".join(_r(table, key, group, k) for k in KS) + " |"
+
+
+def markdown(result: dict[str, Any], img_dir: Path) -> str:
+    from bench import plots
+
+    api, plain, dragon = result["api"], result["plain_bm25"], result["dragon"]
+    st = result["stack"]
+    parts = [
+        f"Conversations: {', '.join(result['conversations'])} (tuning: {', '.join(TUNING)}; "
+        f"the other five are held out and were never looked at while tuning). Recall@k is "
+        f"LoCoMo's: the share of a question's evidence turns among the top k hits; every "
+        f"question with evidence counts (adversarial ones too, as in the paper's overall). "
+        f"Target: recall@5 ≥ {result['target_r5']} for turns and observations "
+        f"(heading for {result['heading_r5']}).",
+        "",
+        f"Loading: {st['load_requests']} API requests (imports and saves) in "
+        f"{st['load_seconds']} s, two conversations at a time, after {st['boot_seconds']} s "
+        f"to start the local stack; then {st['query_requests']} searches in "
+        f"{st['query_seconds']} s (4 clients).",
+    ]
+    for unit, label in (
+        ("turn", "Turns (POST /v1/sessions/search)"),
+        ("observation", "Observations (POST /v1/memory/search)"),
+    ):
+        parts += [
+            "",
+            f"**{label}**, recall@5 / @10 / @25:",
+            "",
+            "| | " + " | ".join(f"R@{k}" for k in KS) + " |",
+            "|---|---|---|---|",
+        ]
+        for part, name in (("held_out", "held-out"), ("tuning", "tuning"), ("all", "all ten")):
+            if api.get(part):
+                parts.append(_row(f"ours, `ranked`, {name}", api[part], f"{unit} ranked"))
+                parts.append(_row(f"plain BM25, {name}", plain[part], f"{unit} ranked"))
+        parts.append(
+            "| DRAGON (LoCoMo paper, all ten) | "
+            + " | ".join(f"{dragon[unit][str(k)]['all']:.3f}" for k in KS)
+            + " |"
+        )
+    main = "held_out" if api.get("held_out") else "all"
+    parts += [
+        "",
+        f"By category, recall@5 ({'held-out' if main == 'held_out' else 'all'} conversations; "
+        "DRAGON: all ten):",
+        "",
+        "| category | n | turns: ours | BM25 | DRAGON | observations: ours | BM25 | DRAGON |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for cat, name in CATEGORIES.items():
+        n = api[main].get("turn ranked", {}).get(str(cat), {}).get("n", 0)
+        cells = []
+        for unit in ("turn", "observation"):
+            cells += [
+                _r(api[main], f"{unit} ranked", str(cat)),
+                _r(plain[main], f"{unit} ranked", str(cat)),
+                f"{dragon[unit]['5'][str(cat)]:.3f}",
+            ]
+        parts.append(f"| {name} ({cat}) | {n} | " + " | ".join(cells) + " |")
+    if len(result["modes"]) > 1:
+        parts += [
+            "",
+            "The match modes side by side (tuning conversations, recall@5 / @10 / @25). "
+            "`phrase`, `all` and `any` are filters in file order, built for an agent that "
+            "knows the words it wants; a whole question as the query shows why `ranked` "
+            "exists:",
+            "",
+            "| mode | turns | observations |",
+            "|---|---|---|",
+        ]
+        for mode in result["modes"]:
+            cells = [
+                " / ".join(_r(api["tuning"], f"{unit} {mode}", "all", k) for k in KS)
+                for unit in ("turn", "observation")
+            ]
+            parts.append(f"| `{mode}` | {cells[0]} | {cells[1]} |")
+    parts += [
+        "",
+        "What each idea in `ranked` is worth (in-process on the library's index, tuning "
+        "conversations only, recall@5 / @10 / @25):",
+        "",
+        "| variant | turns | observations |",
+        "|---|---|---|",
+    ]
+    for name, row in result["ablation_tuning"].items():
+        cells = [" / ".join(f"{row[u][str(k)]:.3f}" for k in KS) for u in ("turn", "observation")]
+        parts.append(f"| {name} | {cells[0]} | {cells[1]} |")
+    groups = [f"R@{k}" for k in KS]
+    scope = "held-out" if main == "held_out" else "all"
+    for unit in ("turn", "observation"):
+        path = plots.bars(
+            img_dir / f"locomo_retrieval-{unit}.png",
+            f"LoCoMo {unit}s: recall@k ({scope} conversations)",
+            "recall",
+            groups,
+            {
+                "ours, ranked": [float(_r(api[main], f"{unit} ranked", "all", k)) for k in KS],
+                "plain BM25": [float(_r(plain[main], f"{unit} ranked", "all", k)) for k in KS],
+                "DRAGON (paper)": [dragon[unit][str(k)]["all"] for k in KS],
+            },
+            hline=(result["target_r5"], "target R@5"),
+            ylim=(0, 1),
+        )
+        parts += ["", f"![{unit} recall]({img_dir.name}/{path.name})"]
+    names = [f"{n} ({c})" for c, n in CATEGORIES.items()]
+    path = plots.bars(
+        img_dir / "locomo_retrieval-categories.png",
+        "recall@5 by category",
+        "recall@5",
+        names,
+        {
+            f"{unit}s, ours": [
+                float(_r(api[main], f"{unit} ranked", str(c)).replace("–", "0")) for c in CATEGORIES
+            ]
+            for unit in ("turn", "observation")
+        }
+        | {
+            f"{unit}s, DRAGON": [dragon[unit]["5"][str(c)] for c in CATEGORIES]
+            for unit in ("turn", "observation")
+        },
+        ylim=(0, 1),
+    )
+    parts += ["", f"![recall by category]({img_dir.name}/{path.name})"]
+    return "\n".join(parts)
