@@ -6,12 +6,6 @@ models, tokenizer files and secrets load on first use.
 
 from __future__ import annotations
 
-import gc
-
-# Init allocates some 100,000 objects and frees none, so the cyclic collector's passes
-# during the imports are pure cold-start cost (about 50 ms here): off until init is done.
-gc.disable()
-
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -31,7 +25,6 @@ if settings.auth_mode == "dev":
     logger.warning("HARNESS_AUTH_MODE=dev: the X-User-Id header is trusted as the user id")
 runtime = Runtime.from_settings(settings)
 app = build_app(runtime)
-gc.enable()
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -7,12 +7,6 @@ ConsolidationQueue batch  -> consolidate each user (partial batch failures)
 
 from __future__ import annotations
 
-import gc
-
-# Init allocates some 100,000 objects and frees none, so the cyclic collector's passes
-# during the imports are pure cold-start cost (about 50 ms here): off until init is done.
-gc.disable()
-
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -35,7 +29,6 @@ logger = Logger()
 metrics = Metrics()
 runtime = Runtime.from_settings(Settings.from_env())
 processor = BatchProcessor(event_type=EventType.SQS)
-gc.enable()
 
 
 def record_handler(record: SQSRecord) -> str:

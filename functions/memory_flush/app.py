@@ -8,12 +8,6 @@ runs once per body (Powertools Idempotency on the state table).
 
 from __future__ import annotations
 
-import gc
-
-# Init allocates some 100,000 objects and frees none, so the cyclic collector's passes
-# during the imports are pure cold-start cost (about 50 ms here): off until init is done.
-gc.disable()
-
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -36,7 +30,6 @@ metrics = Metrics()
 runtime = Runtime.from_settings(Settings.from_env())
 process_job = IdempotentPostTurn(runtime)
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
-gc.enable()
 
 
 def record_handler(record: SQSRecord) -> str:

@@ -45,9 +45,8 @@ def test_each_function_is_a_thin_app_module_on_the_layer() -> None:
         app = ROOT / props["CodeUri"] / "app.py"
         imported = _imports(app)
         assert all(
-            m.split(".")[0]
-            in {"agent_harness", "aws_lambda_powertools", "__future__", "typing", "gc"}
-            for m in imported  # gc: the collector is off while the module initialises
+            m.split(".")[0] in {"agent_harness", "aws_lambda_powertools", "__future__", "typing"}
+            for m in imported
         ), imported
         assert len(app.read_text().splitlines()) < 60
 
