@@ -47,19 +47,25 @@ def has_cjk(text: str) -> bool:
     return any(low <= ord(ch) <= high for ch in text for low, high in _CJK_RANGES)
 
 
+def _cjk_bigrams(word: str) -> list[str]:
+    chars = [c for c in word if not c.isspace()]
+    return chars if len(chars) == 1 else [a + b for a, b in pairwise(chars)]
+
+
+def _plural_off(word: str) -> str:
+    plural = len(word) > 3 and word.endswith("s") and not word.endswith("ss")
+    return word[:-1] if plural else word
+
+
 def tokens(text: str) -> list[str]:
     """Words for matching and ranking: folded, stopwords dropped, a plural ``s`` stripped,
     runs of CJK characters as overlapping bigrams (there are no spaces to split on)."""
     out: list[str] = []
     for word in WORD.findall(fold(text)):
         if has_cjk(word):
-            chars = [c for c in word if not c.isspace()]
-            out.extend(chars if len(chars) == 1 else (a + b for a, b in pairwise(chars)))
-            continue
-        if word in STOPWORDS:
-            continue
-        plural = len(word) > 3 and word.endswith("s") and not word.endswith("ss")
-        out.append(word[:-1] if plural else word)
+            out.extend(_cjk_bigrams(word))
+        elif word not in STOPWORDS:
+            out.append(_plural_off(word))
     return out
 
 
@@ -86,6 +92,18 @@ def stem(word: str) -> str:
     return word
 
 
-def terms(text: str) -> list[str]:
-    """What ranked search scores: ``tokens`` stemmed, without the ranking stopwords."""
-    return [stem(t) for t in tokens(text) if t not in _RANKING_STOPWORDS]
+@lru_cache(maxsize=65536)
+def _word_terms(word: str) -> tuple[str, ...]:
+    """A folded word's ranking terms (none for a stopword), worked out once per container."""
+    if has_cjk(word):
+        return tuple(_cjk_bigrams(word))
+    if word in STOPWORDS:
+        return ()
+    token = _plural_off(word)
+    return () if token in _RANKING_STOPWORDS else (stem(token),)
+
+
+def terms(text: str, *, folded: bool = False) -> list[str]:
+    """What ranked search scores: ``tokens`` stemmed, without the ranking stopwords.
+    ``folded``: the text is already ``fold``-ed (an index keeps its lines folded)."""
+    return [t for word in WORD.findall(text if folded else fold(text)) for t in _word_terms(word)]

@@ -63,6 +63,8 @@ _STRUCTURE = re.compile(r"^\s*(?:#{1,6}\s|> source:)")
 K1, B = 0.9, 0.4
 #: how much a neighbouring line's terms count towards a line's score (0 turns it off)
 CONTEXT_WEIGHT = 0.4
+_TF_BITS = 10
+_TF_MAX = (1 << _TF_BITS) - 1
 
 
 def parse_match_mode(value: object) -> Mode:
@@ -98,7 +100,9 @@ class _FileIndex:
     #: records whose neighbours give context share a group; None: blocks of a Markdown
     #: file (lines between headings, provenance lines and blank lines)
     groups: list[str] | None = field(default=None, repr=False)
-    _postings: dict[str, list[tuple[int, int]]] | None = field(default=None, repr=False)
+    #: term -> packed (line << _TF_BITS | count): plain ints, which the garbage collector
+    #: does not track (a tuple per posting made its passes half the cost of a first query)
+    _postings: dict[str, list[int]] | None = field(default=None, repr=False)
     _lengths: list[float] = field(default_factory=list, repr=False)
     _neighbours: list[tuple[int, ...]] = field(default_factory=list, repr=False)
 
@@ -110,11 +114,11 @@ class _FileIndex:
     def from_lines(cls, lines: list[str], size: int, groups: list[str] | None = None) -> _FileIndex:
         return cls(lines=lines, folded=[fold(line) for line in lines], size=size, groups=groups)
 
-    def _ranking(self) -> dict[str, list[tuple[int, int]]]:
+    def _ranking(self) -> dict[str, list[int]]:
         """Built on the first ranked query: each record's own term postings, its
         neighbours (the records next to it in its group) and its length with context."""
         if self._postings is None:
-            postings: dict[str, list[tuple[int, int]]] = {}  # term -> [(line, tf)]
+            postings: dict[str, list[int]] = {}
             own: list[int] = []
             links: list[list[int]] = [[] for _ in self.lines]
             last: dict[str, int] = {}
@@ -124,10 +128,10 @@ class _FileIndex:
                     block += 1
                     own.append(0)
                     continue
-                counts = Counter(terms(line))
+                counts = Counter(terms(self.folded[number], folded=True))
                 own.append(sum(counts.values()))
                 for term, tf in counts.items():
-                    postings.setdefault(term, []).append((number, tf))
+                    postings.setdefault(term, []).append(number << _TF_BITS | min(tf, _TF_MAX))
                 if not counts:
                     continue
                 group = str(block) if self.groups is None else self.groups[number]
@@ -153,7 +157,8 @@ class _FileIndex:
         """Records holding ``term`` with their weight: its count in the record plus
         ``CONTEXT_WEIGHT`` times its count in each neighbour."""
         out: dict[int, float] = {}
-        for number, tf in self._ranking().get(term, ()):
+        for packed in self._ranking().get(term, ()):
+            number, tf = packed >> _TF_BITS, packed & _TF_MAX
             out[number] = out.get(number, 0.0) + tf
             if CONTEXT_WEIGHT:
                 for other in self._neighbours[number]:
