@@ -64,7 +64,17 @@ def machine() -> dict[str, Any]:
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            # what a run writes itself (results, docs) does not make the code uncommitted
+            [
+                "git",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":!bench/results",
+                ":!docs",
+            ],
             cwd=ROOT,
             capture_output=True,
             text=True,
