@@ -104,7 +104,8 @@ class _FileIndex:
     #: does not track (a tuple per posting made its passes half the cost of a first query)
     _postings: dict[str, list[int]] | None = field(default=None, repr=False)
     _lengths: list[float] = field(default_factory=list, repr=False)
-    _neighbours: list[tuple[int, ...]] = field(default_factory=list, repr=False)
+    _before: list[int] = field(default_factory=list, repr=False)
+    _after: list[int] = field(default_factory=list, repr=False)
 
     @classmethod
     def build(cls, text: str) -> _FileIndex:
@@ -120,7 +121,10 @@ class _FileIndex:
         if self._postings is None:
             postings: dict[str, list[int]] = {}
             own: list[int] = []
-            links: list[list[int]] = [[] for _ in self.lines]
+            # a record's neighbours: the previous and next record of its group (-1: none);
+            # flat int lists, not a list per record, to keep the collector's passes short
+            before = [-1] * len(self.lines)
+            after = [-1] * len(self.lines)
             last: dict[str, int] = {}
             block = 0
             for number, line in enumerate(self.lines):
@@ -135,14 +139,20 @@ class _FileIndex:
                 if not counts:
                     continue
                 group = str(block) if self.groups is None else self.groups[number]
-                before = last.get(group)
-                if before is not None:
-                    links[number].append(before)
-                    links[before].append(number)
+                previous = last.get(group, -1)
+                if previous >= 0:
+                    before[number], after[previous] = previous, number
                 last[group] = number
-            self._neighbours = [tuple(n) for n in links]
+            self._before, self._after = before, after
             self._lengths = [
-                own[n] + CONTEXT_WEIGHT * sum(own[m] for m in links[n]) if own[n] else 0.0
+                own[n]
+                + CONTEXT_WEIGHT
+                * (
+                    (own[before[n]] if before[n] >= 0 else 0)
+                    + (own[after[n]] if after[n] >= 0 else 0)
+                )
+                if own[n]
+                else 0.0
                 for n in range(len(self.lines))
             ]
             self._postings = postings
@@ -161,8 +171,9 @@ class _FileIndex:
             number, tf = packed >> _TF_BITS, packed & _TF_MAX
             out[number] = out.get(number, 0.0) + tf
             if CONTEXT_WEIGHT:
-                for other in self._neighbours[number]:
-                    out[other] = out.get(other, 0.0) + CONTEXT_WEIGHT * tf
+                for other in (self._before[number], self._after[number]):
+                    if other >= 0:
+                        out[other] = out.get(other, 0.0) + CONTEXT_WEIGHT * tf
         return out
 
 
