@@ -344,6 +344,16 @@ def ask(url: str, loaded: Loaded, items: list[Question], modes: tuple[str, ...])
         return [row for rows in pool.map(one, items) for row in rows]
 
 
+def observation_ceiling(convs: tuple[str, ...]) -> float:
+    """Recall any observation retriever could reach with unlimited k: the mean share of
+    a question's evidence turns that have at least one observation."""
+    shares = []
+    for conv in convs:
+        covered = {i for _, facts in observations(locomo()[conv]) for _, ids in facts for i in ids}
+        shares += [len(covered & set(q.evidence)) / len(q.evidence) for q in questions(conv)]
+    return round(sum(shares) / len(shares), 3) if shares else 0.0
+
+
 # -- in-process: the library's own index, and plain BM25 ------------------------------
 
 
@@ -551,6 +561,10 @@ def run(quick: bool = False) -> dict[str, Any]:
             "all": aggregate(plain, convs),
         },
         "ablation_tuning": ablation(tuning or convs),
+        "observation_ceiling": {
+            "tuning": observation_ceiling(tuning),
+            "held_out": observation_ceiling(held_out),
+        },
         "dragon": {
             unit: {str(k): {str(g): v for g, v in row.items()} for k, row in by_k.items()}
             for unit, by_k in DRAGON.items()
@@ -593,6 +607,33 @@ def report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _verdicts(result: dict[str, Any]) -> str:
+    """What the numbers say against the target, DRAGON and plain BM25 (read off them)."""
+    api, plain, dragon = result["api"], result["plain_bm25"], result["dragon"]
+    part = "held_out" if api.get("held_out") else "all"
+    scope = "the held-out five" if part == "held_out" else "these conversations"
+    out = []
+    for unit, noun in (("turn", "Turns"), ("observation", "Observations")):
+        ours = [float(_r(api[part], f"{unit} ranked", "all", k)) for k in KS]
+        theirs = [dragon[unit][str(k)]["all"] for k in KS]
+        base = float(_r(plain[part], f"{unit} ranked", "all"))
+        above = sum(o > t for o, t in zip(ours, theirs, strict=True))
+        meets = "meets" if ours[0] >= result["target_r5"] else "misses"
+        out.append(
+            f"**{noun}**: recall@5 {ours[0]:.3f} on {scope} {meets} the "
+            f"{result['target_r5']} target; {base:.3f} for plain BM25 "
+            f"({ours[0] - base:+.3f}); above DRAGON's recall at {above} of {len(KS)} k "
+            f"(DRAGON @5 {theirs[0]:.3f}), with no embedding model."
+        )
+    ceiling = result.get("observation_ceiling", {}).get(part)
+    if ceiling:
+        out.append(
+            "Not every evidence turn has an observation: a retriever returning every "
+            f"observation of every evidence turn would reach {ceiling:.3f} on {scope}."
+        )
+    return " ".join(out)
+
+
 def _row(label: str, table: dict[str, Any], key: str, group: str = "all") -> str:
     return f"| {label} | " + " | ".join(_r(table, key, group, k) for k in KS) + " |"
 
@@ -615,6 +656,7 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
         f"to start the local stack; then {st['query_requests']} searches in "
         f"{st['query_seconds']} s (4 clients).",
     ]
+    parts += ["", _verdicts(result)]
     for unit, label in (
         ("turn", "Turns (POST /v1/sessions/search)"),
         ("observation", "Observations (POST /v1/memory/search)"),
