@@ -4,6 +4,7 @@
     python -m bench --only locomo       one benchmark (the docs keep the others' results)
     python -m bench --quick             a small subset of each (CI): results go to
                                         bench/results/quick/, the docs are not touched
+    python -m bench --render            rewrite the docs from the saved results only
 
 Each benchmark module has ``TITLE``, ``run(quick) -> dict``, ``report(result) -> str``
 (the console text) and ``markdown(result, img_dir) -> str`` (its section of the docs,
@@ -52,8 +53,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a small subset of each (CI)")
     parser.add_argument("--only", action="append", choices=NAMES, help="run only these")
+    parser.add_argument(
+        "--render", action="store_true", help="only rewrite docs/benchmarks.md from the results"
+    )
     args = parser.parse_args(argv)
     modules = benchmarks()
+    if args.render:
+        from bench.docs import write_docs
+
+        print(f"wrote {write_docs(modules, RESULTS).relative_to(ROOT)} and its plots")
+        return 0
     chosen = [m for m in modules if not args.only or name_of(m) in args.only]
     out = RESULTS / "quick" if args.quick else RESULTS
     out.mkdir(parents=True, exist_ok=True)

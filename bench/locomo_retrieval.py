@@ -617,13 +617,19 @@ def _verdicts(result: dict[str, Any]) -> str:
         ours = [float(_r(api[part], f"{unit} ranked", "all", k)) for k in KS]
         theirs = [dragon[unit][str(k)]["all"] for k in KS]
         base = float(_r(plain[part], f"{unit} ranked", "all"))
-        above = sum(o > t for o, t in zip(ours, theirs, strict=True))
+        gaps = [o - t for o, t in zip(ours, theirs, strict=True)]
+        if min(gaps) > 0:
+            against = f"above DRAGON's dense retriever at every k (@5: {theirs[0]:.3f})"
+        elif min(gaps) >= -0.01:
+            against = f"level with DRAGON (within {-min(gaps):.3f} at every k)"
+        else:
+            above = sum(g > 0 for g in gaps)
+            against = f"above DRAGON at {above} of {len(KS)} k (@5: {theirs[0]:.3f})"
         meets = "meets" if ours[0] >= result["target_r5"] else "misses"
         out.append(
             f"**{noun}**: recall@5 {ours[0]:.3f} on {scope} {meets} the "
-            f"{result['target_r5']} target; {base:.3f} for plain BM25 "
-            f"({ours[0] - base:+.3f}); above DRAGON's recall at {above} of {len(KS)} k "
-            f"(DRAGON @5 {theirs[0]:.3f}), with no embedding model."
+            f"{result['target_r5']} target; plain BM25 gets {base:.3f} "
+            f"({ours[0] - base:+.3f} for ours); {against}, with no embedding model."
         )
     ceiling = result.get("observation_ceiling", {}).get(part)
     if ceiling:
