@@ -69,7 +69,6 @@ def tokens(text: str) -> list[str]:
     return out
 
 
-@lru_cache(maxsize=65536)  # a vocabulary repeats: each word is stemmed once per container
 def stem(word: str) -> str:
     """A light English stemmer for ranking, applied after ``tokens`` took a plural ``s``
     off: one suffix (``-ing``, ``-ed``, ``-ment``, ``-ly``...) if a long enough stem is
@@ -92,7 +91,7 @@ def stem(word: str) -> str:
     return word
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=65536)  # a vocabulary repeats: each word is worked out once per container
 def _word_terms(word: str) -> tuple[str, ...]:
     """A folded word's ranking terms (none for a stopword), worked out once per container."""
     if has_cjk(word):
