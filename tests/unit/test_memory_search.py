@@ -205,3 +205,23 @@ def test_the_cache_is_bounded() -> None:
     for n in range(10):
         cache.put(("u", f"f{n}", "e"), _FileIndex.build("x" * 300))
     assert cache.get(("u", "f0", "e")) is None and cache.get(("u", "f9", "e")) is not None
+
+
+def test_ranked_scores_a_ledger_line_with_its_day_as_words() -> None:
+    from agent_harness.memory.search import _index_memory_file
+
+    source = [
+        ("MEMORY.md", _index_memory_file("MEMORY.md", "- went camping in the mountains")),
+        (
+            "memory/2023-06-27.md",
+            _index_memory_file("memory/2023-06-27.md", "- went camping by the lake"),
+        ),
+        (
+            "memory/2023-08-02.md",
+            _index_memory_file("memory/2023-08-02.md", "- went camping in the rain"),
+        ),
+    ]
+    hits = search_files(source, "camping in June", "ranked", 5)
+    assert hits[0].text == "- went camping by the lake"
+    assert search_files(source, "2023-06-27", "phrase", 5) == []  # a date is not text
+    assert search_files(source, "June", "any", 5) == []

@@ -127,6 +127,31 @@ def test_forget_deletes_the_callers_workspace_and_state_and_nothing_else() -> No
     assert call(rt, "GET", "/v1/memory", user="bob")[1]["content"]
 
 
+def test_a_save_with_a_timestamp_is_recorded_in_that_days_ledger() -> None:
+    rt = dev_runtime()  # the clock says 2026-11-30
+    payload = {"content": "- went camping with family", "timestamp": "2023-06-27T10:00:00+02:00"}
+    status, body, _ = call(rt, "POST", "/v1/memory/save", payload)
+    assert (status, body) == (200, {"saved": 1})
+    ledger = call(rt, "GET", "/v1/memory/ledger/2023-06-27")[1]["content"]
+    assert "went camping with family" in ledger and "2023-06-27T08:00" in ledger
+    assert call(rt, "GET", "/v1/memory/ledger/2026-11-30")[0] == 404  # not today's
+    hits = call(rt, "POST", "/v1/memory/search", {"query": "June 2023", "match_mode": "ranked"})
+    assert [h["path"] for h in hits[1]["hits"]] == ["memory/2023-06-27.md"]
+
+
+@pytest.mark.parametrize(
+    "timestamp", ["2023-06-27T10:00:00", "2026-12-01T09:00:00Z", "yesterday", ""]
+)
+def test_a_save_timestamp_without_offset_in_the_future_or_not_a_date_is_refused(
+    timestamp: object,
+) -> None:
+    rt = dev_runtime()
+    payload = {"content": "- likes tea", "timestamp": timestamp}
+    status, body, _ = call(rt, "POST", "/v1/memory/save", payload)
+    assert status in (400, 422) and body["error"]["code"]
+    assert rt.store.objects == {}
+
+
 def test_forget_without_identity_is_401_and_deletes_nothing() -> None:
     rt = dev_runtime()
     call(rt, "POST", "/v1/memory/save", {"content": "likes tea"})

@@ -273,3 +273,23 @@ def test_ranked_thread_search_takes_context_only_from_the_same_session() -> None
         ("trip", "We booked the flight to Lisbon"),
         ("trip", "Great, which hotel?"),
     ]
+
+
+def test_ranked_thread_search_knows_the_day_a_message_was_sent() -> None:
+    rt = make_runtime()
+    alice = User.from_id("alice")
+    for session, day, text in (
+        ("s1", "2026-03-14T10:00:00+00:00", "We talked about the garden"),
+        ("s2", "2026-06-02T10:00:00+00:00", "We talked about the garden again"),
+    ):
+        body = [{"role": "user", "content": text, "timestamp": day}]
+        import_history(rt, alice, session, ImportBody.model_validate({"messages": body}).messages)
+        while rt.queue.post_turn:
+            run_post_turn_job(rt, rt.queue.post_turn.pop(0))
+    hits = search_threads(rt, alice, "garden in March", "ranked", 5, MemoryIndexCache())
+    assert hits[0].session_id == "s1"
+    hits = search_threads(
+        rt, alice, "what about the garden in June", "ranked", 5, MemoryIndexCache()
+    )
+    assert hits[0].session_id == "s2"
+    assert search_threads(rt, alice, "March", "phrase", 5, MemoryIndexCache()) == []

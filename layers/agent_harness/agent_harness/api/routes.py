@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import binascii
 import json
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
@@ -50,6 +51,8 @@ __all__ = ["build_app"]
 logger = Logger(child=True)
 metrics = Metrics()
 B = TypeVar("B", bound=BaseModel)
+#: a saved fact's timestamp may run this far ahead of our clock (the client's may differ)
+MAX_CLOCK_SKEW = timedelta(minutes=5)
 
 
 def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
@@ -320,8 +323,12 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
                 f"content is limited to {rt.settings.max_memory_chars} characters"
             )
         lines = files.memory_lines(request.content)
+        now = rt.clock.now()
+        at = request.timestamp or now
+        if at > now + MAX_CLOCK_SKEW:
+            raise ValidationFailedError("timestamp must not be in the future")
         saved = files.save_memories(
-            rt, user, lines, provenance="> source: api via=memory_save", at=rt.clock.now()
+            rt, user, lines, provenance="> source: api via=memory_save", at=at
         )
         return _json(200, {"saved": saved})
 

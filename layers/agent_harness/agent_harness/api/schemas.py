@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictStr, field_validator
 
 from agent_harness.memory.search import DEFAULT_LIMIT, MAX_LIMIT, Mode, parse_match_mode
 
@@ -46,3 +46,6 @@ class SearchBody(_Body):
 
 class MemorySaveBody(_Body):
     content: StrictStr
+    #: when the facts were learned (imported memories keep their date): the day of the
+    #: ledger they are recorded in; now if absent. Must carry a UTC offset.
+    timestamp: AwareDatetime | None = None

@@ -10,7 +10,9 @@ A record is one line. Match modes:
              A line is scored with its neighbours as context: the lines just before and
              after it in the same block (a thread record: the messages just before and
              after it in the same session) count at ``CONTEXT_WEIGHT``, since a fact or a
-             reply is often only findable by the words around it.
+             reply is often only findable by the words around it. A dated record is
+             also scored with its date as words ("8 May 2023": a ledger line its file's
+             day, a message the day it was sent), so "in June" or "2023" finds it.
 
 Keywords are literal text (no regex), duplicates and extra whitespace are ignored, and
 case folding is Unicode-aware (``casefold``: "ÄPFEL" finds "äpfel"; the reference folded
@@ -29,6 +31,7 @@ import re
 import threading
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from agent_harness.ids import MEMORY_FILE
@@ -103,17 +106,29 @@ class _FileIndex:
     #: term -> packed (line << _TF_BITS | count): plain ints, which the garbage collector
     #: does not track (a tuple per posting made its passes half the cost of a first query)
     _postings: dict[str, list[int]] | None = field(default=None, repr=False)
+    #: ranking-only words of each record (its date); never shown, never matched literally
+    fields: list[str] | None = field(default=None, repr=False)
     _lengths: list[float] = field(default_factory=list, repr=False)
     _before: list[int] = field(default_factory=list, repr=False)
     _after: list[int] = field(default_factory=list, repr=False)
 
     @classmethod
-    def build(cls, text: str) -> _FileIndex:
-        return cls.from_lines(text.split("\n"), len(text))
+    def build(cls, text: str, field_words: str = "") -> _FileIndex:
+        """A Markdown file; ``field_words`` (its day, as words) ranks with every line."""
+        lines = text.split("\n")
+        fields = [field_words] * len(lines) if field_words else None
+        return cls.from_lines(lines, len(text), fields=fields)
 
     @classmethod
-    def from_lines(cls, lines: list[str], size: int, groups: list[str] | None = None) -> _FileIndex:
-        return cls(lines=lines, folded=[fold(line) for line in lines], size=size, groups=groups)
+    def from_lines(
+        cls,
+        lines: list[str],
+        size: int,
+        groups: list[str] | None = None,
+        fields: list[str] | None = None,
+    ) -> _FileIndex:
+        folded = [fold(line) for line in lines]
+        return cls(lines=lines, folded=folded, size=size, groups=groups, fields=fields)
 
     def _ranking(self) -> dict[str, list[int]]:
         """Built on the first ranked query: each record's own term postings, its
@@ -133,6 +148,8 @@ class _FileIndex:
                     own.append(0)
                     continue
                 counts = Counter(terms(self.folded[number], folded=True))
+                if counts and self.fields and self.fields[number]:
+                    counts.update(field_terms(self.fields[number]))
                 own.append(sum(counts.values()))
                 for term, tf in counts.items():
                     postings.setdefault(term, []).append(number << _TF_BITS | min(tf, _TF_MAX))
@@ -277,13 +294,13 @@ def load_cached(
     cache: MemoryIndexCache,
     prefix: str,
     suffix: str,
-    parse: Callable[[str], T],
+    parse: Callable[[str, str], T],
     *,
     first: tuple[str, ...] = (),
 ) -> list[tuple[str, T]]:
-    """The files under ``prefix`` ending in ``suffix`` (by path), parsed, after the files
-    ``first`` (always read): one LIST, then concurrent GETs of only what the cache does
-    not hold for that (user, path, ETag)."""
+    """The files under ``prefix`` ending in ``suffix`` (by path), parsed with
+    ``parse(path, text)``, after the files ``first`` (always read): one LIST, then
+    concurrent GETs of only what the cache does not hold for that (user, path, ETag)."""
     listed = sorted(
         (i for i in rt.store.list(user, prefix) if i.path.endswith(suffix)), key=lambda i: i.path
     )
@@ -297,18 +314,40 @@ def load_cached(
             key = (user.key, path, obj.etag)
             parsed = cache.get(key)
             if parsed is None:
-                parsed = parse(obj.content)
+                parsed = parse(path, obj.content)
                 cache.put(key, parsed)
         if parsed is not None:
             out.append((path, parsed))
     return out
 
 
+_MONTHS = (
+    "January February March April May June July August September October November December"
+).split()
+_LEDGER_DAY = re.compile(r"(\d{4})-(\d{2})-(\d{2})\.md$")
+
+
+def date_words(year: int, month: int, day: int) -> str:
+    """A day as the words a question would use: "8 May 2023" (English, locale-free)."""
+    return f"{day} {_MONTHS[month - 1]} {year}" if 1 <= month <= 12 else ""
+
+
+@lru_cache(maxsize=4096)
+def field_terms(words: str) -> tuple[str, ...]:
+    return tuple(terms(words))
+
+
+def _index_memory_file(path: str, text: str) -> _FileIndex:
+    """A ledger's lines rank with their day (from the file name); MEMORY.md's with none."""
+    day = _LEDGER_DAY.search(path)
+    return _FileIndex.build(text, date_words(*map(int, day.groups())) if day else "")
+
+
 def load_memory_files(
     rt: Runtime, user: User, cache: MemoryIndexCache
 ) -> list[tuple[str, _FileIndex]]:
     """MEMORY.md then every memory/** ledger (archive included), by path, indexed."""
-    return load_cached(rt, user, cache, "memory", ".md", _FileIndex.build, first=(MEMORY_FILE,))
+    return load_cached(rt, user, cache, "memory", ".md", _index_memory_file, first=(MEMORY_FILE,))
 
 
 def search_memory(

@@ -19,12 +19,22 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
 from itertools import groupby
 from typing import TYPE_CHECKING
 
-from agent_harness.memory.search import Hit, Mode, _FileIndex, load_cached, search_files
+from agent_harness.memory.search import (
+    Hit,
+    Mode,
+    _FileIndex,
+    date_words,
+    load_cached,
+    search_files,
+)
 
 if TYPE_CHECKING:
+    from datetime import tzinfo
     from zoneinfo import ZoneInfo
 
     from agent_harness.ids import User
@@ -105,7 +115,16 @@ class _Segment:
     size: int
 
 
-def _load_segment(text: str) -> _Segment:
+def _day_words(at: str, zone: tzinfo) -> str:
+    try:
+        day = datetime.fromisoformat(at).astimezone(zone)
+    except ValueError:
+        return ""
+    return date_words(day.year, day.month, day.day)
+
+
+def _load_segment(path: str, text: str, zone: tzinfo = UTC) -> _Segment:
+    """A segment's messages, each ranked with the day it was sent (in ``zone``)."""
     texts: list[str] = []
     meta: list[tuple[str, int, str, str]] = []
     for line in text.splitlines():
@@ -118,7 +137,8 @@ def _load_segment(text: str) -> _Segment:
             (str(row.get("s")), int(row.get("t", 0)), str(row.get("r")), str(row.get("at")))
         )
     sessions = [m[0] for m in meta]  # a message's neighbours are from its own session
-    index = _FileIndex.from_lines(texts, len(text), groups=sessions)
+    days = [_day_words(m[3], zone) for m in meta]
+    index = _FileIndex.from_lines(texts, len(text), groups=sessions, fields=days)
     return _Segment(index=index, meta=meta, size=len(text))
 
 
@@ -127,7 +147,8 @@ def search_threads(
 ) -> list[ThreadHit]:
     if not query or not query.strip():
         return []
-    segments = load_cached(rt, user, cache, SEGMENT_DIR, ".jsonl", _load_segment)
+    parse = partial(_load_segment, zone=rt.settings.zone)
+    segments = load_cached(rt, user, cache, SEGMENT_DIR, ".jsonl", parse)
     by_path = dict(segments)
     hits: list[Hit] = search_files([(p, s.index) for p, s in segments], query, mode, limit)
     out = []
