@@ -282,10 +282,12 @@ def load(url: str, conv: str) -> Loaded:
                     (_normal(message["content"]), t["dia_id"])
                 )
             last_text = messages[-1]["content"]
-        for _, facts in observations(sample):
+        dates = {number: session_start(date) for number, date, _ in sessions(sample)}
+        for number, facts in observations(sample):
             content = "\n".join(fact_line(text, ids) for text, ids in facts)
-            if content:
-                _ok(client.post("/v1/memory/save", json={"content": content}))
+            if content and number in dates:  # learned on the session's date
+                body = {"content": content, "timestamp": dates[number].isoformat()}
+                _ok(client.post("/v1/memory/save", json=body))
                 requests += 1
         _wait_indexed(client, last_text)
     return Loaded(conv, user, where, requests, time.perf_counter() - started)
@@ -359,24 +361,39 @@ def observation_ceiling(convs: tuple[str, ...]) -> float:
 
 @dataclass
 class Corpus:
-    """One conversation as the two searches index it: texts, groups and dia_ids."""
+    """One conversation as the two searches index it: texts, groups, dates and dia_ids."""
 
     turn_texts: list[str]
     turn_groups: list[str]
+    turn_days: list[str]  # each message's date as words ("" without date fields)
     turn_ids: list[list[str]]
     fact_text: str  # MEMORY.md as the saves leave it: one block per session
+    ledgers: dict[str, str]  # a ledger's date words -> its lines (the saves of that day)
 
 
-def corpus(conv: str, *, speaker: bool = True, facts_with_turns: bool = False) -> Corpus:
+def _day(date_text: str) -> str:
+    from agent_harness.memory.search import date_words
+
+    day = session_start(date_text)
+    return date_words(day.year, day.month, day.day)
+
+
+def corpus(
+    conv: str, *, speaker: bool = True, facts_with_turns: bool = False, dates: bool = True
+) -> Corpus:
     sample = locomo()[conv]
+    day_of = {number: _day(date) if dates else "" for number, date, _ in sessions(sample)}
     facts_by_turn: dict[str, list[str]] = {}
     blocks = []
-    for _, facts in observations(sample):
-        blocks.append("\n".join(fact_line(text, ids) for text, ids in facts))
+    ledgers: dict[str, list[str]] = {}
+    for number, facts in observations(sample):
+        block = "\n".join(fact_line(text, ids) for text, ids in facts)
+        blocks.append(block)
+        ledgers.setdefault(day_of.get(number, ""), []).append(block)
         for text, ids in facts:
             for dia in ids:
                 facts_by_turn.setdefault(dia, []).append(text)
-    texts, groups, ids = [], [], []
+    texts, groups, days, ids = [], [], [], []
     for number, _, turns in sessions(sample):
         for t in turns:
             text = message_text(t, speaker)
@@ -384,8 +401,10 @@ def corpus(conv: str, *, speaker: bool = True, facts_with_turns: bool = False) -
                 text = " ".join([text, *facts_by_turn.get(t["dia_id"], [])])
             texts.append(_normal(text))
             groups.append(str(number))
+            days.append(day_of[number])
             ids.append([t["dia_id"]])
-    return Corpus(texts, groups, ids, "# Memory\n\n" + "\n\n".join(blocks) + "\n")
+    memory = "# Memory\n\n" + "\n\n".join(blocks) + "\n"
+    return Corpus(texts, groups, days, ids, memory, {d: "\n\n".join(b) for d, b in ledgers.items()})
 
 
 Searcher = Callable[[str], tuple[list[list[str]], list[list[str]]]]
@@ -395,12 +414,15 @@ def library_searcher(c: Corpus) -> Searcher:
     """``ranked`` exactly as the library runs it (under whatever switches are set)."""
     from agent_harness.memory.search import _FileIndex, search_files
 
-    turns = _FileIndex.from_lines(c.turn_texts, 0, groups=c.turn_groups)
-    facts = _FileIndex.build(c.fact_text)
+    turns = _FileIndex.from_lines(c.turn_texts, 0, groups=c.turn_groups, fields=c.turn_days)
+    facts = [("MEMORY.md", _FileIndex.build(c.fact_text))] + [
+        (f"memory/{n}.md", _FileIndex.build(text, day))
+        for n, (day, text) in enumerate(c.ledgers.items())
+    ]
 
     def search(query: str) -> tuple[list[list[str]], list[list[str]]]:
         turn_hits = search_files([("t", turns)], query, "ranked", LIMIT)
-        fact_hits = search_files([("MEMORY.md", facts)], query, "ranked", LIMIT)
+        fact_hits = search_files(facts, query, "ranked", LIMIT)
         return (
             [c.turn_ids[h.line - 1] for h in turn_hits],
             [_memory_ids({"text": h.text}) for h in fact_hits],
@@ -495,9 +517,10 @@ def ablation(convs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
         "without stemming and ranking stopwords": ({"terms": unstemmed}, {}),
         "with textbook BM25 (k1 1.2, b 0.75)": ({"K1": 1.2, "B": 0.75}, {}),
         "without speaker names in messages": ({}, {"speaker": False}),
-        "all four removed": (
+        "without dates as words": ({}, {"dates": False}),
+        "all five removed": (
             {"CONTEXT_WEIGHT": 0.0, "terms": unstemmed, "K1": 1.2, "B": 0.75},
-            {"speaker": False},
+            {"speaker": False, "dates": False},
         ),
         "idea, not shipped: facts indexed with their turns": ({}, {"facts_with_turns": True}),
     }
