@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from bench.common import ROOT
 from bench.plots import bars
 from local_stack.lambdas import function_timeout, http_event, scheduled_event, sqs_record
+from local_stack.process import free_port
 from local_stack.resources import REGION, create_resources, function_environment, load_template
 from local_stack.sam_env import lambda_environment
 
@@ -141,12 +141,6 @@ class Program:
         self.samples.append(timed(self.code, self.env)[0])
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @dataclass
 class EmbeddedAws:
     endpoint: str
@@ -161,7 +155,7 @@ def embedded_aws() -> Iterator[EmbeddedAws]:
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"

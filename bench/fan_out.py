@@ -23,8 +23,6 @@ import hashlib
 import io
 import json
 import logging
-import os
-import socket
 import threading
 import time
 import urllib.request
@@ -43,7 +41,9 @@ from agent_harness.jobs import ConsolidationJob
 from agent_harness.memory.consolidate import fan_out
 from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
+from bench.common import embedded_aws_env
 from bench.plots import bars
+from local_stack.process import free_port
 from local_stack.resources import create_resources, function_environment, load_template
 
 if TYPE_CHECKING:
@@ -127,12 +127,6 @@ class _Calls:
         return round(end - start, 3)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _reset(endpoint: str) -> None:
     """Empty every moto backend (they outlive a server in the same process)."""
     urllib.request.urlopen(
@@ -166,14 +160,9 @@ def _stack() -> Iterator[tuple[Runtime, _SqsStub, dict[str, Any]]]:
 
     from agent_harness.aws.clients import _CONFIG
 
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "local",
-        "AWS_SECRET_ACCESS_KEY": "local",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        os.environ.setdefault(key, value)
+    embedded_aws_env()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
     with contextlib.redirect_stdout(io.StringIO()):  # moto prints its address
         server.start()

@@ -37,12 +37,7 @@ held-out five are the scorecard.
 from __future__ import annotations
 
 import math
-import os
 import re
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -54,12 +49,13 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-import httpx
-
-from bench.common import HELD_OUT, ROOT, TUNING, locomo, sessions, turn_text
+from bench.common import HELD_OUT, TUNING, locomo, sessions, turn_text
+from local_stack.process import LocalStackProcess, start_local_stack
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    import httpx
 
 TITLE = "LoCoMo retrieval (turns and observations, through the public API)"
 KS = (5, 10, 25)
@@ -182,50 +178,23 @@ def aggregate(rows: list[Row], convs: tuple[str, ...]) -> dict[str, dict[str, di
 # -- the local stack and the public API -----------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
-def local_stack() -> Iterator[str]:
+def local_stack() -> Iterator[LocalStackProcess]:
     """`python -m local_stack` on free ports, flush trigger ``never``, schedule parked."""
-    port, moto_port = _free_port(), _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HARNESS_", "AWS_"))}
-    env.update(
-        HARNESS_MODEL="offline",
-        HARNESS_MEMORY_MODEL="offline",
-        HARNESS_COMPACTION_MODEL="offline",
-        HARNESS_FLUSH_TRIGGER="never",
-        PYTHONUNBUFFERED="1",
+    stack = start_local_stack(
+        {
+            "HARNESS_MODEL": "offline",
+            "HARNESS_MEMORY_MODEL": "offline",
+            "HARNESS_COMPACTION_MODEL": "offline",
+            "HARNESS_FLUSH_TRIGGER": "never",
+        },
+        schedule_seconds=86400,
+        timeout=120,
     )
-    command = [sys.executable, "-m", "local_stack", "--port", str(port)]
-    command += ["--moto-port", str(moto_port), "--schedule-seconds", "86400"]
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    ready = threading.Event()
-    output: list[str] = []
-
-    def pump() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            output.append(line)
-            if "local stack ready" in line:
-                ready.set()
-
-    threading.Thread(target=pump, daemon=True).start()
     try:
-        if not ready.wait(120):
-            raise RuntimeError("the local stack did not start:\n" + "".join(output[-30:]))
-        yield f"http://127.0.0.1:{port}"
+        yield stack
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stack.stop()
 
 
 @dataclass
@@ -239,17 +208,13 @@ class Loaded:
     seconds: float
 
 
-def _client(url: str, user: str) -> httpx.Client:
-    return httpx.Client(base_url=url, headers={"X-User-Id": user}, timeout=120)
-
-
 def _ok(response: httpx.Response) -> dict[str, Any]:
     if response.status_code >= 300:
         raise RuntimeError(f"{response.request.url}: {response.status_code} {response.text}")
     return response.json() if response.content else {}
 
 
-def load(url: str, conv: str) -> Loaded:
+def load(stack: LocalStackProcess, conv: str) -> Loaded:
     """Import every session and save every observation of ``conv`` as its own user."""
     started = time.perf_counter()
     sample = locomo()[conv]
@@ -258,7 +223,7 @@ def load(url: str, conv: str) -> Loaded:
     where: dict[tuple[str, int], list[tuple[str, str]]] = {}
     requests = 0
     last_text = ""
-    with _client(url, user) as client:
+    with stack.client(user, timeout=120) as client:
         for number, date, turns in sessions(sample):
             session_id = f"s{number:02d}"
             start = session_start(date)
@@ -315,13 +280,15 @@ def _memory_ids(hit: dict[str, Any]) -> list[str]:
     return found.group(1).split(", ") if found else []
 
 
-def ask(url: str, loaded: Loaded, items: list[Question], modes: tuple[str, ...]) -> list[Row]:
+def ask(
+    stack: LocalStackProcess, loaded: Loaded, items: list[Question], modes: tuple[str, ...]
+) -> list[Row]:
     """Every question to both searches in every mode: one recall row per (question, search)."""
     local = threading.local()
 
     def one(question: Question) -> list[Row]:
         if not hasattr(local, "client"):
-            local.client = _client(url, loaded.user)
+            local.client = stack.client(loaded.user, timeout=120)
         out: list[Row] = []
         for mode in modes:
             body = {"query": question.text, "match_mode": mode, "limit": LIMIT}
@@ -542,17 +509,17 @@ def run(quick: bool = False) -> dict[str, Any]:
     loads: dict[str, dict[str, Any]] = {}
     rows: list[Row] = []
     started = time.perf_counter()
-    with local_stack() as url:
+    with local_stack() as stack:
         boot = time.perf_counter() - started
         with ThreadPoolExecutor(max_workers=2) as pool:
-            loaded = list(pool.map(lambda conv: load(url, conv), convs))
+            loaded = list(pool.map(lambda conv: load(stack, conv), convs))
         load_seconds = time.perf_counter() - started - boot
         asked = time.perf_counter()
         for item in loaded:
             loads[item.conv] = {"requests": item.requests, "seconds": round(item.seconds, 1)}
             # the contrast modes on the tuning five only: they are filters, not rankers
             asked_modes = modes if item.conv in TUNING else ("ranked",)
-            rows += ask(url, item, questions(item.conv), asked_modes)
+            rows += ask(stack, item, questions(item.conv), asked_modes)
         ask_seconds = time.perf_counter() - asked
     tuning = tuple(c for c in convs if c in TUNING)
     held_out = tuple(c for c in convs if c in HELD_OUT)

@@ -5,11 +5,6 @@ the tests see exactly what the model was sent; the memory model is the offline o
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -17,19 +12,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import boto3
-import httpx
 import pytest
 
-from tests.conftest import ROOT
+from local_stack.process import LocalStackProcess, free_port, start_local_stack
 
 pytestmark = pytest.mark.e2e
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -89,27 +76,6 @@ class FakeLLM:
         return [r for r in self.requests if r["messages"][-1]["content"] == text]
 
 
-@dataclass
-class LocalStackProcess:
-    url: str
-    aws_endpoint: str
-    process: subprocess.Popen[str]
-    output: list[str]
-
-    def client(self, user: str | None) -> httpx.Client:
-        headers = {"X-User-Id": user} if user else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
-
-    def s3(self) -> Any:
-        return boto3.client(
-            "s3",
-            endpoint_url=self.aws_endpoint,
-            region_name="us-east-1",
-            aws_access_key_id="local",
-            aws_secret_access_key="local",
-        )
-
-
 def wait_for(check: Any, timeout: float = 30.0, interval: float = 0.25) -> Any:
     """Poll ``check()`` until it returns something truthy."""
     deadline = time.monotonic() + timeout
@@ -131,58 +97,13 @@ def fake_llm() -> Iterator[FakeLLM]:
 
 def start_stack(extra_env: dict[str, str]) -> LocalStackProcess:
     """`python -m local_stack` on free ports, with ``extra_env`` as the model settings."""
-    http_port, moto_port = free_port(), free_port()
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("HARNESS_", "OPENAI_", "AWS_", "POWERTOOLS_"))
-    }
-    env.update(extra_env, PYTHONUNBUFFERED="1")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "local_stack",
-            "--port",
-            str(http_port),
-            "--moto-port",
-            str(moto_port),
-            "--schedule-seconds",
-            "2",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    output: list[str] = []
-    ready = threading.Event()
-
-    def pump() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            output.append(line)
-            if "local stack ready" in line:
-                ready.set()
-
-    threading.Thread(target=pump, daemon=True).start()
-    if not ready.wait(90):
-        process.kill()
-        raise AssertionError("the local stack did not start:\n" + "".join(output))
-    return LocalStackProcess(
-        f"http://127.0.0.1:{http_port}", f"http://127.0.0.1:{moto_port}", process, output
-    )
+    return start_local_stack(extra_env, schedule_seconds=2)
 
 
 def stop_stack(stack: LocalStackProcess) -> None:
-    stack.process.send_signal(signal.SIGINT)
-    try:
-        stack.process.wait(30)
-    except subprocess.TimeoutExpired:
-        stack.process.kill()
-        raise AssertionError("the local stack did not stop on Ctrl-C") from None
-    assert stack.process.returncode == 0, "".join(stack.output[-20:])
+    code = stack.stop()
+    assert code != -9, "the local stack did not stop on Ctrl-C"
+    assert code == 0, "".join(stack.output[-20:])
     assert stack.output[-1].strip() == "stopped"
 
 
