@@ -109,6 +109,8 @@ class _FileIndex:
     #: ranking-only words of each record (its date); never shown, never matched literally
     fields: list[str] | None = field(default=None, repr=False)
     _lengths: list[float] = field(default_factory=list, repr=False)
+    _records: int = field(default=0, repr=False)
+    _length_sum: float = field(default=0.0, repr=False)
     _before: list[int] = field(default_factory=list, repr=False)
     _after: list[int] = field(default_factory=list, repr=False)
 
@@ -172,6 +174,8 @@ class _FileIndex:
                 else 0.0
                 for n in range(len(self.lines))
             ]
+            self._records = sum(1 for n in self._lengths if n)
+            self._length_sum = sum(self._lengths)
             self._postings = postings
         return self._postings
 
@@ -179,6 +183,11 @@ class _FileIndex:
     def lengths(self) -> list[float]:
         self._ranking()
         return self._lengths
+
+    def totals(self) -> tuple[int, float]:
+        """How many records rank (not structure, not empty) and their summed length."""
+        self._ranking()
+        return self._records, self._length_sum
 
     def weights(self, term: str) -> dict[int, float]:
         """Records holding ``term`` with their weight: its count in the record plus
@@ -258,8 +267,9 @@ def _ranked(files: list[tuple[str, _FileIndex]], query: str, limit: int) -> list
     wanted = list(dict.fromkeys(terms(query)))
     if not wanted:
         return []
-    total_lines = sum(sum(1 for n in f.lengths if n) for _, f in files) or 1
-    avg_len = (sum(sum(f.lengths) for _, f in files) / total_lines) or 1.0
+    totals = [f.totals() for _, f in files]
+    total_lines = sum(n for n, _ in totals) or 1
+    avg_len = (sum(length for _, length in totals) / total_lines) or 1.0
     scores: dict[tuple[int, int], float] = {}
     for term in wanted:
         weighted = [f.weights(term) for _, f in files]
@@ -268,8 +278,9 @@ def _ranked(files: list[tuple[str, _FileIndex]], query: str, limit: int) -> list
             continue
         idf = math.log(1 + (total_lines - df + 0.5) / (df + 0.5))
         for file_no, ((_, f), by_line) in enumerate(zip(files, weighted, strict=True)):
+            lengths = f.lengths
             for number, tf in by_line.items():
-                norm = K1 * (1 - B + B * f.lengths[number] / avg_len)
+                norm = K1 * (1 - B + B * lengths[number] / avg_len)
                 key = (file_no, number)
                 scores[key] = scores.get(key, 0.0) + idf * tf * (K1 + 1) / (tf + norm)
     ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
