@@ -245,6 +245,27 @@ def test_imported_history_is_flushed_indexed_and_searchable(stack: Stack) -> Non
     assert found["hits"][0]["at"] == "2025-06-02T14:00:00Z"
 
 
+def test_a_fact_saved_with_its_source_turn_is_found_by_that_turns_words(stack: Stack) -> None:
+    agent = stack.handler(AGENT)
+    assert stack.invoke(agent, load_event("agent_call_import.json"), AGENT)["statusCode"] == 200
+    saved = stack.invoke(agent, load_event("agent_call_memory_save_with_source.json"), AGENT)
+    assert (saved["statusCode"], body(saved)) == (200, {"saved": 1})
+    ledger = stack.text("users/alice/memory/2025-06-02.md") or ""
+    assert "> source: session=past-chat turns=1 via=memory_save\n" in ledger
+    flush = stack.handler(FLUSH)  # the post-turn job indexes the imported turns
+    drain_flush_queue(stack, flush)
+
+    search = load_event("agent_call_memory_search.json")
+    search["isBase64Encoded"] = False
+    search["body"] = json.dumps({"query": "Silva", "match_mode": "ranked", "limit": 10})
+    hits = body(stack.invoke(agent, search, AGENT))["hits"]
+    assert {"path": "memory/2025-06-02.md", "text": "- Booked a cleaning for 14 July"} in [
+        {"path": h["path"], "text": h["text"]} for h in hits
+    ]  # "Silva" is only in the turn the fact names
+    search["body"] = json.dumps({"query": "Silva", "match_mode": "any", "limit": 10})
+    assert "cleaning" not in json.dumps(body(stack.invoke(agent, search, AGENT)))
+
+
 def test_a_bad_import_is_422_and_writes_nothing(stack: Stack) -> None:
     event = load_event("agent_call_import.json")
     event["isBase64Encoded"] = False

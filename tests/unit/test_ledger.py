@@ -12,6 +12,7 @@ from agent_harness.memory.ledger import (
     covered_turns,
     day_of,
     format_turns,
+    parse_source,
     parse_turns,
     render_section,
 )
@@ -45,6 +46,32 @@ def test_covered_turns_are_per_session() -> None:
     assert covered_turns(ledger, "s1") == {1, 2, 4}
     assert covered_turns(ledger, "s2") == {1}
     assert covered_turns(ledger, "s3") == set()
+
+
+def test_saved_facts_that_name_their_turns_do_not_count_as_flushed() -> None:
+    saved = Source("s1", (3,), via="memory_save").render()
+    assert saved == "> source: session=s1 turns=3 via=memory_save"
+    ledger = render_section("Memory Save", datetime.now(UTC), UTC_ZONE, ["- a"], saved)
+    assert covered_turns(ledger, "s1") == set()  # the flush of turn 3 still runs
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            "> source: session=s1 turns=3-5 model=openai:gpt-4.1",
+            Source("s1", (3, 4, 5), "openai:gpt-4.1"),
+        ),
+        ("> source: session=s1 turns=2,7 via=memory_save", Source("s1", (2, 7), via="memory_save")),
+        ("> source: session=s1 turn=4 via=memory_save", Source("s1", (4,), via="memory_save")),
+        ("> source: api via=memory_save", None),
+        ("> source: session=s1 turns=x", None),
+        ("> source: session=s1 turns=1-99999999", None),  # a hand-edited range: ignored
+        ("- session=s1 turns=3", None),
+    ],
+)
+def test_source_lines_name_a_session_and_its_turns(line: str, expected: Source | None) -> None:
+    assert parse_source(line) == expected
 
 
 UTC_ZONE = ZoneInfo("UTC")

@@ -225,3 +225,70 @@ def test_ranked_scores_a_ledger_line_with_its_day_as_words() -> None:
     assert hits[0].text == "- went camping by the lake"
     assert search_files(source, "2023-06-27", "phrase", 5) == []  # a date is not text
     assert search_files(source, "June", "any", 5) == []
+
+
+# -- facts read with the turns they came from ----------------------------------------------
+def _talked_and_saved(source: bool) -> tuple[object, MemoryIndexCache]:
+    """Alice talked about long flights (turn 1 of "trip"); a fact from that turn was saved
+    without those words, naming the turn as its source or not."""
+    from agent_harness.agent.turn import run_turn
+    from agent_harness.memory.files import save_memories, save_source
+    from agent_harness.memory.flush import run_post_turn_job
+    from tests.fakes import ScriptedModel
+
+    rt = make_runtime(agent=ScriptedModel("Noted."), memory=ScriptedModel("NO_REPLY"))
+    run_turn(rt, ALICE, "trip", "I get anxious on long flights over the Atlantic.")
+    while rt.queue.post_turn:  # index the turn, as the FIFO consumer would
+        run_post_turn_job(rt, rt.queue.post_turn.pop(0))
+    provenance = save_source(rt, ALICE, "trip", [1]) if source else "> source: api"
+    at = rt.clock.now()
+    save_memories(rt, ALICE, ["- books an aisle seat near the front"], provenance=provenance, at=at)
+    save_memories(rt, ALICE, ["- likes window views from hotels"], provenance="> x", at=at)
+    return rt, MemoryIndexCache()
+
+
+def test_ranked_finds_a_fact_by_the_words_of_the_turn_it_came_from() -> None:
+    rt, cache = _talked_and_saved(source=True)
+    hits = search_memory(rt, ALICE, "Atlantic flights", "ranked", 5, cache)
+    assert [h.text for h in hits][:1] == ["- books an aisle seat near the front"]
+    assert hits[0].path.startswith("memory/")  # the ledger copy: it names its turn
+    assert search_memory(rt, ALICE, "Atlantic", "phrase", 5, cache) == []  # never literal
+
+
+def test_without_a_source_the_turns_words_find_nothing() -> None:
+    rt, cache = _talked_and_saved(source=False)
+    assert search_memory(rt, ALICE, "Atlantic flights", "ranked", 5, cache) == []
+
+
+def test_turn_texts_are_read_only_for_ranked_queries_over_ledgers_naming_turns() -> None:
+    rt, cache = _talked_and_saved(source=True)
+    rt.store.calls.clear()
+    search_memory(rt, ALICE, "aisle", "any", 5, cache)
+    assert not any(p.startswith("index/threads") for _, p in rt.store.calls)
+    search_memory(rt, ALICE, "aisle", "ranked", 5, cache)
+    assert ("get", "index/threads/2026-11.jsonl") in rt.store.calls
+    rt.store.calls.clear()
+    search_memory(rt, ALICE, "aisle", "ranked", 5, cache)  # warm: the segment is cached
+    assert not any(op == "get" and p.startswith("index/") for op, p in rt.store.calls)
+
+    plain, plain_cache = _talked_and_saved(source=False)
+    plain.store.calls.clear()
+    search_memory(plain, ALICE, "aisle", "ranked", 5, plain_cache)
+    assert not any(p.startswith("index/threads") for _, p in plain.store.calls)
+
+
+def test_a_source_naming_another_sessions_turn_adds_nothing_of_this_one() -> None:
+    from agent_harness.memory.search import SOURCE_WEIGHT
+    from agent_harness.memory.threads import load_turn_texts
+    from agent_harness.text import terms
+
+    rt, cache = _talked_and_saved(source=True)
+    turns = load_turn_texts(rt, ALICE, cache)
+    assert turns.length(("trip", 1)) > 0 and turns.length(("trip", 2)) == 0
+    (atlantic,) = terms("Atlantic")
+    assert turns.counts(atlantic) == {("trip", 1): 1}
+    ledger = _FileIndex.build(
+        "## Memory Save — t\n> source: session=other turns=1 via=memory_save\n- aisle seat"
+    )
+    assert search_files([("memory/d.md", ledger)], "Atlantic", "ranked", 5, turns) == []
+    assert SOURCE_WEIGHT > 0

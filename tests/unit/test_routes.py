@@ -152,6 +152,50 @@ def test_a_save_timestamp_without_offset_in_the_future_or_not_a_date_is_refused(
     assert rt.store.objects == {}
 
 
+def test_a_save_naming_its_source_turns_records_them_and_ranks_with_them() -> None:
+    rt = dev_runtime(agent=ScriptedModel("Noted."))
+    status, _, _ = call(rt, "POST", "/v1/sessions/trip/messages", {"message": "I fear flying."})
+    assert status == 200
+    payload = {"content": "- books aisle seats", "source": {"session_id": "trip", "turns": [1]}}
+    assert call(rt, "POST", "/v1/memory/save", payload)[:2] == (200, {"saved": 1})
+    ledger = call(rt, "GET", "/v1/memory/ledger/2026-11-30")[1]["content"]
+    assert "> source: session=trip turns=1 via=memory_save\n- books aisle seats" in ledger
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ({"session_id": "trip", "turns": [2]}, "session trip has no turn 2 (its last turn is 1)"),
+        ({"session_id": "other", "turns": [1]}, "session other has no turn 1 (it has no turns)"),
+        ({"session_id": "bad id", "turns": [1]}, "session_id must be"),
+        ({"session_id": "trip", "turns": []}, "turns"),
+        ({"session_id": "trip", "turns": [0]}, "turns"),
+        ({"session_id": "trip", "turns": ["1"]}, "turns"),
+        ({"session_id": "trip", "turns": list(range(1, 102))}, "turns"),
+        ({"session_id": "trip"}, "turns"),
+        ({"session_id": "trip", "turns": [1], "model": "x"}, "model"),
+    ],
+)
+def test_a_save_naming_turns_that_do_not_exist_or_a_malformed_source_is_422(
+    source: dict, message: str
+) -> None:
+    rt = dev_runtime(agent=ScriptedModel("Noted."))
+    call(rt, "POST", "/v1/sessions/trip/messages", {"message": "I fear flying."})
+    before = dict(rt.store.objects)
+    status, body, _ = call(rt, "POST", "/v1/memory/save", {"content": "- x", "source": source})
+    assert (status, body["error"]["code"]) == (422, "validation_error")
+    assert message in json.dumps(body["error"])  # the message, or the field in the details
+    assert rt.store.objects == before  # nothing written
+
+
+def test_one_user_cannot_name_another_users_turns_as_a_source() -> None:
+    rt = dev_runtime(agent=ScriptedModel("Noted."))
+    call(rt, "POST", "/v1/sessions/trip/messages", {"message": "I fear flying."}, user="bob")
+    payload = {"content": "- x", "source": {"session_id": "trip", "turns": [1]}}
+    status, body, _ = call(rt, "POST", "/v1/memory/save", payload, user="alice")
+    assert status == 422 and "has no turn 1" in body["error"]["message"]
+
+
 def test_forget_without_identity_is_401_and_deletes_nothing() -> None:
     rt = dev_runtime()
     call(rt, "POST", "/v1/memory/save", {"content": "likes tea"})

@@ -56,6 +56,7 @@ from agent_harness.ids import (
 from agent_harness.jobs import PostTurnJob
 from agent_harness.memory.files import save_memories
 from agent_harness.memory.flush import extracts, flush_throttled
+from agent_harness.memory.ledger import Source
 from agent_harness.models.base import Message, Usage
 from agent_harness.records import MemoryInjection, TurnRecord, WorkingContext
 
@@ -185,7 +186,7 @@ def _turn(
             rt,
             user,
             lines,
-            provenance=f"> source: session={session_id} turn={turn_no} via=memory_save",
+            provenance=Source(session_id, (turn_no,), via="memory_save").render(),
             at=started,
         )
     context.messages = [*context.messages, *turn_messages]

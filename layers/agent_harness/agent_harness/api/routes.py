@@ -327,9 +327,11 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
         at = request.timestamp or now
         if at > now + MAX_CLOCK_SKEW:
             raise ValidationFailedError("timestamp must not be in the future")
-        saved = files.save_memories(
-            rt, user, lines, provenance="> source: api via=memory_save", at=at
-        )
+        provenance = "> source: api via=memory_save"
+        if request.source is not None:
+            source = request.source
+            provenance = files.save_source(rt, user, session(source.session_id), source.turns)
+        saved = files.save_memories(rt, user, lines, provenance=provenance, at=at)
         return _json(200, {"saved": saved})
 
     @app.post("/v1/memory/consolidate")

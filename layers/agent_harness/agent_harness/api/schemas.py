@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictStr, field_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    field_validator,
+)
 
 from agent_harness.memory.search import DEFAULT_LIMIT, MAX_LIMIT, Mode, parse_match_mode
 
@@ -13,6 +21,7 @@ __all__ = [
     "MemorySaveBody",
     "MessageBody",
     "RollbackBody",
+    "SaveSource",
     "SearchBody",
 ]
 
@@ -44,8 +53,24 @@ class SearchBody(_Body):
         return parse_match_mode(value)
 
 
+#: how many turns one save may name as its source
+MAX_SOURCE_TURNS = 100
+
+
+class SaveSource(_Body):
+    """The turns of one of the caller's sessions that the saved facts came from."""
+
+    session_id: StrictStr
+    turns: list[Annotated[StrictInt, Field(ge=1)]] = Field(
+        min_length=1, max_length=MAX_SOURCE_TURNS
+    )
+
+
 class MemorySaveBody(_Body):
     content: StrictStr
     #: when the facts were learned (imported memories keep their date): the day of the
     #: ledger they are recorded in; now if absent. Must carry a UTC offset.
     timestamp: AwareDatetime | None = None
+    #: the turns the facts came from: recorded as the section's provenance, and ranked
+    #: memory_search reads the facts together with those turns' messages
+    source: SaveSource | None = None

@@ -16,7 +16,7 @@ from agent_harness.errors import (
     ValidationFailedError,
 )
 from agent_harness.ids import MEMORY_FILE, ledger_path, validate_day, validate_relative_path
-from agent_harness.memory.ledger import DAY_FILE, day_of, render_section
+from agent_harness.memory.ledger import DAY_FILE, Source, day_of, format_turns, render_section
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -39,6 +39,7 @@ __all__ = [
     "read_lines",
     "rollback_memory",
     "save_memories",
+    "save_source",
 ]
 
 
@@ -153,6 +154,21 @@ def memory_lines(content: str) -> list[str]:
     if not lines:
         raise ValidationFailedError("content is required")
     return lines
+
+
+def save_source(rt: Runtime, user: User, session_id: str, turns: list[int]) -> str:
+    """The provenance line of facts saved from ``turns`` of one of the caller's sessions:
+    every turn must have been committed (one read of the session's state)."""
+    state = rt.table.get_session(user, session_id)
+    last = state.turn if state is not None else 0
+    missing = sorted(t for t in set(turns) if t > last)
+    if missing:
+        raise ValidationFailedError(
+            f"source: session {session_id} has no turn{'s' if len(missing) > 1 else ''} "
+            f"{format_turns(missing)}"
+            + (f" (its last turn is {last})" if last else " (it has no turns)")
+        )
+    return Source(session_id, tuple(sorted(set(turns))), via="memory_save").render()
 
 
 def save_memories(

@@ -7,9 +7,11 @@ Each append is one section with its time and, for flushes, its provenance:
     - The user prefers window seats on flights.
 
 The ``source`` line makes flushes idempotent: before appending, the flush reads the
-day's file and skips every turn a section already covers, so a redelivered or
-duplicated job never writes a fact twice. Ledger days and header times use one
-configured zone (the reference mixed local dates with UTC headers, §5 B14).
+day's file and skips every turn a flush section already covers, so a redelivered or
+duplicated job never writes a fact twice. Saved facts may name their turns too
+(``> source: session=s1 turns=7 via=memory_save``); those never count as flushed, and
+ranked search reads a fact together with the turns its section names. Ledger days and
+header times use one configured zone (the reference mixed local dates with UTC headers, §5 B14).
 """
 
 from __future__ import annotations
@@ -33,14 +35,14 @@ __all__ = [
     "covered_turns",
     "day_of",
     "new_facts",
+    "parse_source",
     "render_section",
 ]
 
 NO_REPLY = "NO_REPLY"
 DAY_FILE = re.compile(r"memory/(\d{4}-\d{2}-\d{2})\.md")
-_SOURCE_LINE = re.compile(
-    r"^> source: session=(\S+) turns=([0-9,\-]+)(?:[ \t]+\S.*)?[ \t]*$", re.MULTILINE
-)
+_SOURCE_LINE = re.compile(r"^> source: (.*)$", re.MULTILINE)
+_FIELD = re.compile(r"(\w+)=(\S+)")
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+(.*\S)\s*$")
 MAX_BULLETS = 50
 MAX_BULLET_CHARS = 600
@@ -48,18 +50,35 @@ MAX_BULLET_CHARS = 600
 
 @dataclass(frozen=True)
 class Source:
-    """Where a section came from: the session, its turns and the model that wrote it
-    (the time is the section header's)."""
+    """Where a section came from: the session, its turns, and the model that wrote it
+    or the tool that saved it (the time is the section header's). A section without
+    ``via`` is a flush of those turns."""
 
     session_id: str
     turns: tuple[int, ...]
     model: str | None = None
+    via: str | None = None
 
     def render(self) -> str:
         line = f"> source: session={self.session_id} turns={format_turns(self.turns)}"
         if self.model:
             line += " model=" + "".join(self.model.split())
+        if self.via:
+            line += f" via={self.via}"
         return line
+
+
+def parse_source(line: str) -> Source | None:
+    """The session and turns a ``> source:`` line names (``turn=`` is the older spelling
+    of saves); ``None`` for lines that name none (``> source: api via=memory_save``)."""
+    match = _SOURCE_LINE.match(line)
+    if match is None:
+        return None
+    found = dict(_FIELD.findall(match.group(1)))
+    session, turns = found.get("session"), parse_turns(found.get("turns", found.get("turn", "")))
+    if not session or not turns:
+        return None
+    return Source(session, tuple(sorted(turns)), found.get("model"), found.get("via"))
 
 
 def day_of(moment: datetime, zone: ZoneInfo) -> str:
@@ -81,23 +100,31 @@ def format_turns(turns: tuple[int, ...] | list[int]) -> str:
     return ",".join(runs)
 
 
+MAX_RANGE = 10_000
+
+
 def parse_turns(text: str) -> set[int]:
+    """``1-3,5`` -> ``{1, 2, 3, 5}``; malformed parts and ranges wider than ``MAX_RANGE``
+    (a hand-edited ledger) are ignored."""
     out: set[int] = set()
     for part in text.split(","):
         if not part:
             continue
         low, _, high = part.partition("-")
         if low.isdigit() and (not high or high.isdigit()):
-            out.update(range(int(low), int(high or low) + 1))
+            first, last = int(low), int(high or low)
+            if 0 <= last - first <= MAX_RANGE:
+                out.update(range(first, last + 1))
     return out
 
 
 def covered_turns(ledger: str, session_id: str) -> set[int]:
-    """Turns of ``session_id`` that sections in ``ledger`` already cover."""
+    """Turns of ``session_id`` that flush sections in ``ledger`` already cover."""
     covered: set[int] = set()
-    for session, turns in _SOURCE_LINE.findall(ledger):
-        if session == session_id:
-            covered |= parse_turns(turns)
+    for match in _SOURCE_LINE.finditer(ledger):
+        source = parse_source(match.group(0))
+        if source is not None and source.session_id == session_id and source.via is None:
+            covered.update(source.turns)
     return covered
 
 

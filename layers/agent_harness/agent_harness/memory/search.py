@@ -13,6 +13,10 @@ A record is one line. Match modes:
              reply is often only findable by the words around it. A dated record is
              also scored with its date as words ("8 May 2023": a ledger line its file's
              day, a message the day it was sent), so "in June" or "2023" finds it.
+             A ledger line whose section names its turns (a flush, or a save with a
+             source) is also scored with those turns' messages at ``SOURCE_WEIGHT``:
+             the fact "prefers aisle seats" is found by "what did I say about flying?"
+             when the turn it came from talked about flying.
 
 Keywords are literal text (no regex), duplicates and extra whitespace are ignored, and
 case folding is Unicode-aware (``casefold``: "ÄPFEL" finds "äpfel"; the reference folded
@@ -21,7 +25,9 @@ then line order (MEMORY.md first, then memory/** by path, archive included).
 
 Reading (DESIGN §7): one GET of MEMORY.md, one LIST of memory/, concurrent GETs of the
 ledgers whose ETag is not in a warm, bounded, per-container cache; each cached file keeps
-its lines and BM25 postings, so a query over 90 ledgers does no parsing.
+its lines and BM25 postings, so a query over 90 ledgers does no parsing. A ranked query
+over ledgers that name turns also reads the thread-search segments the same way (one
+LIST of index/threads/, GETs of the months not cached).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from agent_harness.ids import MEMORY_FILE
+from agent_harness.memory.ledger import parse_source
 from agent_harness.text import WORD, fold, terms
 
 if TYPE_CHECKING:
@@ -48,6 +55,7 @@ __all__ = [
     "Hit",
     "MemoryIndexCache",
     "Mode",
+    "TurnTexts",
     "format_hits",
     "parse_match_mode",
     "search_files",
@@ -66,6 +74,8 @@ _STRUCTURE = re.compile(r"^\s*(?:#{1,6}\s|> source:)")
 K1, B = 0.9, 0.4
 #: how much a neighbouring line's terms count towards a line's score (0 turns it off)
 CONTEXT_WEIGHT = 0.4
+#: how much the messages of the turns a ledger section names count towards its lines
+SOURCE_WEIGHT = 0.5
 _TF_BITS = 10
 _TF_MAX = (1 << _TF_BITS) - 1
 
@@ -113,6 +123,10 @@ class _FileIndex:
     _length_sum: float = field(default=0.0, repr=False)
     _before: list[int] = field(default_factory=list, repr=False)
     _after: list[int] = field(default_factory=list, repr=False)
+    #: each record's own term count (without context)
+    _own: list[int] = field(default_factory=list, repr=False)
+    #: (session, turn) -> the records of sections whose source line names that turn
+    _cited: dict[tuple[str, int], list[int]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, text: str, field_words: str = "") -> _FileIndex:
@@ -144,10 +158,18 @@ class _FileIndex:
             after = [-1] * len(self.lines)
             last: dict[str, int] = {}
             block = 0
+            cited: dict[tuple[str, int], list[int]] = {}
+            section: tuple[tuple[str, int], ...] = ()  # the turns the section names
             for number, line in enumerate(self.lines):
                 if self.groups is None and (_STRUCTURE.match(line) or not line.strip()):
                     block += 1
                     own.append(0)
+                    if line.startswith("#"):
+                        section = ()
+                    elif line.startswith("> source:"):
+                        source = parse_source(line)
+                        if source is not None:
+                            section = tuple((source.session_id, t) for t in source.turns)
                     continue
                 counts = Counter(terms(self.folded[number], folded=True))
                 if counts and self.fields and self.fields[number]:
@@ -157,6 +179,8 @@ class _FileIndex:
                     postings.setdefault(term, []).append(number << _TF_BITS | min(tf, _TF_MAX))
                 if not counts:
                     continue
+                for key in section:
+                    cited.setdefault(key, []).append(number)
                 group = str(block) if self.groups is None else self.groups[number]
                 previous = last.get(group, -1)
                 if previous >= 0:
@@ -176,8 +200,22 @@ class _FileIndex:
             ]
             self._records = sum(1 for n in self._lengths if n)
             self._length_sum = sum(self._lengths)
+            self._own, self._cited = own, cited
             self._postings = postings
         return self._postings
+
+    def own_terms(self, term: str) -> list[tuple[int, int]]:
+        """(record, count) of the records holding ``term`` themselves (no context)."""
+        return [(p >> _TF_BITS, p & _TF_MAX) for p in self._ranking().get(term, ())]
+
+    def own_length(self, number: int) -> int:
+        self._ranking()
+        return self._own[number]
+
+    def cited(self) -> dict[tuple[str, int], list[int]]:
+        """(session, turn) -> the records of the sections whose source names that turn."""
+        self._ranking()
+        return self._cited
 
     @property
     def lengths(self) -> list[float]:
@@ -205,6 +243,18 @@ class _FileIndex:
 
 class _Sized(Protocol):
     size: int
+
+
+class TurnTexts(Protocol):
+    """The messages of a user's turns, for ranking the facts that name them."""
+
+    def counts(self, term: str) -> dict[tuple[str, int], int]:
+        """(session, turn) -> how often ``term`` occurs in that turn's messages."""
+        ...
+
+    def length(self, key: tuple[str, int]) -> int:
+        """The turn's term count (0: not indexed)."""
+        ...
 
 
 class MemoryIndexCache:
@@ -245,13 +295,18 @@ def _line_matches(folded_line: str, mode: Mode, phrase: str, words: list[str]) -
 
 
 def search_files(
-    files: list[tuple[str, _FileIndex]], query: str, mode: Mode, limit: int = DEFAULT_LIMIT
+    files: list[tuple[str, _FileIndex]],
+    query: str,
+    mode: Mode,
+    limit: int = DEFAULT_LIMIT,
+    turns: TurnTexts | None = None,
 ) -> list[Hit]:
-    """Search already-indexed files (in result order: MEMORY.md first, then by path)."""
+    """Search already-indexed files (in result order: MEMORY.md first, then by path);
+    ``turns`` lets ranked search score cited turns' messages with the facts naming them."""
     if not query or not query.strip():
         return []
     if mode == "ranked":
-        return _ranked(files, query, limit)
+        return _ranked(files, query, limit, turns)
     phrase, words = fold(query.strip()), keywords(query)
     hits: list[Hit] = []
     for path, index in files:
@@ -263,16 +318,47 @@ def search_files(
     return hits
 
 
-def _ranked(files: list[tuple[str, _FileIndex]], query: str, limit: int) -> list[Hit]:
+def _cited_records(
+    files: list[tuple[str, _FileIndex]], turns: TurnTexts | None
+) -> tuple[dict[tuple[str, int], list[tuple[int, int]]], dict[tuple[int, int], float]]:
+    """(session, turn) -> the (file, record) pairs citing it, and each citing record's
+    extra length (``SOURCE_WEIGHT`` times its cited turns' term counts)."""
+    cited: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    extra: dict[tuple[int, int], float] = {}
+    if turns is None or not SOURCE_WEIGHT:
+        return cited, extra
+    for file_no, (_, f) in enumerate(files):
+        for key, records in f.cited().items():
+            length = turns.length(key)
+            if not length:
+                continue
+            pairs = cited.setdefault(key, [])
+            for number in records:
+                pairs.append((file_no, number))
+                extra[file_no, number] = extra.get((file_no, number), 0.0) + (
+                    SOURCE_WEIGHT * length
+                )
+    return cited, extra
+
+
+def _ranked(
+    files: list[tuple[str, _FileIndex]], query: str, limit: int, turns: TurnTexts | None = None
+) -> list[Hit]:
     wanted = list(dict.fromkeys(terms(query)))
     if not wanted:
         return []
     totals = [f.totals() for _, f in files]
+    cited, extra = _cited_records(files, turns)
     total_lines = sum(n for n, _ in totals) or 1
-    avg_len = (sum(length for _, length in totals) / total_lines) or 1.0
+    avg_len = ((sum(length for _, length in totals) + sum(extra.values())) / total_lines) or 1.0
     scores: dict[tuple[int, int], float] = {}
     for term in wanted:
         weighted = [f.weights(term) for _, f in files]
+        if cited and turns is not None:
+            for key, tf in turns.counts(term).items():
+                for file_no, number in cited.get(key, ()):
+                    by_line = weighted[file_no]
+                    by_line[number] = by_line.get(number, 0.0) + SOURCE_WEIGHT * tf
         df = sum(len(w) for w in weighted)
         if not df:
             continue
@@ -280,7 +366,8 @@ def _ranked(files: list[tuple[str, _FileIndex]], query: str, limit: int) -> list
         for file_no, ((_, f), by_line) in enumerate(zip(files, weighted, strict=True)):
             lengths = f.lengths
             for number, tf in by_line.items():
-                norm = K1 * (1 - B + B * lengths[number] / avg_len)
+                length = lengths[number] + extra.get((file_no, number), 0.0)
+                norm = K1 * (1 - B + B * length / avg_len)
                 key = (file_no, number)
                 scores[key] = scores.get(key, 0.0) + idf * tf * (K1 + 1) / (tf + norm)
     ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
@@ -366,7 +453,13 @@ def search_memory(
 ) -> list[Hit]:
     if not query or not query.strip():
         return []
-    return search_files(load_memory_files(rt, user, cache), query, mode, limit)
+    files = load_memory_files(rt, user, cache)
+    turns = None
+    if mode == "ranked" and SOURCE_WEIGHT and any(f.cited() for _, f in files):
+        from agent_harness.memory.threads import load_turn_texts
+
+        turns = load_turn_texts(rt, user, cache)
+    return search_files(files, query, mode, limit, turns)
 
 
 def format_hits(query: str, hits: list[Hit]) -> str:

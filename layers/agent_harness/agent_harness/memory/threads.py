@@ -11,7 +11,8 @@ as ledgers, in order per user (FIFO group), and de-duplicated by (session, turn)
 redelivered job adds nothing. They are derived data: running ``index_turns`` over a
 user's turn objects recreates a lost or damaged segment. A search is one LIST plus one
 GET per month whose ETag is not cached (DESIGN §7), with the match modes of
-memory_search. Tool traffic is not indexed.
+memory_search. Tool traffic is not indexed. The same segments give ranked memory_search
+the messages of the turns a ledger section names (``load_turn_texts``).
 """
 
 from __future__ import annotations
@@ -42,7 +43,14 @@ if TYPE_CHECKING:
     from agent_harness.records import TurnRecord
     from agent_harness.runtime import Runtime
 
-__all__ = ["ThreadHit", "format_thread_hits", "index_turns", "search_threads", "segment_path"]
+__all__ = [
+    "ThreadHit",
+    "format_thread_hits",
+    "index_turns",
+    "load_turn_texts",
+    "search_threads",
+    "segment_path",
+]
 
 SEGMENT_DIR = "index/threads"
 MAX_RECORD_CHARS = 4000
@@ -113,6 +121,39 @@ class _Segment:
     index: _FileIndex
     meta: list[tuple[str, int, str, str]]  # session, turn, role, at
     size: int
+    _turn_lengths: dict[tuple[str, int], int] | None = None
+
+    def turn_lengths(self) -> dict[tuple[str, int], int]:
+        """(session, turn) -> the term count of that turn's messages in this segment."""
+        if self._turn_lengths is None:
+            lengths: dict[tuple[str, int], int] = {}
+            for number, (session, turn, _, _) in enumerate(self.meta):
+                key = (session, turn)
+                lengths[key] = lengths.get(key, 0) + self.index.own_length(number)
+            self._turn_lengths = lengths
+        return self._turn_lengths
+
+
+class _SegmentTurns:
+    """The ``TurnTexts`` of ranked memory_search, read from the thread segments."""
+
+    def __init__(self, segments: list[_Segment]) -> None:
+        self._segments = segments
+        self._lengths: dict[tuple[str, int], int] = {}
+        for segment in segments:
+            for key, length in segment.turn_lengths().items():
+                self._lengths[key] = self._lengths.get(key, 0) + length
+
+    def counts(self, term: str) -> dict[tuple[str, int], int]:
+        out: dict[tuple[str, int], int] = {}
+        for segment in self._segments:
+            for number, tf in segment.index.own_terms(term):
+                session, turn = segment.meta[number][:2]
+                out[session, turn] = out.get((session, turn), 0) + tf
+        return out
+
+    def length(self, key: tuple[str, int]) -> int:
+        return self._lengths.get(key, 0)
 
 
 def _day_words(at: str, zone: tzinfo) -> str:
@@ -142,13 +183,22 @@ def _load_segment(path: str, text: str, zone: tzinfo = UTC) -> _Segment:
     return _Segment(index=index, meta=meta, size=len(text))
 
 
+def _segments(rt: Runtime, user: User, cache: MemoryIndexCache) -> list[tuple[str, _Segment]]:
+    parse = partial(_load_segment, zone=rt.settings.zone)
+    return load_cached(rt, user, cache, SEGMENT_DIR, ".jsonl", parse)
+
+
+def load_turn_texts(rt: Runtime, user: User, cache: MemoryIndexCache) -> _SegmentTurns:
+    """Every indexed turn's messages (one LIST, GETs of the months not cached)."""
+    return _SegmentTurns([segment for _, segment in _segments(rt, user, cache)])
+
+
 def search_threads(
     rt: Runtime, user: User, query: str, mode: Mode, limit: int, cache: MemoryIndexCache
 ) -> list[ThreadHit]:
     if not query or not query.strip():
         return []
-    parse = partial(_load_segment, zone=rt.settings.zone)
-    segments = load_cached(rt, user, cache, SEGMENT_DIR, ".jsonl", parse)
+    segments = _segments(rt, user, cache)
     by_path = dict(segments)
     hits: list[Hit] = search_files([(p, s.index) for p, s in segments], query, mode, limit)
     out = []
