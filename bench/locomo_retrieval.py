@@ -9,7 +9,9 @@ real handlers on moto), loaded only through the public API:
   turn with its caption;
 * every session's observations (LoCoMo's generated facts, each with the dia_id of the
   turn it came from) are saved with POST /v1/memory/save, one line per fact ending in
-  ``[D<session>:<turn>]``.
+  ``[D<session>:<turn>]``, dated with their session and naming the turns they came from
+  as their ``source`` (one save per group of facts from the same turns), as a flush
+  names the turns it read.
 
 The flush trigger is ``never`` (the offline stand-in model would otherwise write its own
 lines next to the observations) and the schedule is parked, so the memory holds exactly
@@ -28,7 +30,7 @@ Two more tables are computed in-process on the library's own index (no stack, se
   index per conversation): the baseline a user would write in an afternoon;
 * an ablation of what ``ranked`` does, one idea removed at a time, on the tuning
   conversations only, plus one idea measured but not shipped: turns indexed together
-  with the facts drawn from them (LoCoMo's observations stand in for flushed facts).
+  with the facts drawn from them (the other direction of reading facts with their turns).
 
 Only conv-26, conv-30, conv-41, conv-42 and conv-43 were looked at while tuning; the
 held-out five are the scorecard.
@@ -131,6 +133,42 @@ def observations(sample: dict[str, Any]) -> list[tuple[int, list[tuple[str, list
 
 def fact_line(text: str, ids: list[str]) -> str:
     return f"- {' '.join(text.split())} [{', '.join(ids)}]"
+
+
+TurnKey = tuple[str, int]  # (session id, turn number) in the product
+
+
+def turn_keys(sample: dict[str, Any]) -> dict[str, TurnKey]:
+    """dia_id -> the (session, turn) an import into fresh sessions gives it: a turn starts
+    at each first-speaker (``user``) message and at a session's first message."""
+    first_speaker = sample["conversation"]["speaker_a"]
+    out: dict[str, TurnKey] = {}
+    for number, _, turns in sessions(sample):
+        turn = 0
+        for i, t in enumerate(turns):
+            if t["speaker"] == first_speaker or i == 0:
+                turn += 1
+            out[t["dia_id"]] = (f"s{number:02d}", turn)
+    return out
+
+
+def saves(
+    facts: list[tuple[str, list[str]]], where: dict[str, TurnKey]
+) -> list[tuple[str | None, tuple[int, ...], list[str]]]:
+    """A session's facts as memory saves: (source session, source turns, lines), one save
+    per group of facts drawn from the same turns, in the order the groups first appear.
+    Facts whose dia_ids name no known turn, or turns of several sessions, have no source."""
+    groups: dict[tuple[TurnKey, ...], list[str]] = {}
+    for text, ids in facts:
+        known = all(i in where for i in ids)
+        keys = tuple(sorted({where[i] for i in ids})) if known else ()
+        if len({session for session, _ in keys}) != 1:
+            keys = ()
+        groups.setdefault(keys, []).append(fact_line(text, ids))
+    return [
+        (keys[0][0] if keys else None, tuple(t for _, t in keys), lines)
+        for keys, lines in groups.items()
+    ]
 
 
 def _normal(text: str) -> str:
@@ -248,10 +286,18 @@ def load(stack: LocalStackProcess, conv: str) -> Loaded:
                 )
             last_text = messages[-1]["content"]
         dates = {number: session_start(date) for number, date, _ in sessions(sample)}
+        dia_where = {dia: key for key, pairs in where.items() for _, dia in pairs}
         for number, facts in observations(sample):
-            content = "\n".join(fact_line(text, ids) for text, ids in facts)
-            if content and number in dates:  # learned on the session's date
-                body = {"content": content, "timestamp": dates[number].isoformat()}
+            if number not in dates:
+                continue
+            for session_id, source_turns, lines in saves(facts, dia_where):
+                # learned on the session's date, from the turns the facts name
+                body: dict[str, Any] = {
+                    "content": "\n".join(lines),
+                    "timestamp": dates[number].isoformat(),
+                }
+                if session_id is not None:
+                    body["source"] = {"session_id": session_id, "turns": list(source_turns)}
                 _ok(client.post("/v1/memory/save", json=body))
                 requests += 1
         _wait_indexed(client, last_text)
@@ -334,8 +380,9 @@ class Corpus:
     turn_groups: list[str]
     turn_days: list[str]  # each message's date as words ("" without date fields)
     turn_ids: list[list[str]]
-    fact_text: str  # MEMORY.md as the saves leave it: one block per session
-    ledgers: dict[str, str]  # a ledger's date words -> its lines (the saves of that day)
+    turn_keys: list[TurnKey]  # each message's (session, turn) in the product
+    fact_text: str  # MEMORY.md as the saves leave it: one block per save
+    ledgers: dict[str, str]  # a ledger's date words -> its sections (the saves of that day)
 
 
 def _day(date_text: str) -> str:
@@ -348,19 +395,28 @@ def _day(date_text: str) -> str:
 def corpus(
     conv: str, *, speaker: bool = True, facts_with_turns: bool = False, dates: bool = True
 ) -> Corpus:
+    from agent_harness.memory.ledger import Source
+
     sample = locomo()[conv]
     day_of = {number: _day(date) if dates else "" for number, date, _ in sessions(sample)}
+    where = turn_keys(sample)
     facts_by_turn: dict[str, list[str]] = {}
     blocks = []
     ledgers: dict[str, list[str]] = {}
     for number, facts in observations(sample):
-        block = "\n".join(fact_line(text, ids) for text, ids in facts)
-        blocks.append(block)
-        ledgers.setdefault(day_of.get(number, ""), []).append(block)
+        for session_id, source_turns, lines in saves(facts, where):
+            blocks.append("\n".join(lines))
+            source = (
+                Source(session_id, source_turns, via="memory_save").render()
+                if session_id is not None
+                else "> source: api via=memory_save"
+            )
+            section = "\n".join(["## Memory Save — (the session's date)", source, *lines])
+            ledgers.setdefault(day_of.get(number, ""), []).append(section)
         for text, ids in facts:
             for dia in ids:
                 facts_by_turn.setdefault(dia, []).append(text)
-    texts, groups, days, ids = [], [], [], []
+    texts, groups, days, ids, keys = [], [], [], [], []
     for number, _, turns in sessions(sample):
         for t in turns:
             text = message_text(t, speaker)
@@ -370,8 +426,10 @@ def corpus(
             groups.append(str(number))
             days.append(day_of[number])
             ids.append([t["dia_id"]])
+            keys.append(where[t["dia_id"]])
     memory = "# Memory\n\n" + "\n\n".join(blocks) + "\n"
-    return Corpus(texts, groups, days, ids, memory, {d: "\n\n".join(b) for d, b in ledgers.items()})
+    sections = {d: "\n\n".join(b) for d, b in ledgers.items()}
+    return Corpus(texts, groups, days, ids, keys, memory, sections)
 
 
 Searcher = Callable[[str], tuple[list[list[str]], list[list[str]]]]
@@ -380,16 +438,19 @@ Searcher = Callable[[str], tuple[list[list[str]], list[list[str]]]]
 def library_searcher(c: Corpus) -> Searcher:
     """``ranked`` exactly as the library runs it (under whatever switches are set)."""
     from agent_harness.memory.search import _FileIndex, search_files
+    from agent_harness.memory.threads import _Segment, _SegmentTurns
 
     turns = _FileIndex.from_lines(c.turn_texts, 0, groups=c.turn_groups, fields=c.turn_days)
     facts = [("MEMORY.md", _FileIndex.build(c.fact_text))] + [
         (f"memory/{n}.md", _FileIndex.build(text, day))
         for n, (day, text) in enumerate(c.ledgers.items())
     ]
+    meta = [(session, turn, "", "") for session, turn in c.turn_keys]
+    source_texts = _SegmentTurns([_Segment(turns, meta, 0)])
 
     def search(query: str) -> tuple[list[list[str]], list[list[str]]]:
         turn_hits = search_files([("t", turns)], query, "ranked", LIMIT)
-        fact_hits = search_files(facts, query, "ranked", LIMIT)
+        fact_hits = search_files(facts, query, "ranked", LIMIT, source_texts)
         return (
             [c.turn_ids[h.line - 1] for h in turn_hits],
             [_memory_ids({"text": h.text}) for h in fact_hits],
@@ -480,13 +541,20 @@ def ablation(convs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
 
     variants: dict[str, tuple[dict[str, Any], dict[str, bool]]] = {
         "ranked as shipped": ({}, {}),
+        "without facts read with their source turns": ({"SOURCE_WEIGHT": 0.0}, {}),
         "without neighbours as context": ({"CONTEXT_WEIGHT": 0.0}, {}),
         "without stemming and ranking stopwords": ({"terms": unstemmed}, {}),
         "with textbook BM25 (k1 1.2, b 0.75)": ({"K1": 1.2, "B": 0.75}, {}),
         "without speaker names in messages": ({}, {"speaker": False}),
         "without dates as words": ({}, {"dates": False}),
-        "all five removed": (
-            {"CONTEXT_WEIGHT": 0.0, "terms": unstemmed, "K1": 1.2, "B": 0.75},
+        "all six removed": (
+            {
+                "SOURCE_WEIGHT": 0.0,
+                "CONTEXT_WEIGHT": 0.0,
+                "terms": unstemmed,
+                "K1": 1.2,
+                "B": 0.75,
+            },
             {"speaker": False, "dates": False},
         ),
         "idea, not shipped: facts indexed with their turns": ({}, {"facts_with_turns": True}),

@@ -6,6 +6,9 @@ underneath:
 
 * memory_search over 90 daily ledgers (20,000 lines): one LIST, GETs issued
   concurrently, unchanged files served from a warm cache keyed by ETag; under 100 ms CPU.
+  A ``ranked`` query also reads the thread segments of the turns the ledger sections
+  name (one more LIST, and GETs of the months not cached): the ledgers here are flushes
+  of a thread history of the same 90 days, so the join is measured at that size.
 * thread_search over a user's whole history: at most one GET per month of history
   (derived month segments under ``index/threads/``), never one per turn.
 
@@ -94,8 +97,10 @@ QUERIES = {
     "any": "dentist allergic",
     "ranked": "when is the atlas project deadline",
 }
-#: the query whose S3 requests are counted (the request pattern does not depend on it)
+#: the query whose S3 requests are counted: memory_search counts it in both patterns
+#: (phrase/all/any read the memory files; ranked also the thread segments)
 COUNTED_QUERY = ("phrase", "window seats")
+COUNTED_MODES = ("phrase", "ranked")
 #: the request-count scenarios
 COLD = "cold container"
 WARM = "warm, nothing changed"
@@ -129,7 +134,8 @@ class Text:
 
 def ledger_files(days: int, lines: int) -> dict[str, str]:
     """MEMORY.md and ``days`` daily ledgers of ``lines`` lines in all: sections of a
-    header, a provenance line and up to eight bullets, as flushes write them."""
+    header, a provenance line and up to eight bullets, as flushes write them; each
+    section names two turns of that day's session of ``turn_records``."""
     text = Text(seed=7)
     files = {"MEMORY.md": "# Memory\n" + "\n".join(f"- {fact}" for fact in FACTS) + "\n"}
     for day in range(days):
@@ -139,9 +145,11 @@ def ledger_files(days: int, lines: int) -> dict[str, str]:
         section = 0
         while len(body) < per_day:
             section += 1
+            first = (section * 2 - 2) % TURNS_PER_DAY + 1
             body += [
                 f"## Flush — {date}T{8 + section % 12:02d}:00:00Z",
-                f"> source: session=s-{date} turns={section * 2 - 1}-{section * 2} model=offline",
+                f"> source: session=s-{date.replace('-', '')} turns={first}-{first + 1} "
+                "model=offline",
             ]
             body += [f"- {text.sentence(8, 16)}" for _ in range(min(8, per_day - len(body)))]
         files[f"memory/{date}.md"] = "\n".join(body[:per_day])
@@ -215,6 +223,8 @@ def classify_memory(operation: str, key: str) -> str:
     if operation == "ListObjectsV2":
         return "LIST"
     if operation == "GetObject":
+        if "/index/threads/" in key:
+            return "GET segments"
         return "GET MEMORY.md" if key.endswith("/MEMORY.md") else "GET ledgers"
     return operation
 
@@ -237,23 +247,36 @@ def s3_runtime() -> Iterator[tuple[Runtime, RequestLog]]:
         yield Runtime.from_settings(settings, clients=clients), RequestLog(clients["s3"])
 
 
-def memory_requests(files: dict[str, str]) -> dict[str, dict[str, int]]:
-    """S3 requests of one memory_search: cold, warm, warm after one ledger changed."""
+def store_memory(rt: Runtime, user: User, files: dict[str, str], days: int) -> int:
+    """The memory files, and the thread history their ledgers were flushed from (indexed
+    a month at a time); returns the number of month segments."""
+    for path, content in files.items():
+        rt.store.put(user, path, content)
+    months = by_month(turn_records(days))
+    for month in months:
+        index_turns(rt, user, month)
+    return len(months)
+
+
+def memory_requests(files: dict[str, str], days: int) -> dict[str, dict[str, dict[str, int]]]:
+    """S3 requests of one memory_search per counted mode: cold, warm, warm after one
+    ledger changed."""
     user = User.from_id("bench")
-    mode, query = COUNTED_QUERY
-    out: dict[str, dict[str, int]] = {}
-    with s3_runtime() as (rt, log):
-        for path, content in files.items():
-            rt.store.put(user, path, content)
-        cache = MemoryIndexCache()
-        log.take(classify_memory)
-        for scenario in (COLD, WARM, LEDGER_CHANGED):
-            if scenario == LEDGER_CHANGED:
-                last = sorted(p for p in files if p.startswith("memory/"))[-1]
-                rt.store.append(user, last, lambda _: "\n- The user now prefers aisle seats.")
-                log.take(classify_memory)
-            search_memory(rt, user, query, mode, 20, cache)  # type: ignore[arg-type]
-            out[scenario] = log.take(classify_memory)
+    _, query = COUNTED_QUERY
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for mode in COUNTED_MODES:
+        with s3_runtime() as (rt, log):
+            store_memory(rt, user, files, days)
+            cache = MemoryIndexCache()
+            log.take(classify_memory)
+            rows = out.setdefault(mode, {})
+            for scenario in (COLD, WARM, LEDGER_CHANGED):
+                if scenario == LEDGER_CHANGED:
+                    last = sorted(p for p in files if p.startswith("memory/"))[-1]
+                    rt.store.append(user, last, lambda _: "\n- The user now prefers aisle seats.")
+                    log.take(classify_memory)
+                search_memory(rt, user, query, mode, 20, cache)  # type: ignore[arg-type]
+                rows[scenario] = log.take(classify_memory)
     return out
 
 
@@ -312,11 +335,10 @@ def cpu_per_mode(
     return out
 
 
-def memory_cpu(files: dict[str, str], rounds: int) -> dict[str, dict[str, float]]:
+def memory_cpu(files: dict[str, str], days: int, rounds: int) -> dict[str, dict[str, float]]:
     rt = make_runtime()
     user = User.from_id("bench")
-    for path, content in files.items():
-        rt.store.put(user, path, content)
+    store_memory(rt, user, files, days)
     return cpu_per_mode(
         lambda q, m, cache: search_memory(rt, user, q, m, 20, cache),  # type: ignore[arg-type]
         rounds,
@@ -350,11 +372,12 @@ def run(quick: bool = False) -> dict[str, object]:
         "counted_query": list(COUNTED_QUERY),
         "memory": {
             "ledgers": days,
+            "months": len(by_month(turn_records(days))),
             "files": len(files),
             "lines": sum(c.count("\n") + 1 for p, c in files.items() if p != "MEMORY.md"),
             "bytes": sum(len(c.encode()) for c in files.values()),
-            "cpu_ms": memory_cpu(files, rounds),
-            "requests": memory_requests(files),
+            "cpu_ms": memory_cpu(files, days, rounds),
+            "requests": memory_requests(files, days),
         },
         "threads": {
             "days": thread_days,
@@ -371,19 +394,42 @@ def run(quick: bool = False) -> dict[str, object]:
 
 
 # expectations from DESIGN §7 ----------------------------------------------------------------
-def memory_expectation(scenario: str, ledgers: int) -> tuple[str, int]:
-    """(what DESIGN §7 expects, the ledger GETs that means)."""
+def memory_expectation(
+    mode: str, scenario: str, ledgers: int, months: int
+) -> tuple[str, int, int, int]:
+    """(what DESIGN §7 expects, and the LISTs, ledger GETs and segment GETs that means):
+    ranked adds a LIST of the thread segments and GETs of those not cached."""
+    ranked = mode == "ranked"
+    lists = 2 if ranked else 1
+    listing = "2 LISTs (memory/, index/threads/)" if ranked else "1 LIST"
     if scenario == COLD:
-        return f"1 LIST, {ledgers} ledger GETs issued concurrently", ledgers
+        segments = f" and {months} segment GETs" if ranked else ""
+        text = f"{listing}, {ledgers} ledger GETs{segments}, issued concurrently"
+        return text, lists, ledgers, months if ranked else 0
     if scenario == LEDGER_CHANGED:
-        return "1 LIST, 1 ledger GET (the changed one)", 1
-    return "1 LIST, 0 ledger GETs (all cached by ETag)", 0
+        return f"{listing}, 1 ledger GET (the changed one)", lists, 1, 0
+    return f"{listing}, 0 GETs (all cached by ETag)", lists, 0, 0
 
 
-def memory_verdict(row: dict[str, int], scenario: str, ledgers: int) -> bool:
-    _, gets = memory_expectation(scenario, ledgers)
+def memory_verdict(
+    row: dict[str, int], mode: str, scenario: str, ledgers: int, months: int
+) -> bool:
+    _, lists, gets, segments = memory_expectation(mode, scenario, ledgers, months)
     concurrent = row.get("peak_in_flight", 0) > 1 if gets > 1 else True
-    return row.get("LIST", 0) == 1 and row.get("GET ledgers", 0) == gets and concurrent
+    return (
+        row.get("LIST", 0) == lists
+        and row.get("GET ledgers", 0) == gets
+        and row.get("GET segments", 0) == segments
+        and concurrent
+    )
+
+
+def memory_verdicts(mem: dict[str, Any]) -> bool:
+    return all(
+        memory_verdict(row, mode, scenario, mem["ledgers"], mem["months"])
+        for mode, rows in mem["requests"].items()
+        for scenario, row in rows.items()
+    )
 
 
 def thread_verdict(row: dict[str, int], months: int, scenario: str) -> bool:
@@ -417,12 +463,13 @@ def report(result: dict[str, Any]) -> str:
     out += [f"  {k:<16} cold {v['cold']:>7}  warm {v['warm']:>6}" for k, v in mem["cpu_ms"].items()]
     out.append(f"  budget: < {result['budget_ms']} ms CPU (DESIGN §7)")
     out.append("  S3 requests per query (moto):")
-    for scenario, row in mem["requests"].items():
-        ok = memory_verdict(row, scenario, mem["ledgers"])
-        out.append(
-            f"    {scenario:<26} {_counts(row)}; peak in flight {row['peak_in_flight']}"
-            f"  {'ok' if ok else 'OVER BUDGET'}"
-        )
+    for mode, rows in mem["requests"].items():
+        for scenario, row in rows.items():
+            ok = memory_verdict(row, mode, scenario, mem["ledgers"], mem["months"])
+            out.append(
+                f"    {mode + ', ' + scenario:<34} {_counts(row)}; peak in flight "
+                f"{row['peak_in_flight']}  {'ok' if ok else 'OVER BUDGET'}"
+            )
     out.append(
         f"thread_search over {thr['days']} days x {thr['turns_per_day']} turns "
         f"({thr['messages']} messages, {thr['months']} month segments, {thr['bytes']:,} bytes):"
@@ -477,21 +524,25 @@ def _memory_section(result: dict[str, Any], img_dir: Path) -> list[str]:
         f"({mem['bytes']:,} bytes), plus MEMORY.md",
         "",
         "S3 requests per query on the real S3 store (moto in-process), counted by a botocore "
-        f"hook; the query is `{result['counted_query'][1]}` "
-        f"({result['counted_query'][0]}); the files are read before any matching, so the "
-        "mode does not change the count.",
+        f"hook; the query is `{result['counted_query'][1]}`. The files are read before any "
+        "matching, so the words do not change the count; the mode does: `phrase`, `all` "
+        "and `any` read the memory files, `ranked` also the thread-search segments of the "
+        f"turns the ledger sections name (the ledgers are flushes of {mem['months']} months "
+        "of history).",
         "",
-        "| container | LIST | GET MEMORY.md | GET ledgers | peak in flight | "
-        "DESIGN §7 expects | verdict |",
-        "|---|---:|---:|---:|---:|---|---|",
+        "| mode | container | LIST | GET MEMORY.md | GET ledgers | GET segments | "
+        "peak in flight | DESIGN §7 expects | verdict |",
+        "|---|---|---:|---:|---:|---:|---:|---|---|",
     ]
-    for scenario, row in mem["requests"].items():
-        expect, _ = memory_expectation(scenario, mem["ledgers"])
-        ok = "ok" if memory_verdict(row, scenario, mem["ledgers"]) else "**over**"
-        out.append(
-            f"| {scenario} | {row.get('LIST', 0)} | {row.get('GET MEMORY.md', 0)} | "
-            f"{row.get('GET ledgers', 0)} | {row['peak_in_flight']} | {expect} | {ok} |"
-        )
+    for mode, rows in mem["requests"].items():
+        for scenario, row in rows.items():
+            expect = memory_expectation(mode, scenario, mem["ledgers"], mem["months"])[0]
+            ok = memory_verdict(row, mode, scenario, mem["ledgers"], mem["months"])
+            out.append(
+                f"| {mode} | {scenario} | {row.get('LIST', 0)} | {row.get('GET MEMORY.md', 0)} | "
+                f"{row.get('GET ledgers', 0)} | {row.get('GET segments', 0)} | "
+                f"{row['peak_in_flight']} | {expect} | {'ok' if ok else '**over**'} |"
+            )
     out += [
         "",
         "MEMORY.md is read on every query: it is not under the listed `memory/` prefix, so "
@@ -584,7 +635,7 @@ def _summary(result: dict[str, Any]) -> str:
         )
     else:
         text += "So is the first query of a new container, which reads and indexes every file. "
-    ok = all(memory_verdict(r, k, mem["ledgers"]) for k, r in mem["requests"].items())
+    ok = memory_verdicts(mem)
     text += (
         "The ledger requests match DESIGN §7 in every scenario. "
         if ok

@@ -11,7 +11,9 @@ from bench.locomo_retrieval import (
     dia_ids,
     fact_line,
     recall,
+    saves,
     session_start,
+    turn_keys,
 )
 
 
@@ -33,6 +35,37 @@ def test_a_saved_fact_line_maps_back_to_its_turns() -> None:
     assert line == "- Caroline went to a support group. [D1:3, D1:4]"
     assert _memory_ids({"text": line}) == ["D1:3", "D1:4"]
     assert _memory_ids({"text": "- a line someone else wrote"}) == []
+
+
+def test_facts_are_saved_in_groups_naming_the_turns_they_came_from() -> None:
+    where = {"D1:1": ("s01", 1), "D1:2": ("s01", 1), "D1:3": ("s01", 2), "D2:1": ("s02", 1)}
+    facts = [
+        ("a", ["D1:3"]),
+        ("b", ["D1:1", "D1:2"]),  # both messages of turn 1
+        ("c", ["D1:3"]),
+        ("d", ["D1:1", "D2:1"]),  # two sessions: no source
+        ("e", ["D7:7"]),  # no such turn: no source
+    ]
+    assert saves(facts, where) == [
+        ("s01", (2,), ["- a [D1:3]", "- c [D1:3]"]),
+        ("s01", (1,), ["- b [D1:1, D1:2]"]),
+        (None, (), ["- d [D1:1, D2:1]", "- e [D7:7]"]),
+    ]
+
+
+def test_turns_start_at_each_first_speaker_message_as_the_importer_does() -> None:
+    def line(speaker: str, dia: str) -> dict:
+        return {"speaker": speaker, "dia_id": dia, "text": "x"}
+
+    sample = {
+        "conversation": {
+            "speaker_a": "A",
+            "speaker_b": "B",
+            "session_1": [line("B", "D1:1"), line("A", "D1:2"), line("B", "D1:3")],
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+        }
+    }
+    assert turn_keys(sample) == {"D1:1": ("s01", 1), "D1:2": ("s01", 2), "D1:3": ("s01", 2)}
 
 
 def test_a_thread_hit_maps_to_the_message_with_its_text_in_that_turn() -> None:

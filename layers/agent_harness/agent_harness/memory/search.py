@@ -248,6 +248,9 @@ class _Sized(Protocol):
 class TurnTexts(Protocol):
     """The messages of a user's turns, for ranking the facts that name them."""
 
+    #: where ranked search keeps its join of ledger records with these turns
+    joins: dict[Any, Any]
+
     def counts(self, term: str) -> dict[tuple[str, int], int]:
         """(session, turn) -> how often ``term`` occurs in that turn's messages."""
         ...
@@ -318,27 +321,48 @@ def search_files(
     return hits
 
 
-def _cited_records(
-    files: list[tuple[str, _FileIndex]], turns: TurnTexts | None
-) -> tuple[dict[tuple[str, int], list[tuple[int, int]]], dict[tuple[int, int], float]]:
-    """(session, turn) -> the (file, record) pairs citing it, and each citing record's
-    extra length (``SOURCE_WEIGHT`` times its cited turns' term counts)."""
+@dataclass
+class _Join:
+    """Ledger records joined with the turns their sections name, for one list of files."""
+
+    files: list[_FileIndex]
+    #: (session, turn) -> the (file, record) pairs citing it
+    cited: dict[tuple[str, int], list[tuple[int, int]]]
+    #: each file's record lengths with ``SOURCE_WEIGHT`` times their cited turns' lengths
+    lengths: list[list[float]]
+    added: float
+
+
+def _join(files: list[tuple[str, _FileIndex]], turns: TurnTexts | None) -> _Join:
+    """The join of ``files`` with ``turns``, computed once per (files, turns) pair: the
+    turns object keeps the last one (warm queries over unchanged files reuse it)."""
+    indexes = [f for _, f in files]
+    signature = (SOURCE_WEIGHT, tuple(id(f) for f in indexes))
+    memo = turns.joins if turns is not None else {}
+    known = memo.get(signature)
+    if known is not None and all(a is b for a, b in zip(known.files, indexes, strict=True)):
+        return known
     cited: dict[tuple[str, int], list[tuple[int, int]]] = {}
-    extra: dict[tuple[int, int], float] = {}
-    if turns is None or not SOURCE_WEIGHT:
-        return cited, extra
-    for file_no, (_, f) in enumerate(files):
-        for key, records in f.cited().items():
-            length = turns.length(key)
-            if not length:
-                continue
-            pairs = cited.setdefault(key, [])
-            for number in records:
-                pairs.append((file_no, number))
-                extra[file_no, number] = extra.get((file_no, number), 0.0) + (
-                    SOURCE_WEIGHT * length
-                )
-    return cited, extra
+    lengths = [f.lengths for f in indexes]
+    added = 0.0
+    if turns is not None and SOURCE_WEIGHT:
+        for file_no, f in enumerate(indexes):
+            own = lengths[file_no]
+            for key, records in f.cited().items():
+                length = turns.length(key)
+                if not length:
+                    continue
+                if own is f.lengths:
+                    own = lengths[file_no] = list(f.lengths)  # this file's own copy
+                pairs = cited.setdefault(key, [])
+                for number in records:
+                    pairs.append((file_no, number))
+                    own[number] += SOURCE_WEIGHT * length
+                    added += SOURCE_WEIGHT * length
+    joined = _Join(indexes, cited, lengths, added)
+    memo.clear()  # one join per turns object: the newest list of files
+    memo[signature] = joined
+    return joined
 
 
 def _ranked(
@@ -348,26 +372,24 @@ def _ranked(
     if not wanted:
         return []
     totals = [f.totals() for _, f in files]
-    cited, extra = _cited_records(files, turns)
+    join = _join(files, turns)
     total_lines = sum(n for n, _ in totals) or 1
-    avg_len = ((sum(length for _, length in totals) + sum(extra.values())) / total_lines) or 1.0
+    avg_len = ((sum(length for _, length in totals) + join.added) / total_lines) or 1.0
     scores: dict[tuple[int, int], float] = {}
     for term in wanted:
         weighted = [f.weights(term) for _, f in files]
-        if cited and turns is not None:
+        if join.cited and turns is not None:
             for key, tf in turns.counts(term).items():
-                for file_no, number in cited.get(key, ()):
+                for file_no, number in join.cited.get(key, ()):
                     by_line = weighted[file_no]
                     by_line[number] = by_line.get(number, 0.0) + SOURCE_WEIGHT * tf
         df = sum(len(w) for w in weighted)
         if not df:
             continue
         idf = math.log(1 + (total_lines - df + 0.5) / (df + 0.5))
-        for file_no, ((_, f), by_line) in enumerate(zip(files, weighted, strict=True)):
-            lengths = f.lengths
+        for file_no, (lengths, by_line) in enumerate(zip(join.lengths, weighted, strict=True)):
             for number, tf in by_line.items():
-                length = lengths[number] + extra.get((file_no, number), 0.0)
-                norm = K1 * (1 - B + B * length / avg_len)
+                norm = K1 * (1 - B + B * lengths[number] / avg_len)
                 key = (file_no, number)
                 scores[key] = scores.get(key, 0.0) + idf * tf * (K1 + 1) / (tf + norm)
     ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0]))

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from itertools import groupby
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent_harness.memory.search import (
     Hit,
@@ -138,15 +138,18 @@ class _SegmentTurns:
     """The ``TurnTexts`` of ranked memory_search, read from the thread segments."""
 
     def __init__(self, segments: list[_Segment]) -> None:
-        self._segments = segments
+        self.segments = segments
         self._lengths: dict[tuple[str, int], int] = {}
         for segment in segments:
             for key, length in segment.turn_lengths().items():
                 self._lengths[key] = self._lengths.get(key, 0) + length
+        self.joins: dict[Any, Any] = {}
+        # for the cache's bound: the segments it keeps alive, and its own dicts roughly
+        self.size = sum(segment.size for segment in segments) + 64 * len(self._lengths)
 
     def counts(self, term: str) -> dict[tuple[str, int], int]:
         out: dict[tuple[str, int], int] = {}
-        for segment in self._segments:
+        for segment in self.segments:
             for number, tf in segment.index.own_terms(term):
                 session, turn = segment.meta[number][:2]
                 out[session, turn] = out.get((session, turn), 0) + tf
@@ -189,8 +192,16 @@ def _segments(rt: Runtime, user: User, cache: MemoryIndexCache) -> list[tuple[st
 
 
 def load_turn_texts(rt: Runtime, user: User, cache: MemoryIndexCache) -> _SegmentTurns:
-    """Every indexed turn's messages (one LIST, GETs of the months not cached)."""
-    return _SegmentTurns([segment for _, segment in _segments(rt, user, cache)])
+    """Every indexed turn's messages (one LIST, GETs of the months not cached). While no
+    segment changes, the same object is returned, with the joins ranked search made."""
+    segments = [segment for _, segment in _segments(rt, user, cache)]
+    key = (user.key, SEGMENT_DIR, ",".join(str(id(s)) for s in segments))
+    known = cache.get(key)
+    if known is not None and all(a is b for a, b in zip(known.segments, segments, strict=True)):
+        return known
+    turns = _SegmentTurns(segments)
+    cache.put(key, turns)
+    return turns
 
 
 def search_threads(
