@@ -184,6 +184,9 @@ class LocalStack:
 
         class Adapter(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out in two writes; with Nagle on, a keep-alive client's
+            # delayed ACK held every response back by about 40 ms
+            disable_nagle_algorithm = True
 
             def _handle(self) -> None:
                 started = time.perf_counter()
