@@ -30,8 +30,7 @@ Two more tables are computed in-process on the library's own index (no stack, se
 * plain BM25 (k1 1.5, b 0.75, lower-cased alphanumeric words, a small stop list, one
   index per conversation): the baseline a user would write in an afternoon;
 * an ablation of what ``ranked`` does, one idea removed at a time, on the tuning
-  conversations only, plus one idea measured but not shipped: turns indexed together
-  with the facts drawn from them (the other direction of reading facts with their turns).
+  conversations only.
 
 Only conv-26, conv-30, conv-41, conv-42 and conv-43 were looked at while tuning; the
 held-out five are the scorecard.
@@ -393,15 +392,12 @@ def _day(date_text: str) -> str:
     return date_words(day.year, day.month, day.day)
 
 
-def corpus(
-    conv: str, *, speaker: bool = True, facts_with_turns: bool = False, dates: bool = True
-) -> Corpus:
+def corpus(conv: str, *, speaker: bool = True, dates: bool = True) -> Corpus:
     from agent_harness.memory.ledger import Source
 
     sample = locomo()[conv]
     day_of = {number: _day(date) if dates else "" for number, date, _ in sessions(sample)}
     where = turn_keys(sample)
-    facts_by_turn: dict[str, list[str]] = {}
     blocks = []
     ledgers: dict[str, list[str]] = {}
     for number, facts in observations(sample):
@@ -414,16 +410,10 @@ def corpus(
             )
             section = "\n".join(["## Memory Save — (the session's date)", source, *lines])
             ledgers.setdefault(day_of.get(number, ""), []).append(section)
-        for text, ids in facts:
-            for dia in ids:
-                facts_by_turn.setdefault(dia, []).append(text)
     texts, groups, days, ids, keys = [], [], [], [], []
     for number, _, turns in sessions(sample):
         for t in turns:
-            text = message_text(t, speaker)
-            if facts_with_turns:
-                text = " ".join([text, *facts_by_turn.get(t["dia_id"], [])])
-            texts.append(_normal(text))
+            texts.append(_normal(message_text(t, speaker)))
             groups.append(str(number))
             days.append(day_of[number])
             ids.append([t["dia_id"]])
@@ -438,20 +428,27 @@ Searcher = Callable[[str], tuple[list[list[str]], list[list[str]]]]
 
 def library_searcher(c: Corpus) -> Searcher:
     """``ranked`` exactly as the library runs it (under whatever switches are set)."""
-    from agent_harness.memory.search import _FileIndex, search_files
+    from agent_harness.memory import search as ranking
+    from agent_harness.memory.search import _FileIndex, _LedgerFacts, search_files
     from agent_harness.memory.threads import _Segment, _SegmentTurns
 
-    turns = _FileIndex.from_lines(c.turn_texts, 0, groups=c.turn_groups, fields=c.turn_days)
+    turns = _FileIndex.from_lines(
+        c.turn_texts, 0, groups=c.turn_groups, fields=c.turn_days, links=c.turn_keys
+    )
     facts = [("MEMORY.md", _FileIndex.build(c.fact_text))] + [
         (f"memory/{n}.md", _FileIndex.build(text, day))
         for n, (day, text) in enumerate(c.ledgers.items())
     ]
     meta = [(session, turn, "", "") for session, turn in c.turn_keys]
     source_texts = _SegmentTurns([_Segment(turns, meta, 0)])
+    fact_texts = _LedgerFacts([f for _, f in facts if f.cited()])
 
     def search(query: str) -> tuple[list[list[str]], list[list[str]]]:
-        turn_hits = search_files([("t", turns)], query, "ranked", LIMIT)
-        fact_hits = search_files(facts, query, "ranked", LIMIT, source_texts)
+        # the weights as set now (the ablation switches them)
+        turn_hits = search_files(
+            [("t", turns)], query, "ranked", LIMIT, fact_texts, ranking.FACT_WEIGHT
+        )
+        fact_hits = search_files(facts, query, "ranked", LIMIT, source_texts, ranking.SOURCE_WEIGHT)
         return (
             [c.turn_ids[h.line - 1] for h in turn_hits],
             [_memory_ids({"text": h.text}) for h in fact_hits],
@@ -534,7 +531,7 @@ def switched(**changes: Any) -> Iterator[None]:
 
 
 def ablation(convs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
-    """``ranked`` with one idea taken out at a time (and one idea added) on ``convs``."""
+    """``ranked`` with one idea taken out at a time on ``convs``."""
     from agent_harness.text import tokens
 
     def unstemmed(text: str, *, folded: bool = False) -> list[str]:
@@ -543,14 +540,16 @@ def ablation(convs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     variants: dict[str, tuple[dict[str, Any], dict[str, bool]]] = {
         "ranked as shipped": ({}, {}),
         "without facts read with their source turns": ({"SOURCE_WEIGHT": 0.0}, {}),
+        "without turns read with the facts naming them": ({"FACT_WEIGHT": 0.0}, {}),
         "without neighbours as context": ({"CONTEXT_WEIGHT": 0.0}, {}),
         "without stemming and ranking stopwords": ({"terms": unstemmed}, {}),
         "with textbook BM25 (k1 1.2, b 0.75)": ({"K1": 1.2, "B": 0.75}, {}),
         "without speaker names in messages": ({}, {"speaker": False}),
         "without dates as words": ({}, {"dates": False}),
-        "all six removed": (
+        "all seven removed": (
             {
                 "SOURCE_WEIGHT": 0.0,
+                "FACT_WEIGHT": 0.0,
                 "CONTEXT_WEIGHT": 0.0,
                 "terms": unstemmed,
                 "K1": 1.2,
@@ -558,7 +557,6 @@ def ablation(convs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
             },
             {"speaker": False, "dates": False},
         ),
-        "idea, not shipped: facts indexed with their turns": ({}, {"facts_with_turns": True}),
     }
     out: dict[str, dict[str, Any]] = {}
     for name, (switches, options) in variants.items():

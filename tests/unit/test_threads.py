@@ -293,3 +293,54 @@ def test_ranked_thread_search_knows_the_day_a_message_was_sent() -> None:
     )
     assert hits[0].session_id == "s2"
     assert search_threads(rt, alice, "March", "phrase", 5, MemoryIndexCache()) == []
+
+
+def _two_trips_and_a_fact(source: bool):
+    """Two imported sessions; a fact saved from the first names its turn (or not)."""
+    from agent_harness.memory.files import save_memories, save_source
+
+    rt = make_runtime()
+    for session, text in (
+        ("s1", "Booked it: the cabin by the lake, three nights."),
+        ("s2", "Booked it: the flat in the old town, two nights."),
+    ):
+        body = [{"role": "user", "content": text}]
+        import_history(rt, ALICE, session, ImportBody.model_validate({"messages": body}).messages)
+    while rt.queue.post_turn:
+        run_post_turn_job(rt, rt.queue.post_turn.pop(0))
+    provenance = save_source(rt, ALICE, "s1", [1]) if source else "> source: api"
+    save_memories(
+        rt, ALICE, ["- goes fishing every summer"], provenance=provenance, at=rt.clock.now()
+    )
+    return rt
+
+
+def test_ranked_thread_search_finds_a_turn_by_the_facts_that_name_it() -> None:
+    rt = _two_trips_and_a_fact(source=True)
+    hits = search_threads(rt, ALICE, "fishing trip", "ranked", 5, MemoryIndexCache())
+    assert [(h.session_id, h.turn) for h in hits] == [("s1", 1)]
+    assert hits[0].text == "Booked it: the cabin by the lake, three nights."  # as sent
+    assert search_threads(rt, ALICE, "fishing", "any", 5, MemoryIndexCache()) == []
+
+    plain = _two_trips_and_a_fact(source=False)
+    assert search_threads(plain, ALICE, "fishing trip", "ranked", 5, MemoryIndexCache()) == []
+
+
+def test_ranked_thread_search_reads_the_ledgers_once_per_change() -> None:
+    from agent_harness.memory.files import save_memories
+
+    rt = _two_trips_and_a_fact(source=True)
+    cache = MemoryIndexCache()
+    rt.store.calls.clear()
+    search_threads(rt, ALICE, "nights", "all", 5, cache)
+    assert not any(p.startswith("memory/") for _, p in rt.store.calls)  # literal modes
+    search_threads(rt, ALICE, "nights", "ranked", 5, cache)
+    ledger = f"memory/{rt.clock.now():%Y-%m-%d}.md"
+    assert ("get", ledger) in rt.store.calls
+    rt.store.calls.clear()
+    search_threads(rt, ALICE, "nights", "ranked", 5, cache)
+    assert [c for c in rt.store.calls if c[0] == "get"] == []  # warm: LISTs only
+    save_memories(rt, ALICE, ["- likes pike"], provenance="> source: api", at=rt.clock.now())
+    rt.store.calls.clear()
+    search_threads(rt, ALICE, "nights", "ranked", 5, cache)
+    assert [c for c in rt.store.calls if c[0] == "get"] == [("get", ledger)]

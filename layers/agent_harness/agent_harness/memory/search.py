@@ -16,7 +16,9 @@ A record is one line. Match modes:
              A ledger line whose section names its turns (a flush, or a save with a
              source) is also scored with those turns' messages at ``SOURCE_WEIGHT``:
              the fact "prefers aisle seats" is found by "what did I say about flying?"
-             when the turn it came from talked about flying.
+             when the turn it came from talked about flying. The other way round, a
+             message is scored with the ledger facts that name its turn at
+             ``FACT_WEIGHT`` (thread_search): a fact's words find the conversation.
 
 Keywords are literal text (no regex), duplicates and extra whitespace are ignored, and
 case folding is Unicode-aware (``casefold``: "ÄPFEL" finds "äpfel"; the reference folded
@@ -53,9 +55,9 @@ if TYPE_CHECKING:
 __all__ = [
     "MATCH_MODES",
     "Hit",
+    "LinkedTexts",
     "MemoryIndexCache",
     "Mode",
-    "TurnTexts",
     "format_hits",
     "parse_match_mode",
     "search_files",
@@ -76,6 +78,8 @@ K1, B = 0.9, 0.4
 CONTEXT_WEIGHT = 0.4
 #: how much the messages of the turns a ledger section names count towards its lines
 SOURCE_WEIGHT = 0.5
+#: how much the ledger facts naming a message's turn count towards the message
+FACT_WEIGHT = 0.5
 _TF_BITS = 10
 _TF_MAX = (1 << _TF_BITS) - 1
 
@@ -125,8 +129,13 @@ class _FileIndex:
     _after: list[int] = field(default_factory=list, repr=False)
     #: each record's own term count (without context)
     _own: list[int] = field(default_factory=list, repr=False)
-    #: (session, turn) -> the records of sections whose source line names that turn
+    #: each record's turns, given (a thread record: its own turn); None: a Markdown
+    #: file's records take the turns their section's source line names
+    links: list[tuple[str, int]] | None = field(default=None, repr=False)
+    #: (session, turn) -> the records linked to that turn
     _cited: dict[tuple[str, int], list[int]] = field(default_factory=dict, repr=False)
+    #: each record's linked turns (the same tuple object for a whole section)
+    _keys: list[tuple[tuple[str, int], ...]] = field(default_factory=list, repr=False)
 
     @classmethod
     def build(cls, text: str, field_words: str = "") -> _FileIndex:
@@ -142,9 +151,10 @@ class _FileIndex:
         size: int,
         groups: list[str] | None = None,
         fields: list[str] | None = None,
+        links: list[tuple[str, int]] | None = None,
     ) -> _FileIndex:
         folded = [fold(line) for line in lines]
-        return cls(lines=lines, folded=folded, size=size, groups=groups, fields=fields)
+        return cls(lines, folded, size, groups=groups, fields=fields, links=links)
 
     def _ranking(self) -> dict[str, list[int]]:
         """Built on the first ranked query: each record's own term postings, its
@@ -159,8 +169,12 @@ class _FileIndex:
             last: dict[str, int] = {}
             block = 0
             cited: dict[tuple[str, int], list[int]] = {}
+            keys: list[tuple[tuple[str, int], ...]] = []
             section: tuple[tuple[str, int], ...] = ()  # the turns the section names
             for number, line in enumerate(self.lines):
+                if self.links is not None:
+                    section = (self.links[number],)
+                keys.append(section)
                 if self.groups is None and (_STRUCTURE.match(line) or not line.strip()):
                     block += 1
                     own.append(0)
@@ -200,7 +214,7 @@ class _FileIndex:
             ]
             self._records = sum(1 for n in self._lengths if n)
             self._length_sum = sum(self._lengths)
-            self._own, self._cited = own, cited
+            self._own, self._cited, self._keys = own, cited, keys
             self._postings = postings
         return self._postings
 
@@ -213,9 +227,15 @@ class _FileIndex:
         return self._own[number]
 
     def cited(self) -> dict[tuple[str, int], list[int]]:
-        """(session, turn) -> the records of the sections whose source names that turn."""
+        """(session, turn) -> the records linked to that turn (a ledger: the records of
+        the sections whose source names it)."""
         self._ranking()
         return self._cited
+
+    def keys_of(self, number: int) -> tuple[tuple[str, int], ...]:
+        """The turns record ``number`` is linked to."""
+        self._ranking()
+        return self._keys[number]
 
     @property
     def lengths(self) -> list[float]:
@@ -245,18 +265,19 @@ class _Sized(Protocol):
     size: int
 
 
-class TurnTexts(Protocol):
-    """The messages of a user's turns, for ranking the facts that name them."""
+class LinkedTexts(Protocol):
+    """Texts about a user's turns, ranked with the records linked to the same turns: the
+    turns' own messages (for ledger facts), or the ledger facts naming them (for messages)."""
 
-    #: where ranked search keeps its join of ledger records with these turns
+    #: where ranked search keeps its join of records with these texts
     joins: dict[Any, Any]
 
     def counts(self, term: str) -> dict[tuple[str, int], int]:
-        """(session, turn) -> how often ``term`` occurs in that turn's messages."""
+        """(session, turn) -> how often ``term`` occurs in the texts about that turn."""
         ...
 
     def length(self, key: tuple[str, int]) -> int:
-        """The turn's term count (0: not indexed)."""
+        """The term count of the texts about that turn (0: none)."""
         ...
 
 
@@ -302,14 +323,16 @@ def search_files(
     query: str,
     mode: Mode,
     limit: int = DEFAULT_LIMIT,
-    turns: TurnTexts | None = None,
+    linked: LinkedTexts | None = None,
+    weight: float = 0.0,
 ) -> list[Hit]:
     """Search already-indexed files (in result order: MEMORY.md first, then by path);
-    ``turns`` lets ranked search score cited turns' messages with the facts naming them."""
+    ranked search scores each record with ``linked``'s texts about its turns at
+    ``weight``."""
     if not query or not query.strip():
         return []
     if mode == "ranked":
-        return _ranked(files, query, limit, turns)
+        return _ranked(files, query, limit, linked, weight)
     phrase, words = fold(query.strip()), keywords(query)
     hits: list[Hit] = []
     for path, index in files:
@@ -323,33 +346,33 @@ def search_files(
 
 @dataclass
 class _Join:
-    """Ledger records joined with the turns their sections name, for one list of files."""
+    """Records joined with the linked texts about their turns, for one list of files."""
 
     files: list[_FileIndex]
     #: (session, turn) -> the (file, record) pairs citing it
     cited: dict[tuple[str, int], list[tuple[int, int]]]
-    #: each file's record lengths with ``SOURCE_WEIGHT`` times their cited turns' lengths
+    #: each file's record lengths plus the weight times their linked texts' lengths
     lengths: list[list[float]]
     added: float
 
 
-def _join(files: list[tuple[str, _FileIndex]], turns: TurnTexts | None) -> _Join:
-    """The join of ``files`` with ``turns``, computed once per (files, turns) pair: the
-    turns object keeps the last one (warm queries over unchanged files reuse it)."""
+def _join(files: list[tuple[str, _FileIndex]], linked: LinkedTexts | None, weight: float) -> _Join:
+    """The join of ``files`` with ``linked``, computed once per (files, texts, weight): the
+    texts object keeps the last one (warm queries over unchanged files reuse it)."""
     indexes = [f for _, f in files]
-    signature = (SOURCE_WEIGHT, tuple(id(f) for f in indexes))
-    memo = turns.joins if turns is not None else {}
+    signature = (weight, tuple(id(f) for f in indexes))
+    memo = linked.joins if linked is not None else {}
     known = memo.get(signature)
     if known is not None and all(a is b for a, b in zip(known.files, indexes, strict=True)):
         return known
     cited: dict[tuple[str, int], list[tuple[int, int]]] = {}
     lengths = [f.lengths for f in indexes]
     added = 0.0
-    if turns is not None and SOURCE_WEIGHT:
+    if linked is not None and weight:
         for file_no, f in enumerate(indexes):
             own = lengths[file_no]
             for key, records in f.cited().items():
-                length = turns.length(key)
+                length = linked.length(key)
                 if not length:
                     continue
                 if own is f.lengths:
@@ -357,32 +380,36 @@ def _join(files: list[tuple[str, _FileIndex]], turns: TurnTexts | None) -> _Join
                 pairs = cited.setdefault(key, [])
                 for number in records:
                     pairs.append((file_no, number))
-                    own[number] += SOURCE_WEIGHT * length
-                    added += SOURCE_WEIGHT * length
+                    own[number] += weight * length
+                    added += weight * length
     joined = _Join(indexes, cited, lengths, added)
-    memo.clear()  # one join per turns object: the newest list of files
+    memo.clear()  # one join per texts object: the newest list of files
     memo[signature] = joined
     return joined
 
 
 def _ranked(
-    files: list[tuple[str, _FileIndex]], query: str, limit: int, turns: TurnTexts | None = None
+    files: list[tuple[str, _FileIndex]],
+    query: str,
+    limit: int,
+    linked: LinkedTexts | None = None,
+    weight: float = 0.0,
 ) -> list[Hit]:
     wanted = list(dict.fromkeys(terms(query)))
     if not wanted:
         return []
     totals = [f.totals() for _, f in files]
-    join = _join(files, turns)
+    join = _join(files, linked, weight)
     total_lines = sum(n for n, _ in totals) or 1
     avg_len = ((sum(length for _, length in totals) + join.added) / total_lines) or 1.0
     scores: dict[tuple[int, int], float] = {}
     for term in wanted:
         weighted = [f.weights(term) for _, f in files]
-        if join.cited and turns is not None:
-            for key, tf in turns.counts(term).items():
+        if join.cited and linked is not None:
+            for key, tf in linked.counts(term).items():
                 for file_no, number in join.cited.get(key, ()):
                     by_line = weighted[file_no]
-                    by_line[number] = by_line.get(number, 0.0) + SOURCE_WEIGHT * tf
+                    by_line[number] = by_line.get(number, 0.0) + weight * tf
         df = sum(len(w) for w in weighted)
         if not df:
             continue
@@ -481,7 +508,48 @@ def search_memory(
         from agent_harness.memory.threads import load_turn_texts
 
         turns = load_turn_texts(rt, user, cache)
-    return search_files(files, query, mode, limit, turns)
+    return search_files(files, query, mode, limit, turns, SOURCE_WEIGHT)
+
+
+class _LedgerFacts:
+    """The ``LinkedTexts`` of ranked thread_search: the ledger facts naming each turn."""
+
+    def __init__(self, files: list[_FileIndex]) -> None:
+        self.files = files
+        self._lengths: dict[tuple[str, int], int] = {}
+        for f in files:
+            for key, records in f.cited().items():
+                added = sum(f.own_length(n) for n in records)
+                self._lengths[key] = self._lengths.get(key, 0) + added
+        self.joins: dict[Any, Any] = {}
+        # for the cache's bound: the indexes it keeps alive, and its own dict roughly
+        self.size = sum(f.size for f in files) + 64 * len(self._lengths)
+
+    def counts(self, term: str) -> dict[tuple[str, int], int]:
+        out: dict[tuple[str, int], int] = {}
+        for f in self.files:
+            for number, tf in f.own_terms(term):
+                for key in f.keys_of(number):
+                    out[key] = out.get(key, 0) + tf
+        return out
+
+    def length(self, key: tuple[str, int]) -> int:
+        return self._lengths.get(key, 0)
+
+
+def load_fact_texts(rt: Runtime, user: User, cache: MemoryIndexCache) -> _LedgerFacts:
+    """The facts of every ledger (archive included) that name their turns: one LIST of
+    memory/, GETs of the ledgers not cached. While no ledger changes, the same object is
+    returned, with the joins ranked search made."""
+    ledgers = [f for _, f in load_cached(rt, user, cache, "memory", ".md", _index_memory_file)]
+    ledgers = [f for f in ledgers if f.cited()]
+    key = (user.key, "#fact-texts", ",".join(str(id(f)) for f in ledgers))
+    known = cache.get(key)
+    if known is not None and all(a is b for a, b in zip(known.files, ledgers, strict=True)):
+        return known
+    facts = _LedgerFacts(ledgers)
+    cache.put(key, facts)
+    return facts
 
 
 def format_hits(query: str, hits: list[Hit]) -> str:

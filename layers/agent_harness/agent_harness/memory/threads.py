@@ -25,12 +25,14 @@ from functools import partial
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
+from agent_harness.memory import search as ranking
 from agent_harness.memory.search import (
     Hit,
     Mode,
     _FileIndex,
     date_words,
     load_cached,
+    load_fact_texts,
     search_files,
 )
 
@@ -182,7 +184,8 @@ def _load_segment(path: str, text: str, zone: tzinfo = UTC) -> _Segment:
         )
     sessions = [m[0] for m in meta]  # a message's neighbours are from its own session
     days = [_day_words(m[3], zone) for m in meta]
-    index = _FileIndex.from_lines(texts, len(text), groups=sessions, fields=days)
+    turns = [(m[0], m[1]) for m in meta]
+    index = _FileIndex.from_lines(texts, len(text), groups=sessions, fields=days, links=turns)
     return _Segment(index=index, meta=meta, size=len(text))
 
 
@@ -195,7 +198,7 @@ def load_turn_texts(rt: Runtime, user: User, cache: MemoryIndexCache) -> _Segmen
     """Every indexed turn's messages (one LIST, GETs of the months not cached). While no
     segment changes, the same object is returned, with the joins ranked search made."""
     segments = [segment for _, segment in _segments(rt, user, cache)]
-    key = (user.key, SEGMENT_DIR, ",".join(str(id(s)) for s in segments))
+    key = (user.key, "#turn-texts", ",".join(str(id(s)) for s in segments))
     known = cache.get(key)
     if known is not None and all(a is b for a, b in zip(known.segments, segments, strict=True)):
         return known
@@ -211,7 +214,11 @@ def search_threads(
         return []
     segments = _segments(rt, user, cache)
     by_path = dict(segments)
-    hits: list[Hit] = search_files([(p, s.index) for p, s in segments], query, mode, limit)
+    facts, weight = None, ranking.FACT_WEIGHT
+    if mode == "ranked" and weight:
+        facts = load_fact_texts(rt, user, cache)
+    indexes = [(p, s.index) for p, s in segments]
+    hits: list[Hit] = search_files(indexes, query, mode, limit, facts, weight)
     out = []
     for hit in hits:
         session_id, turn, role, at = by_path[hit.path].meta[hit.line - 1]
