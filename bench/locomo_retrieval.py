@@ -429,8 +429,7 @@ Searcher = Callable[[str], tuple[list[list[str]], list[list[str]]]]
 def library_searcher(c: Corpus) -> Searcher:
     """``ranked`` exactly as the library runs it (under whatever switches are set)."""
     from agent_harness.memory import search as ranking
-    from agent_harness.memory.search import _FileIndex, _LedgerFacts, search_files
-    from agent_harness.memory.threads import _Segment, _SegmentTurns
+    from agent_harness.memory.search import _FileIndex, _LinkedIndexes, search_files
 
     turns = _FileIndex.from_lines(
         c.turn_texts, 0, groups=c.turn_groups, fields=c.turn_days, links=c.turn_keys
@@ -439,9 +438,8 @@ def library_searcher(c: Corpus) -> Searcher:
         (f"memory/{n}.md", _FileIndex.build(text, day))
         for n, (day, text) in enumerate(c.ledgers.items())
     ]
-    meta = [(session, turn, "", "") for session, turn in c.turn_keys]
-    source_texts = _SegmentTurns([_Segment(turns, meta, 0)])
-    fact_texts = _LedgerFacts([f for _, f in facts if f.cited()])
+    source_texts = _LinkedIndexes([turns])
+    fact_texts = _LinkedIndexes([f for _, f in facts if f.cited()])
 
     def search(query: str) -> tuple[list[list[str]], list[list[str]]]:
         # the weights as set now (the ablation switches them)

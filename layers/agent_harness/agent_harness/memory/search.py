@@ -511,23 +511,25 @@ def search_memory(
     return search_files(files, query, mode, limit, turns, SOURCE_WEIGHT)
 
 
-class _LedgerFacts:
-    """The ``LinkedTexts`` of ranked thread_search: the ledger facts naming each turn."""
+class _LinkedIndexes:
+    """``LinkedTexts`` made of indexes whose records are linked to turns: the thread
+    segments (each message to its turn) for ranked memory_search, the ledgers (each fact
+    to the turns its section names) for ranked thread_search."""
 
-    def __init__(self, files: list[_FileIndex]) -> None:
-        self.files = files
+    def __init__(self, indexes: list[_FileIndex]) -> None:
+        self.indexes = indexes
         self._lengths: dict[tuple[str, int], int] = {}
-        for f in files:
+        for f in indexes:
             for key, records in f.cited().items():
                 added = sum(f.own_length(n) for n in records)
                 self._lengths[key] = self._lengths.get(key, 0) + added
         self.joins: dict[Any, Any] = {}
         # for the cache's bound: the indexes it keeps alive, and its own dict roughly
-        self.size = sum(f.size for f in files) + 64 * len(self._lengths)
+        self.size = sum(f.size for f in indexes) + 64 * len(self._lengths)
 
     def counts(self, term: str) -> dict[tuple[str, int], int]:
         out: dict[tuple[str, int], int] = {}
-        for f in self.files:
+        for f in self.indexes:
             for number, tf in f.own_terms(term):
                 for key in f.keys_of(number):
                     out[key] = out.get(key, 0) + tf
@@ -537,19 +539,25 @@ class _LedgerFacts:
         return self._lengths.get(key, 0)
 
 
-def load_fact_texts(rt: Runtime, user: User, cache: MemoryIndexCache) -> _LedgerFacts:
-    """The facts of every ledger (archive included) that name their turns: one LIST of
-    memory/, GETs of the ledgers not cached. While no ledger changes, the same object is
-    returned, with the joins ranked search made."""
-    ledgers = [f for _, f in load_cached(rt, user, cache, "memory", ".md", _index_memory_file)]
-    ledgers = [f for f in ledgers if f.cited()]
-    key = (user.key, "#fact-texts", ",".join(str(id(f)) for f in ledgers))
+def linked_texts(
+    cache: MemoryIndexCache, user: User, name: str, indexes: list[_FileIndex]
+) -> _LinkedIndexes:
+    """The ``LinkedTexts`` of ``indexes`` (cached files): while none of them changes, the
+    same object, with the joins ranked search made."""
+    key = (user.key, name, ",".join(str(id(f)) for f in indexes))
     known = cache.get(key)
-    if known is not None and all(a is b for a, b in zip(known.files, ledgers, strict=True)):
+    if known is not None and all(a is b for a, b in zip(known.indexes, indexes, strict=True)):
         return known
-    facts = _LedgerFacts(ledgers)
-    cache.put(key, facts)
-    return facts
+    made = _LinkedIndexes(indexes)
+    cache.put(key, made)
+    return made
+
+
+def load_fact_texts(rt: Runtime, user: User, cache: MemoryIndexCache) -> _LinkedIndexes:
+    """The facts of every ledger (archive included) that name their turns: one LIST of
+    memory/, GETs of the ledgers not cached."""
+    ledgers = [f for _, f in load_cached(rt, user, cache, "memory", ".md", _index_memory_file)]
+    return linked_texts(cache, user, "#fact-texts", [f for f in ledgers if f.cited()])
 
 
 def format_hits(query: str, hits: list[Hit]) -> str:

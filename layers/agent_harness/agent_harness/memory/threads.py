@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from itertools import groupby
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_harness.memory import search as ranking
 from agent_harness.memory.search import (
@@ -31,6 +31,7 @@ from agent_harness.memory.search import (
     Mode,
     _FileIndex,
     date_words,
+    linked_texts,
     load_cached,
     load_fact_texts,
     search_files,
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
 
     from agent_harness.ids import User
-    from agent_harness.memory.search import MemoryIndexCache
+    from agent_harness.memory.search import LinkedTexts, MemoryIndexCache
     from agent_harness.records import TurnRecord
     from agent_harness.runtime import Runtime
 
@@ -123,42 +124,6 @@ class _Segment:
     index: _FileIndex
     meta: list[tuple[str, int, str, str]]  # session, turn, role, at
     size: int
-    _turn_lengths: dict[tuple[str, int], int] | None = None
-
-    def turn_lengths(self) -> dict[tuple[str, int], int]:
-        """(session, turn) -> the term count of that turn's messages in this segment."""
-        if self._turn_lengths is None:
-            lengths: dict[tuple[str, int], int] = {}
-            for number, (session, turn, _, _) in enumerate(self.meta):
-                key = (session, turn)
-                lengths[key] = lengths.get(key, 0) + self.index.own_length(number)
-            self._turn_lengths = lengths
-        return self._turn_lengths
-
-
-class _SegmentTurns:
-    """The ``TurnTexts`` of ranked memory_search, read from the thread segments."""
-
-    def __init__(self, segments: list[_Segment]) -> None:
-        self.segments = segments
-        self._lengths: dict[tuple[str, int], int] = {}
-        for segment in segments:
-            for key, length in segment.turn_lengths().items():
-                self._lengths[key] = self._lengths.get(key, 0) + length
-        self.joins: dict[Any, Any] = {}
-        # for the cache's bound: the segments it keeps alive, and its own dicts roughly
-        self.size = sum(segment.size for segment in segments) + 64 * len(self._lengths)
-
-    def counts(self, term: str) -> dict[tuple[str, int], int]:
-        out: dict[tuple[str, int], int] = {}
-        for segment in self.segments:
-            for number, tf in segment.index.own_terms(term):
-                session, turn = segment.meta[number][:2]
-                out[session, turn] = out.get((session, turn), 0) + tf
-        return out
-
-    def length(self, key: tuple[str, int]) -> int:
-        return self._lengths.get(key, 0)
 
 
 def _day_words(at: str, zone: tzinfo) -> str:
@@ -194,17 +159,10 @@ def _segments(rt: Runtime, user: User, cache: MemoryIndexCache) -> list[tuple[st
     return load_cached(rt, user, cache, SEGMENT_DIR, ".jsonl", parse)
 
 
-def load_turn_texts(rt: Runtime, user: User, cache: MemoryIndexCache) -> _SegmentTurns:
-    """Every indexed turn's messages (one LIST, GETs of the months not cached). While no
-    segment changes, the same object is returned, with the joins ranked search made."""
-    segments = [segment for _, segment in _segments(rt, user, cache)]
-    key = (user.key, "#turn-texts", ",".join(str(id(s)) for s in segments))
-    known = cache.get(key)
-    if known is not None and all(a is b for a, b in zip(known.segments, segments, strict=True)):
-        return known
-    turns = _SegmentTurns(segments)
-    cache.put(key, turns)
-    return turns
+def load_turn_texts(rt: Runtime, user: User, cache: MemoryIndexCache) -> LinkedTexts:
+    """Every indexed turn's messages (one LIST, GETs of the months not cached)."""
+    segments = [segment.index for _, segment in _segments(rt, user, cache)]
+    return linked_texts(cache, user, "#turn-texts", segments)
 
 
 def search_threads(
