@@ -12,7 +12,9 @@ redelivered job adds nothing. They are derived data: running ``index_turns`` ove
 user's turn objects recreates a lost or damaged segment. A search is one LIST plus one
 GET per month whose ETag is not cached (DESIGN §7), with the match modes of
 memory_search. Tool traffic is not indexed. The same segments give ranked memory_search
-the messages of the turns a ledger section names (``load_turn_texts``).
+the messages of the turns a ledger section names (``load_turn_texts``); the other way
+round, ranked thread_search scores a message with the ledger facts naming its turn (one
+more LIST, of memory/, and GETs of the ledgers not cached).
 """
 
 from __future__ import annotations
