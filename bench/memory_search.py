@@ -249,18 +249,17 @@ def s3_runtime() -> Iterator[tuple[Runtime, RequestLog]]:
         yield Runtime.from_settings(settings, clients=clients), RequestLog(clients["s3"])
 
 
-def store_memory(rt: Runtime, user: User, files: dict[str, str], days: int) -> int:
-    """The memory files, and the thread history their ledgers were flushed from (indexed
-    a month at a time); returns the number of month segments."""
+def store_memory(rt: Runtime, user: User, files: dict[str, str], history: list[TurnRecord]) -> None:
+    """The memory files, and a thread history indexed a month at a time."""
     for path, content in files.items():
         rt.store.put(user, path, content)
-    months = by_month(turn_records(days))
-    for month in months:
+    for month in by_month(history):
         index_turns(rt, user, month)
-    return len(months)
 
 
-def memory_requests(files: dict[str, str], days: int) -> dict[str, dict[str, dict[str, int]]]:
+def memory_requests(
+    files: dict[str, str], history: list[TurnRecord]
+) -> dict[str, dict[str, dict[str, int]]]:
     """S3 requests of one memory_search per counted mode: cold, warm, warm after one
     ledger changed."""
     user = User.from_id("bench")
@@ -268,7 +267,7 @@ def memory_requests(files: dict[str, str], days: int) -> dict[str, dict[str, dic
     out: dict[str, dict[str, dict[str, int]]] = {}
     for mode in COUNTED_MODES:
         with s3_runtime() as (rt, log):
-            store_memory(rt, user, files, days)
+            store_memory(rt, user, files, history)
             cache = MemoryIndexCache()
             log.take(classify_memory)
             rows = out.setdefault(mode, {})
@@ -337,10 +336,12 @@ def cpu_per_mode(
     return out
 
 
-def memory_cpu(files: dict[str, str], days: int, rounds: int) -> dict[str, dict[str, float]]:
+def memory_cpu(
+    files: dict[str, str], history: list[TurnRecord], rounds: int
+) -> dict[str, dict[str, float]]:
     rt = make_runtime()
     user = User.from_id("bench")
-    store_memory(rt, user, files, days)
+    store_memory(rt, user, files, history)
     return cpu_per_mode(
         lambda q, m, cache: search_memory(rt, user, q, m, 20, cache),  # type: ignore[arg-type]
         rounds,
@@ -350,10 +351,7 @@ def memory_cpu(files: dict[str, str], days: int, rounds: int) -> dict[str, dict[
 def thread_cpu(records: list[TurnRecord], files: dict[str, str], rounds: int) -> tuple[dict, int]:
     rt = make_runtime()
     user = User.from_id("bench")
-    for path, content in files.items():  # ledgers naming turns of the first 90 days
-        rt.store.put(user, path, content)
-    for month in by_month(records):
-        index_turns(rt, user, month)
+    store_memory(rt, user, files, records)  # the ledgers name turns of the first 90 days
     size = sum(i.size for i in rt.store.list(user, "index/threads"))
     cpu = cpu_per_mode(
         lambda q, m, cache: search_threads(rt, user, q, m, 20, cache),  # type: ignore[arg-type]
@@ -366,6 +364,7 @@ def thread_cpu(records: list[TurnRecord], files: dict[str, str], rounds: int) ->
 def run(quick: bool = False) -> dict[str, object]:
     days, lines_total, thread_days, rounds = SIZES["quick" if quick else "full"]
     files = ledger_files(days, lines_total)
+    history = turn_records(days)  # what the ledgers were flushed from
     records = turn_records(thread_days)
     cpu, segment_bytes = thread_cpu(records, files, rounds)
     scenarios, growth = thread_requests(records)
@@ -376,12 +375,12 @@ def run(quick: bool = False) -> dict[str, object]:
         "counted_query": list(COUNTED_QUERY),
         "memory": {
             "ledgers": days,
-            "months": len(by_month(turn_records(days))),
+            "months": len(by_month(history)),
             "files": len(files),
             "lines": sum(c.count("\n") + 1 for p, c in files.items() if p != "MEMORY.md"),
             "bytes": sum(len(c.encode()) for c in files.values()),
-            "cpu_ms": memory_cpu(files, days, rounds),
-            "requests": memory_requests(files, days),
+            "cpu_ms": memory_cpu(files, history, rounds),
+            "requests": memory_requests(files, history),
         },
         "threads": {
             "days": thread_days,
