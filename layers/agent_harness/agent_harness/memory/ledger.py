@@ -72,9 +72,12 @@ def parse_source(line: str) -> Source | None:
     """The session and turns a ``> source:`` line names (``turn=`` is the older spelling
     of saves); ``None`` for lines that name none (``> source: api via=memory_save``)."""
     match = _SOURCE_LINE.match(line)
-    if match is None:
-        return None
-    found = dict(_FIELD.findall(match.group(1)))
+    return _source_of(match.group(1)) if match else None
+
+
+def _source_of(fields: str) -> Source | None:
+    """The ``key=value`` fields after ``> source:`` as a Source (if they name turns)."""
+    found = dict(_FIELD.findall(fields))
     session, turns = found.get("session"), parse_turns(found.get("turns", found.get("turn", "")))
     if not session or not turns:
         return None
@@ -122,7 +125,7 @@ def covered_turns(ledger: str, session_id: str) -> set[int]:
     """Turns of ``session_id`` that flush sections in ``ledger`` already cover."""
     covered: set[int] = set()
     for match in _SOURCE_LINE.finditer(ledger):
-        source = parse_source(match.group(0))
+        source = _source_of(match.group(1))
         if source is not None and source.session_id == session_id and source.via is None:
             covered.update(source.turns)
     return covered
