@@ -19,6 +19,7 @@ from agent_harness.aws.state import (
     DueUser,
     FlushDue,
     GateClaim,
+    PauseMark,
     SessionState,
     UserState,
     due_shard,
@@ -29,6 +30,7 @@ from agent_harness.errors import (
     ModelError,
     PreconditionFailedError,
     SessionBusyError,
+    SessionNotFoundError,
     StoreError,
 )
 from agent_harness.ids import User, validate_relative_path
@@ -215,10 +217,19 @@ class MemoryTable:
         self.calls: list[str] = []
 
     def acquire_session_lease(
-        self, user: User, session_id: str, owner: str, now_ms: int, lease_ms: int
+        self,
+        user: User,
+        session_id: str,
+        owner: str,
+        now_ms: int,
+        lease_ms: int,
+        *,
+        must_exist: bool = False,
     ) -> SessionState:
         self.calls.append("acquire_session_lease")
         with self.lock:
+            if must_exist and (user.key, session_id) not in self.sessions:
+                raise SessionNotFoundError(f"session {session_id} has no turns")
             item = self.sessions.setdefault((user.key, session_id), _SessionItem())
             if item.lease_owner and item.lease_expires_ms >= now_ms:
                 retry = max(1, math.ceil((item.lease_expires_ms - now_ms) / 1000))
@@ -232,7 +243,18 @@ class MemoryTable:
             item = self.sessions[(user.key, session_id)]
             if item.lease_owner != owner:
                 raise ConflictError("lease lost")
-            item.state = replace(item.state, turn=turn)
+            item.state = replace(item.state, turn=turn, pause=None)
+            item.lease_owner = None
+
+    def pause_turn(
+        self, user: User, session_id: str, owner: str, mark: PauseMark, turn: int
+    ) -> None:
+        self.calls.append("pause_turn")
+        with self.lock:
+            item = self.sessions[(user.key, session_id)]
+            if item.lease_owner != owner:
+                raise ConflictError("lease lost")
+            item.state = replace(item.state, pause=mark, turn=turn)
             item.lease_owner = None
 
     def release_session_lease(self, user: User, session_id: str, owner: str) -> None:

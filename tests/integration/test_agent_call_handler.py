@@ -386,3 +386,52 @@ def test_a_model_that_never_answers_is_a_504_before_the_function_timeout(stack: 
         assert again["statusCode"] == 504
     finally:
         server.close()
+
+
+def order_lookup_model() -> ScriptedModel:
+    from agent_harness.models.base import Message, ToolCall
+
+    return ScriptedModel(
+        Message(
+            role="assistant",
+            tool_calls=[
+                ToolCall(id="call_order_42", name="lookup_order", arguments='{"order_id": 42}')
+            ],
+        ),
+        "Order 42 shipped with DHL.",
+    )
+
+
+def test_a_client_tool_round_trip_pauses_and_resumes_with_few_aws_requests(stack: Stack) -> None:
+    app = stack.handler(FN)
+    app.runtime.models = ModelRegistry(
+        app.runtime.settings, overrides={"agent": order_lookup_model()}
+    )
+    calls = count_requests(app)
+
+    paused = stack.invoke(app, load_event("agent_call_post_message_with_tools.json"), FN)
+
+    assert paused["statusCode"] == 200
+    assert body(paused)["status"] == "requires_action"
+    assert body(paused)["tool_calls"] == [
+        {"id": "call_order_42", "name": "lookup_order", "arguments": {"order_id": 42}}
+    ]
+    pause_requests = list(calls)
+    assert len(pause_requests) <= 7 and stack.receive("FlushQueue") == []
+    assert stack.text("users/alice/sessions/support-42/turns/00000001.json") is None
+    calls.clear()
+
+    done = stack.invoke(app, load_event("agent_call_tool_results.json"), FN)
+
+    assert done["statusCode"] == 200, done
+    assert body(done)["status"] == "completed" and body(done)["turn"] == 1
+    assert body(done)["reply"] == "Order 42 shipped with DHL."
+    assert len(calls) <= 7 and not any(c.startswith("GetObject:users/alice/MEMORY") for c in calls)
+    record = json.loads(stack.text("users/alice/sessions/support-42/turns/00000001.json"))
+    assert [m["role"] for m in record["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert '"carrier": "DHL"' in record["messages"][2]["content"]
+    [job] = stack.receive("FlushQueue")
+    assert json.loads(job["Body"])["turn"] == 1
+    assert sorted(c.split(":")[0] for c in pause_requests) == sorted(
+        ["UpdateItem", "GetObject", "GetObject", "PutObject", "UpdateItem"]
+    )

@@ -118,6 +118,36 @@ def test_the_session_lease_serialises_and_expires(table: DynamoStateTable) -> No
     assert table.acquire_session_lease(ALICE, "s1", "c", now_ms=1_091_000, lease_ms=60_000)
 
 
+@pytest.mark.parametrize("kind", ["dynamodb", "fake"])
+def test_a_pause_mark_is_committed_with_the_release_and_cleared_by_the_commit(
+    stack: Stack, kind: str
+) -> None:
+    from agent_harness.aws.state import PauseMark
+    from agent_harness.errors import SessionNotFoundError
+    from tests.fakes import MemoryTable
+
+    table = (
+        DynamoStateTable(stack.clients["dynamodb"], stack.table)
+        if kind == "dynamodb"
+        else (MemoryTable())
+    )
+    with pytest.raises(SessionNotFoundError):  # results for a session never written
+        table.acquire_session_lease(ALICE, "s1", "a", 1_000, 60_000, must_exist=True)
+    assert table.get_session(ALICE, "s1") is None  # and no item was made for it
+
+    table.acquire_session_lease(ALICE, "s1", "a", 1_000, 60_000)
+    mark = PauseMark("p-1", turn=1, paused_at_ms=1_500)
+    table.pause_turn(ALICE, "s1", "a", mark, 0)
+    with pytest.raises(ConflictError):  # no longer the holder
+        table.pause_turn(ALICE, "s1", "a", mark, 0)
+    state = table.acquire_session_lease(ALICE, "s1", "b", 2_000, 60_000, must_exist=True)
+    assert state.pause == mark and state.turn == 0  # released, and the mark is there
+
+    table.commit_turn(ALICE, "s1", "b", 1, "2026-11-30T09:00:00Z")
+    state = table.acquire_session_lease(ALICE, "s1", "c", 3_000, 60_000)
+    assert state.pause is None and state.turn == 1
+
+
 def test_the_flush_cursor_never_moves_backwards(table: DynamoStateTable) -> None:
     table.acquire_session_lease(ALICE, "s1", "a", 0, 1)
     assert table.advance_flush_cursor(ALICE, "s1", 3, "t")

@@ -239,7 +239,11 @@ def test_the_openapi_document_covers_every_route_of_the_template() -> None:
     }
     assert declared == documented
     schemas = document["components"]["schemas"]
-    assert schemas["MessageBody"]["required"] == ["message"]
+    assert [branch["required"] for branch in schemas["MessageBody"]["oneOf"]] == [
+        ["message"],
+        ["tool_results"],
+        ["cancel"],
+    ]
     assert schemas["MessageBody"]["additionalProperties"] is False  # unknown fields refused
     assert "ImportedMessage" in schemas  # nested models are components too
 

@@ -7,8 +7,11 @@
     │   └── PayloadTooLargeError      413
     ├── UnauthorizedError             401 no identity
     ├── NotFoundError                 404
+    │   └── SessionNotFoundError      404 the session has never been written
     ├── ConflictError                 409
-    │   └── SessionBusyError          409 another call holds the session lease (Retry-After)
+    │   ├── SessionBusyError          409 another call holds the session lease (Retry-After)
+    │   └── ToolCallsStateError       409 the session's turn awaits client tool results, or
+    │                                     awaits none (tool_results_required, ...)
     ├── PreconditionFailedError       412 stale ETag / object exists
     ├── PreconditionRequiredError     428 a conditional header is required
     ├── StoreError                    503 an AWS call failed (retryable)
@@ -50,7 +53,9 @@ __all__ = [
     "PreconditionFailedError",
     "PreconditionRequiredError",
     "SessionBusyError",
+    "SessionNotFoundError",
     "StoreError",
+    "ToolCallsStateError",
     "UnauthorizedError",
     "ValidationFailedError",
 ]
@@ -109,6 +114,10 @@ class NotFoundError(HarnessError):
     code = "not_found"
 
 
+class SessionNotFoundError(NotFoundError):
+    """A request that needs an existing session named one that was never written."""
+
+
 class ConflictError(HarnessError):
     status = 409
     code = "conflict"
@@ -124,6 +133,17 @@ class SessionBusyError(ConflictError):
 
     def headers(self) -> dict[str, str]:
         return {"Retry-After": str(self.retry_after)}
+
+
+class ToolCallsStateError(ConflictError):
+    """The request does not fit the session's tool-call state: a message while a turn
+    awaits client tool results (``tool_results_required``), results already taken
+    (``tool_results_already_taken``), or results when no turn awaits any
+    (``no_pending_tool_calls``). ``details`` carry the pending calls, if any."""
+
+    def __init__(self, code: str, message: str, *, details: Any = None) -> None:
+        super().__init__(message, details=details)
+        self.code = code
 
 
 class PreconditionFailedError(HarnessError):

@@ -1,7 +1,9 @@
 """What the agent writes to the workspace: the thread log and the working context.
 
     sessions/<s>/turns/<n>.json   TurnRecord, create-only: the source of truth of a turn
-    sessions/<s>/context.json     WorkingContext, CAS: what the next call sends the model
+    sessions/<s>/context.json     WorkingContext, CAS: what the next call sends the model,
+                                  and the turn in progress while it awaits client tool
+                                  results (PendingTurn)
 
 Both are plain JSON a person can read. The context may be compacted or trimmed; the
 turn objects never are, so no message is ever lost.
@@ -14,9 +16,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent_harness.models.base import Message, Usage
+from agent_harness.models.base import Message, ToolCall, ToolSpec, Usage
 
-__all__ = ["MemoryInjection", "TurnRecord", "WorkingContext"]
+__all__ = ["MemoryInjection", "PendingTurn", "TurnRecord", "WorkingContext"]
 
 
 class MemoryInjection(BaseModel):
@@ -42,6 +44,11 @@ class TurnRecord(BaseModel):
     model: str | None = None
     usage: Usage = Field(default_factory=Usage)
     memory: MemoryInjection = Field(default_factory=MemoryInjection)
+    #: the compaction role's tokens of this turn, and whether it compacted
+    compaction_usage: Usage = Field(default_factory=Usage)
+    compacted: bool = False
+    #: the pauses for client tool results this turn went through, in order
+    pauses: list[str] = Field(default_factory=list)
 
     def created(self) -> datetime:
         return datetime.fromisoformat(self.created_at.replace("Z", "+00:00"))
@@ -56,6 +63,41 @@ class TurnRecord(BaseModel):
             return None
 
 
+class PendingTurn(BaseModel):
+    """A turn paused until the caller sends the results of its own tools. Nothing of it
+    is in the thread log yet: the turn object is written when the turn completes."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    #: this pause; the session item's pause mark names it (the pause's commit point)
+    pause_id: str
+    #: the pauses of this turn before this one (a resumed turn may pause again)
+    earlier: list[str] = Field(default_factory=list)
+    turn: int = Field(ge=1)
+    started_at: str
+    paused_at: str
+    #: the turn so far: its user message, then the assistant and tool messages
+    messages: list[Message]
+    #: the client tool calls awaiting results, in the order the model made them
+    calls: list[ToolCall]
+    #: ids of the client calls this turn answered at its earlier pauses
+    answered: list[str] = Field(default_factory=list)
+    #: the client tools offered (a resume that sends none offers these again)
+    tools: list[ToolSpec] = Field(default_factory=list)
+    #: MEMORY.md as the turn's first model call saw it (the prompt stays the same)
+    reference: Message | None = None
+    memory: MemoryInjection = Field(default_factory=MemoryInjection)
+    usage: Usage = Field(default_factory=Usage)
+    compaction_usage: Usage = Field(default_factory=Usage)
+    model_calls: int = 0
+    model: str = ""
+    compacted: bool = False
+
+    @property
+    def pauses(self) -> list[str]:
+        return [*self.earlier, self.pause_id]
+
+
 class WorkingContext(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
@@ -66,6 +108,11 @@ class WorkingContext(BaseModel):
     summary: str | None = None
     messages: list[Message] = Field(default_factory=list)
     last_turn: int = 0
+    #: the turn awaiting client tool results, if any
+    pending: PendingTurn | None = None
+    #: ids of the client tool calls answered in turn ``last_turn`` (a repeated submission
+    #: of the same results gets that turn's answer again instead of a second model run)
+    answered: list[str] = Field(default_factory=list)
 
     @classmethod
     def parse_or_none(cls, text: str) -> WorkingContext | None:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     import boto3
 
+    from agent_harness.agent.toolset import ToolServers
     from agent_harness.aws.queues import JobQueue
     from agent_harness.aws.state import StateTable
     from agent_harness.aws.workspace import WorkspaceStore
@@ -54,6 +55,16 @@ class Runtime:
     clients: dict[str, Any] = field(default_factory=dict)
     #: when this invocation's model work must end; handlers start it from their context
     deadline: Deadline = field(default_factory=Deadline)
+    #: the remote tool servers (MCP) of this container: built on first use, so importing
+    #: a handler imports no MCP code and opens no connection
+    tool_servers: ToolServers | None = None
+
+    def remote_tool_servers(self) -> ToolServers | None:
+        if self.tool_servers is None and self.settings.mcp_servers:
+            from agent_harness.mcp.remote_tools import RemoteToolServers
+
+            self.tool_servers = RemoteToolServers(self.settings.mcp_servers)
+        return self.tool_servers
 
     @classmethod
     def from_settings(

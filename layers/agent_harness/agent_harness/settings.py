@@ -8,6 +8,7 @@ naming the variable at cold start, so a bad deployment fails loudly and early.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -15,7 +16,15 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from agent_harness.errors import ConfigError
 
@@ -26,6 +35,7 @@ __all__ = [
     "ENV",
     "PROVIDERS",
     "FlushTrigger",
+    "McpServerConfig",
     "ModelSpec",
     "Settings",
     "parse_duration",
@@ -92,6 +102,10 @@ ENV: dict[str, str] = {
     "eviction_preview_chars": "HARNESS_EVICTION_PREVIEW_CHARS",
     "disable_memory_tools": "HARNESS_DISABLE_MEMORY_TOOLS",
     "disable_memory_hooks": "HARNESS_DISABLE_MEMORY_HOOKS",
+    "tool_result_timeout_seconds": "HARNESS_TOOL_RESULT_TIMEOUT_SECONDS",
+    "max_tool_result_chars": "HARNESS_MAX_TOOL_RESULT_CHARS",
+    "allow_plain_secrets": "HARNESS_ALLOW_PLAIN_SECRETS",
+    "mcp_servers": "HARNESS_MCP_SERVERS",
     "due_shards": "HARNESS_DUE_SHARDS",
     "token_encoding": "HARNESS_TOKEN_ENCODING",
     "tiktoken_cache_dir": "TIKTOKEN_CACHE_DIR",
@@ -175,6 +189,58 @@ def parse_flush_trigger(value: str) -> FlushTrigger:
         )
     seconds = parse_duration(gap)
     return FlushTrigger("always") if seconds == 0 else FlushTrigger("throttled", seconds)
+
+
+#: header names whose values are credentials: never plain text in a deployed stack
+_CREDENTIAL_HEADER = re.compile(r"auth|token|secret|key|password|cookie|credential", re.I)
+_SERVER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}")
+
+
+class McpServerConfig(BaseModel):
+    """One remote tool server of ``HARNESS_MCP_SERVERS`` (Streamable HTTP). Its tools are
+    offered to the model as ``<name>__<tool>``; credentials in headers come from
+    ``headers_secret`` (Secrets Manager) or ``headers_parameter`` (SSM SecureString), each a
+    JSON object of header names and values, read on first use."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    headers_secret: str | None = None
+    headers_parameter: str | None = None
+    #: only these tools of the server are offered (None: all of them)
+    tools: tuple[str, ...] | None = None
+    timeout_seconds: float = Field(default=20.0, gt=0, le=300)
+    #: send the caller's user id to the server (X-Harness-User-Id) on tools/call
+    forward_user: bool = False
+    #: how long a container keeps the server's tool list
+    cache_seconds: float = Field(default=300.0, ge=0, le=86_400)
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        if not _SERVER_NAME.fullmatch(value):
+            raise ValueError(
+                f"server name {value!r} must be 1-32 letters, digits, '-' or single '_', "
+                "starting with a letter or digit"
+            )
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        if not re.fullmatch(r"https?://[^\s/?#]+[^\s]*", value):
+            raise ValueError(f"server url {value!r} must be an http(s) URL")
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _check_headers(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+", name):
+                raise ValueError(f"{name!r} is not an HTTP header name")
+        return value
 
 
 def _placeholders(template: str) -> list[str]:
@@ -271,6 +337,18 @@ class Settings(BaseModel):
     #: no post-turn flush jobs (and so no consolidation marks); with both, no MEMORY.md
     disable_memory_hooks: bool = False
 
+    # tools of the caller and of remote servers
+    #: a turn paused for client tool results is closed by the next message after this
+    tool_result_timeout_seconds: int = Field(default=3600, gt=0, le=7 * 86_400)
+    #: a client tool result longer than this is a 413 (results over the eviction size
+    #: are stored in tool-results/ with a preview in context)
+    max_tool_result_chars: int = Field(default=1_000_000, gt=0)
+    #: false in a deployed stack (the template): credential headers must come from
+    #: Secrets Manager or SSM, never from a plain parameter (declared before mcp_servers,
+    #: whose check reads it)
+    allow_plain_secrets: bool = True
+    mcp_servers: tuple[McpServerConfig, ...] = ()
+
     # fan-out and tokens
     due_shards: int = Field(default=16, gt=0, le=1024)
     token_encoding: str = "cl100k_base"
@@ -345,6 +423,40 @@ class Settings(BaseModel):
             raise ValueError(f"unknown time zone {value!r}") from exc
         return value
 
+    @field_validator("mcp_servers", mode="before")
+    @classmethod
+    def _parse_mcp_servers(cls, value: object) -> object:
+        if isinstance(value, str):
+            if not value.strip():
+                return ()
+            try:
+                value = json.loads(value)
+            except ValueError as exc:
+                raise ValueError(f"not valid JSON: {exc}") from exc
+            if not isinstance(value, list):
+                raise ValueError("must be a JSON list of server objects")
+        return value
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _check_mcp_servers(
+        cls, value: tuple[McpServerConfig, ...], info: ValidationInfo
+    ) -> tuple[McpServerConfig, ...]:
+        names = [server.name for server in value]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"server name {duplicates[0]!r} is used twice")
+        if not info.data.get("allow_plain_secrets", True):
+            for server in value:
+                for header in server.headers:
+                    if _CREDENTIAL_HEADER.search(header):
+                        raise ValueError(
+                            f"header {header!r} of server {server.name!r} looks like a "
+                            "credential; put it in headers_secret (Secrets Manager) or "
+                            "headers_parameter (SSM), never in a plain parameter"
+                        )
+        return value
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Read every ``ENV`` variable that is set and non-empty; validate the lot."""
@@ -356,6 +468,8 @@ class Settings(BaseModel):
             first = exc.errors()[0]
             field = str(first["loc"][0]) if first["loc"] else "?"
             var = ENV.get(field, field)
+            where = ".".join(str(part) for part in first["loc"][1:])
+            var += f" ({where})" if where else ""
             raise ConfigError(f"invalid configuration {var}: {first['msg']}") from exc
 
     # derived, cached on the frozen instance

@@ -150,7 +150,7 @@ def truncate_arguments(messages: list[Message], max_length: int) -> list[Message
             for call in message.tool_calls:
                 try:
                     arguments = json.dumps(shorten(json.loads(call.arguments)), ensure_ascii=False)
-                except ValueError:
+                except (ValueError, RecursionError):  # not JSON, or nested past the parser
                     arguments = call.arguments[:20] + TRUNCATION_TEXT
                 calls.append(ToolCall(id=call.id, name=call.name, arguments=arguments))
             message = message.model_copy(update={"tool_calls": calls})

@@ -137,25 +137,22 @@ def read_persona(rt: Runtime, user: User) -> str | None:
     return agents.content if agents else None
 
 
-def save_context(
-    rt: Runtime, user: User, context: WorkingContext, stored: StoredObject | None
-) -> None:
-    """CAS write of the working context over ``stored`` (what was read). A context left by
-    a call that crashed before committing (the counter never saw it) is replaced: the
-    caller holds the session lease."""
+def save_context(rt: Runtime, user: User, context: WorkingContext, etag: str | None) -> str:
+    """CAS write of the working context over the version read (``etag``; None: there was
+    none); returns the new ETag. A context left by a call that crashed before committing
+    (the counter never saw it) is replaced: the caller holds the session lease."""
     key = context_path(context.session_id)
     body = context.model_dump_json()
     try:
-        if stored is None:
+        if etag is None:
             try:
-                rt.store.put(user, key, body, create_only=True)
+                return rt.store.put(user, key, body, create_only=True)
             except PreconditionFailedError:
                 orphan = rt.store.get(user, key)
                 if orphan is None:
                     raise
-                rt.store.put(user, key, body, if_match=orphan.etag)
-        else:
-            rt.store.put(user, key, body, if_match=stored.etag)
+                return rt.store.put(user, key, body, if_match=orphan.etag)
+        return rt.store.put(user, key, body, if_match=etag)
     except PreconditionFailedError as exc:
         raise ConflictError(
             f"the working context of session {context.session_id} changed during the call"

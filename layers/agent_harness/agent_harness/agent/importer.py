@@ -21,7 +21,7 @@ from agent_harness.agent.context import read_persona, save_context
 from agent_harness.agent.history import turn_numbers
 from agent_harness.agent.lease import session_lease
 from agent_harness.clock import iso
-from agent_harness.errors import PayloadTooLargeError
+from agent_harness.errors import PayloadTooLargeError, ToolCallsStateError
 from agent_harness.ids import context_path, turn_path, validate_session_id
 from agent_harness.jobs import PostTurnJob
 from agent_harness.memory.flush import extracts
@@ -87,6 +87,13 @@ def import_history(
     now = rt.clock.now()
     with session_lease(rt, user, session_id) as lease:
         state = lease.state
+        if state.pause is not None:  # its turn number is promised to the paused turn
+            raise ToolCallsStateError(
+                "tool_results_required",
+                f"session {session_id} has turn {state.pause.turn} awaiting client tool "
+                "results: send them, or cancel the turn, before importing",
+                details={"turn": state.pause.turn},
+            )
         # numbers taken by calls that crashed before committing are skipped, not reused
         first = max([state.turn, *turn_numbers(rt, user, session_id)]) + 1
         records = [
@@ -137,4 +144,4 @@ def _extend_context(rt: Runtime, user: User, session_id: str, records: list[Turn
         messages = messages[cut:]
     context.messages = messages
     context.last_turn = records[-1].turn
-    save_context(rt, user, context, stored)
+    save_context(rt, user, context, stored.etag if stored else None)

@@ -3,7 +3,7 @@
     with session_lease(rt, user, session_id) as lease:   # waits a bounded time, then
                                                           # 409 + Retry-After if held
         ... write the turn ...
-        lease.commit(turn_no)                                  # counter + release, one write
+        lease.commit(turn_no)     # counter + release, one write (or lease.pause(...))
     # not committed (an error): released on the way out; a crash: it expires
 
 The lease outlives the function timeout (HARNESS_SESSION_LEASE_SECONDS), so a crashed
@@ -25,7 +25,7 @@ from agent_harness.errors import HarnessError, SessionBusyError
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from agent_harness.aws.state import SessionState
+    from agent_harness.aws.state import PauseMark, SessionState
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
@@ -52,8 +52,16 @@ class SessionLease:
         )
         self.committed = True
 
+    def pause(self, mark: PauseMark, turn: int) -> None:
+        """Commit a pause for client tool results (``turn``: the last completed turn) and
+        release, in one conditional write."""
+        self.rt.table.pause_turn(self.user, self.session_id, self.owner, mark, turn)
+        self.committed = True
 
-def _acquire(rt: Runtime, user: User, session_id: str, owner: str) -> SessionState:
+
+def _acquire(
+    rt: Runtime, user: User, session_id: str, owner: str, must_exist: bool
+) -> SessionState:
     """Take the lease; when it is held, wait up to ``session_wait_seconds`` (polling)
     before giving the caller 409 + Retry-After."""
     lease_ms = rt.settings.session_lease_seconds * 1000
@@ -61,7 +69,7 @@ def _acquire(rt: Runtime, user: User, session_id: str, owner: str) -> SessionSta
     while True:
         try:
             return rt.table.acquire_session_lease(
-                user, session_id, owner, epoch_ms(rt.clock.now()), lease_ms
+                user, session_id, owner, epoch_ms(rt.clock.now()), lease_ms, must_exist=must_exist
             )
         except SessionBusyError:
             remaining = rt.settings.session_wait_seconds - waited
@@ -73,9 +81,13 @@ def _acquire(rt: Runtime, user: User, session_id: str, owner: str) -> SessionSta
 
 
 @contextmanager
-def session_lease(rt: Runtime, user: User, session_id: str) -> Iterator[SessionLease]:
+def session_lease(
+    rt: Runtime, user: User, session_id: str, *, must_exist: bool = False
+) -> Iterator[SessionLease]:
+    """``must_exist``: a session never written is a ``SessionNotFoundError``, and no item
+    is made for it."""
     owner = rt.new_id()
-    state = _acquire(rt, user, session_id, owner)
+    state = _acquire(rt, user, session_id, owner, must_exist)
     lease = SessionLease(rt, user, session_id, owner, state)
     try:
         yield lease

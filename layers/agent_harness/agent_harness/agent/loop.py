@@ -1,18 +1,23 @@
-"""The bounded ReAct loop.
+"""The bounded ReAct loop, resumable across a pause for the caller's own tools.
 
     messages --> model --> tool calls? --no--> reply
                   ^            | yes
                   |            v
                   +---- tool results (errors are results, never raised)
+                               | a call the caller runs (a client tool)
+                               v
+                             pause: the calls go back to the caller; the loop resumes
+                             later from ``LoopState`` with their results appended
 
-At most ``max_calls`` model calls per turn; the last allowed call is made without
-tools, so the loop always ends with an answer. Key insight: the loop never changes;
-new behaviour arrives as tools.
+At most ``max_calls`` model calls per turn, pauses included; the last allowed call is made
+without tools, so the loop always ends with an answer. Calls the server runs (memory and
+remote tools) in a response that also calls a client tool run first, then the turn pauses.
+Key insight: the loop never changes; new behaviour arrives as tools.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from agent_harness.models.base import ChatRequest, Message, ToolCall, ToolSpec, Usage
@@ -20,15 +25,26 @@ from agent_harness.models.base import ChatRequest, Message, ToolCall, ToolSpec, 
 if TYPE_CHECKING:
     from agent_harness.models.base import ChatModel
 
-__all__ = ["LoopResult", "ToolBox", "run_loop"]
+__all__ = ["LoopResult", "LoopState", "ToolBox", "run_loop"]
 
 
 class ToolBox(Protocol):
     def specs(self) -> list[ToolSpec]: ...
 
-    def call(self, call: ToolCall) -> str:
-        """Run one tool call; failures come back as ``Error: ...`` text."""
+    def call(self, call: ToolCall) -> str | None:
+        """Run one tool call; failures come back as ``Error: ...`` text. ``None``: the
+        caller of the API runs this one (the turn pauses for its result)."""
         ...
+
+
+@dataclass
+class LoopState:
+    """What a turn has done so far: its messages after the user's, usage, calls made."""
+
+    messages: list[Message] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    model_calls: int = 0
+    model: str = ""
 
 
 @dataclass
@@ -38,30 +54,70 @@ class LoopResult:
     usage: Usage
     model_calls: int
     model: str
+    #: client tool calls awaiting the caller's results (the turn is paused; reply is "")
+    pending: list[ToolCall] = field(default_factory=list)
+
+    @property
+    def paused(self) -> bool:
+        return bool(self.pending)
 
 
 def run_loop(
-    model: ChatModel, messages: list[Message], *, tools: ToolBox | None, max_calls: int
+    model: ChatModel,
+    messages: list[Message],
+    *,
+    tools: ToolBox | None,
+    max_calls: int,
+    done: LoopState | None = None,
 ) -> LoopResult:
-    added: list[Message] = []
-    usage = Usage()
+    """Run (or continue, from ``done``) the loop over ``messages`` (the prompt up to and
+    including the turn's user message)."""
+    state = done or LoopState()
+    added = list(state.messages)
+    usage = state.usage
+    name = state.model
     specs = tools.specs() if tools else []
-    for call_no in range(1, max_calls + 1):
+    for call_no in range(state.model_calls + 1, max_calls + 1):
         offered = specs if call_no < max_calls else []
         response = model.complete(
             ChatRequest(messages=[*messages, *added], tools=offered, purpose="agent")
         )
         usage += response.usage
+        name = response.model
         message = response.message
         if message.tool_calls and not offered:
             # no tools were offered (last call): calls are not executed, the text is the answer
             message = Message(role="assistant", content=message.content)
+        message = _unique_call_ids(message, added, call_no)
         added.append(message)
         if not message.tool_calls:
-            return LoopResult(added, message.content, usage, call_no, response.model)
+            return LoopResult(added, message.content, usage, call_no, name)
+        pending: list[ToolCall] = []
         for tool_call in message.tool_calls:
             result = tools.call(tool_call) if tools else f"Error: unknown tool {tool_call.name}"
+            if result is None:
+                pending.append(tool_call)
+                continue
             added.append(
                 Message(role="tool", content=result, tool_call_id=tool_call.id, name=tool_call.name)
             )
+        if pending:
+            return LoopResult(added, "", usage, call_no, name, pending=pending)
     raise AssertionError("unreachable: the last call offers no tools")  # pragma: no cover
+
+
+def _unique_call_ids(message: Message, earlier: list[Message], call_no: int) -> Message:
+    """Call ids name results, and a caller answers its tools by id: some servers send
+    none, or the same ``call_0`` in every response, so a missing or repeated id within
+    the turn is replaced by one that is unique in it."""
+    if not message.tool_calls:
+        return message
+    used = {c.id for m in earlier for c in m.tool_calls}
+    calls = []
+    for index, call in enumerate(message.tool_calls):
+        call_id = call.id
+        if not call_id or call_id in used:
+            call_id = f"{call_id or 'call'}-{call_no}-{index + 1}"
+        used.add(call_id)
+        calls.append(call if call_id == call.id else call.model_copy(update={"id": call_id}))
+    return message.model_copy(update={"tool_calls": calls})

@@ -6,14 +6,15 @@ file, an AWS hiccup), so the model can recover.
     memory_search(query, matchMode?, limit?)   lines of MEMORY.md and memory/**.md
     memory_get(path, startLine?, endLine?)     N|text rows of one file of the workspace
     memory_save(content)                       MEMORY.md + today's ledger, applied when the
-                                               turn is saved (a failed turn saves nothing)
+                                               turn is saved (a failed turn saves nothing):
+                                               ``saved_lines`` reads them from the turn
     thread_search(query, matchMode?, limit?)   every past message of the user, any session
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
@@ -28,7 +29,7 @@ from agent_harness.memory.search import (
     parse_match_mode,
     search_memory,
 )
-from agent_harness.models.base import ToolCall, ToolSpec
+from agent_harness.models.base import Message, ToolCall, ToolSpec
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
-__all__ = ["MemoryTools", "Tool", "ToolRegistry"]
+__all__ = ["MemoryTools", "Tool", "ToolRegistry", "saved_lines"]
 
 logger = Logger(child=True)
 
@@ -74,7 +75,7 @@ class ToolRegistry:
             return f"Error: unknown tool {call.name}"
         try:
             arguments = json.loads(call.arguments or "{}")
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
             return f"Error: the arguments of {call.name} are not valid JSON"
         if not isinstance(arguments, dict):
             return f"Error: the arguments of {call.name} must be a JSON object"
@@ -158,53 +159,55 @@ SAVE_SCHEMA: dict[str, Any] = {
 }
 
 
+SAVED = "Saved "
+
+
 @dataclass
 class MemoryTools:
-    """The memory tools of one turn. ``memory_save`` is staged: ``staged`` holds the lines
-    to persist once the turn is saved."""
+    """The memory tools of one turn. ``memory_save`` only checks its content: the turn
+    applies the saves its messages record (``saved_lines``) once it is written."""
 
     rt: Runtime
     user: User
-    staged: list[list[str]] = field(default_factory=list)
 
     def registry(self, *, after: Callable[[ToolCall, str], str] | None = None) -> ToolRegistry:
-        return ToolRegistry(
-            [
-                Tool(
-                    "memory_search",
-                    "Search long-term memory (MEMORY.md and the daily ledgers memory/*.md) "
-                    "line by line. Use it before answering about earlier conversations, "
-                    "decisions, dates, people or preferences. Hits read "
-                    "'Source: <path>#<line>: <text>'.",
-                    SEARCH_SCHEMA,
-                    self.search,
-                ),
-                Tool(
-                    "memory_get",
-                    "Read lines of a file of your workspace (e.g. MEMORY.md, "
-                    "memory/2026-11-30.md) as 'N|text' rows, to see the context of a hit.",
-                    GET_SCHEMA,
-                    self.get,
-                ),
-                Tool(
-                    "thread_search",
-                    "Search every past message of this user, in all sessions (a record is "
-                    "one message). Use it to find what was said before, when memory does "
-                    "not have it. Hits carry the session, turn, role and time.",
-                    SEARCH_SCHEMA,
-                    self.thread_search,
-                ),
-                Tool(
-                    "memory_save",
-                    "Save durable facts to long-term memory (MEMORY.md and today's ledger) "
-                    "when the user asks you to remember something or states a lasting "
-                    "preference or decision. One fact per line.",
-                    SAVE_SCHEMA,
-                    self.save,
-                ),
-            ],
-            after=after,
-        )
+        return ToolRegistry(self.tools(), after=after)
+
+    def tools(self) -> list[Tool]:
+        return [
+            Tool(
+                "memory_search",
+                "Search long-term memory (MEMORY.md and the daily ledgers memory/*.md) "
+                "line by line. Use it before answering about earlier conversations, "
+                "decisions, dates, people or preferences. Hits read "
+                "'Source: <path>#<line>: <text>'.",
+                SEARCH_SCHEMA,
+                self.search,
+            ),
+            Tool(
+                "memory_get",
+                "Read lines of a file of your workspace (e.g. MEMORY.md, "
+                "memory/2026-11-30.md) as 'N|text' rows, to see the context of a hit.",
+                GET_SCHEMA,
+                self.get,
+            ),
+            Tool(
+                "thread_search",
+                "Search every past message of this user, in all sessions (a record is "
+                "one message). Use it to find what was said before, when memory does "
+                "not have it. Hits carry the session, turn, role and time.",
+                SEARCH_SCHEMA,
+                self.thread_search,
+            ),
+            Tool(
+                "memory_save",
+                "Save durable facts to long-term memory (MEMORY.md and today's ledger) "
+                "when the user asks you to remember something or states a lasting "
+                "preference or decision. One fact per line.",
+                SAVE_SCHEMA,
+                self.save,
+            ),
+        ]
 
     def _search(
         self,
@@ -236,6 +239,20 @@ class MemoryTools:
 
         args = _SaveArgs.model_validate(arguments)
         lines = memory_lines(args.content)
-        self.staged.append(lines)
         noun = "memory" if len(lines) == 1 else "memories"
-        return f"Saved {len(lines)} {noun} to MEMORY.md"
+        return f"{SAVED}{len(lines)} {noun} to MEMORY.md"
+
+
+def saved_lines(messages: list[Message]) -> list[list[str]]:
+    """The lines of each memory_save call of a turn that succeeded, in order: what the
+    turn persists when it is written (a failed or paused turn has saved nothing yet)."""
+    from agent_harness.memory.files import memory_lines
+
+    results = {m.tool_call_id: m.content for m in messages if m.role == "tool"}
+    saves = []
+    for message in messages:
+        for call in message.tool_calls:
+            if call.name != "memory_save" or not results.get(call.id, "").startswith(SAVED):
+                continue
+            saves.append(memory_lines(json.loads(call.arguments)["content"]))
+    return saves

@@ -1,19 +1,26 @@
 """One agent turn, POST /v1/sessions/{id}/messages. No memory LLM work on this path.
 
-    1 DynamoDB UpdateItem   session lease (409 + Retry-After when held); turn counter read
+    1 DynamoDB UpdateItem   session lease (409 + Retry-After when held); turn counter and
+                            pause mark read
     2 S3 GET                MEMORY.md  -> reference message, capped       } concurrent
     3 S3 GET                context.json; AGENTS.md instead for a new     }
                             session (the persona is kept in the context)
-      model loop            agent role, bounded
+      model loop            agent role, bounded; memory and remote (MCP) tools run here
     4 S3 PUT                sessions/<s>/turns/<n>.json, create-only (the thread log)
-      (memory_save calls, staged during the loop, are applied here)
+      (the turn's memory_save calls are applied here)
     5 S3 PUT                context.json, If-Match / If-None-Match
     6 DynamoDB UpdateItem   turn := n and lease released, in one conditional write
     7 SQS SendMessage       post-turn job (FlushQueue, group = user)
 
 Seven AWS requests (DESIGN §7). Until step 4 nothing durable is written, so a model
 failure leaves no trace but a released lease. The turn object is written before the
-reply is returned: every 200 has its thread-log object.
+reply is returned: every completed turn has its thread-log object.
+
+When the model calls one of the caller's own tools the turn pauses instead (agent/pause):
+4 PUT context.json with the turn so far, 5 UpdateItem pause mark + release; the answer is
+``requires_action`` with the calls. The results come as a new request on the same turn:
+1 lease, 2 GET context.json (MEMORY.md is reused as the turn first saw it), the loop goes
+on, then 4-7 as above, or another pause.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from typing import TYPE_CHECKING, Literal
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+from agent_harness.agent import pause
+from agent_harness.agent.client_tools import ClientTools, declare_tools
 from agent_harness.agent.compaction import compact, shorten_old_arguments
 from agent_harness.agent.context import (
     build_messages,
@@ -34,9 +43,11 @@ from agent_harness.agent.context import (
 )
 from agent_harness.agent.eviction import Evictor
 from agent_harness.agent.lease import session_lease
-from agent_harness.agent.loop import LoopResult, run_loop
-from agent_harness.agent.tools import MemoryTools
-from agent_harness.clock import iso
+from agent_harness.agent.loop import LoopResult, LoopState, run_loop
+from agent_harness.agent.tools import saved_lines
+from agent_harness.agent.toolset import turn_tools
+from agent_harness.aws.state import PauseMark
+from agent_harness.clock import epoch_ms, iso
 from agent_harness.errors import (
     ConflictError,
     ContextOverflowError,
@@ -44,27 +55,32 @@ from agent_harness.errors import (
     ModelOutputError,
     PayloadTooLargeError,
     PreconditionFailedError,
+    SessionNotFoundError,
     ValidationFailedError,
 )
 from agent_harness.ids import (
     AGENTS_FILE,
     MEMORY_FILE,
     context_path,
+    ledger_path,
     turn_path,
     validate_session_id,
 )
 from agent_harness.jobs import PostTurnJob
 from agent_harness.memory.files import save_memories
 from agent_harness.memory.flush import extracts, flush_throttled
-from agent_harness.memory.ledger import Source
-from agent_harness.models.base import Message, Usage
-from agent_harness.records import MemoryInjection, TurnRecord, WorkingContext
+from agent_harness.memory.ledger import Source, day_of
+from agent_harness.models.base import Message, ToolCall, ToolSpec, Usage
+from agent_harness.records import MemoryInjection, PendingTurn, TurnRecord, WorkingContext
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from datetime import datetime
 
+    from agent_harness.agent.client_tools import Declaration, ToolResult
     from agent_harness.agent.lease import SessionLease
     from agent_harness.aws.state import SessionState
+    from agent_harness.aws.workspace import StoredObject
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
@@ -74,6 +90,7 @@ logger = Logger(child=True)
 metrics = Metrics()
 
 FlushState = Literal["queued", "skipped", "throttled"]
+Status = Literal["completed", "requires_action"]
 TURN_NUMBER_ATTEMPTS = 5
 
 
@@ -81,193 +98,434 @@ TURN_NUMBER_ATTEMPTS = 5
 class TurnResult:
     session_id: str
     turn: int
-    reply: str
-    usage: Usage  # the agent role's calls of this turn
+    reply: str | None  # None while the turn awaits the caller's tool results
+    usage: Usage  # the agent role's calls of this turn, pauses included
     memory_tokens: int
     compacted: bool
-    flush: FlushState
+    flush: FlushState | None  # None: nothing completed, nothing queued
     model: str
     compaction_usage: Usage = field(default_factory=Usage)  # the compaction role's
+    status: Status = "completed"
+    #: the caller's tool calls the turn awaits (``requires_action``)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    #: the last turn this request completed: the post-turn job covers up to it
+    job_turn: int | None = None
 
 
-def run_turn(rt: Runtime, user: User, session_id: str, text: str) -> TurnResult:
-    validate_session_id(session_id)
-    if not text.strip():
-        raise ValidationFailedError("message must not be blank")
-    if len(text) > rt.settings.max_message_chars:
-        raise PayloadTooLargeError(
-            f"message is {len(text)} characters; the limit is {rt.settings.max_message_chars}"
-        )
-
-    started = rt.clock.now()
-    with session_lease(rt, user, session_id) as lease:
-        result = _turn(rt, user, session_id, text, lease, started)
-    result.flush = _enqueue_post_turn(rt, user, result, lease.state, started)
-    return result
-
-
-def _turn(
-    rt: Runtime, user: User, session_id: str, text: str, lease: SessionLease, started: datetime
-) -> TurnResult:
-    settings = rt.settings
-    state = lease.state
-    tools_on, hooks_on = not settings.disable_memory_tools, not settings.disable_memory_hooks
-    ctx_key = context_path(session_id)
-    # a new session reads AGENTS.md (its persona, kept in the context); a running one its
-    # context: two GETs either way, so the hot path stays at seven requests
-    new_session = state.turn == 0
-    loaded = rt.store.get_many(user, [MEMORY_FILE, AGENTS_FILE if new_session else ctx_key])
-    stored_ctx = loaded.get(ctx_key)
-    context = WorkingContext.parse_or_none(stored_ctx.content) if stored_ctx else None
-    if context is None:
-        if not new_session:  # lost or unreadable: start afresh, the thread log has it all
-            logger.warning(
-                "working context missing; starting afresh", extra={"session_id": session_id}
-            )
-            loaded.update(rt.store.get_many(user, [AGENTS_FILE]))
-        agents = loaded.get(AGENTS_FILE)
-        context = WorkingContext(
-            session_id=session_id, agents_md=agents.content if agents else None
-        )
-
-    reference, injection = None, MemoryInjection()
-    if tools_on or hooks_on:
-        reference, injection = memory_reference(
-            loaded.get(MEMORY_FILE), rt.counter, settings.consolidation_max_tokens, iso(started)
-        )
-    new_message = Message(role="user", content=text)
-    shorten_old_arguments(context, settings)
-    compaction_usage = Usage()
-    summary_usage = compact(rt, context, [new_message]) if settings.compaction_enabled else None
-    compacted = summary_usage is not None
-    if summary_usage is not None:
-        compaction_usage += summary_usage
-        context.agents_md = read_persona(rt, user)
-
-    def attempt() -> tuple[LoopResult, MemoryTools | None]:
-        tools = MemoryTools(rt, user) if tools_on else None  # fresh: nothing staged twice
-        result = run_loop(
-            rt.models.for_role("agent"),
-            build_messages(
-                system_prompt(context.agents_md, tools=tools_on, hooks=hooks_on),
-                reference,
-                context,
-                new_message,
-            ),
-            tools=tools.registry(after=Evictor(rt, user, session_id)) if tools else None,
-            max_calls=settings.max_model_calls,
-        )
-        return result, tools
-
-    try:
-        result, tools = attempt()
-    except ContextOverflowError:
-        # one forced compaction and one retry; a second overflow is the caller's 502
-        summary_usage = compact(rt, context, [new_message], force=True)
-        if summary_usage is None:
-            raise ContextOverflowError(
-                "the conversation is over the model's context window and too short to "
-                f"compact (at most {settings.compaction_keep_messages} messages are kept)"
-            ) from None
-        compaction_usage += summary_usage
-        compacted = True
-        context.agents_md = read_persona(rt, user)
-        result, tools = attempt()
-    if not result.reply.strip():
-        raise ModelOutputError(f"{result.model} returned an empty reply")
-
-    # --- durable from here: thread log first, then saves and context, then the counter ---
-    turn_messages = [new_message, *result.messages]
-    turn_no = _write_turn(
-        rt, user, session_id, state.turn, started, turn_messages, result, injection
-    )
-    for lines in tools.staged if tools else []:
-        save_memories(
-            rt,
-            user,
-            lines,
-            provenance=Source(session_id, (turn_no,), via="memory_save").render(),
-            at=started,
-        )
-    context.messages = [*context.messages, *turn_messages]
-    context.last_turn = turn_no
-    save_context(rt, user, context, stored_ctx)
-    lease.commit(turn_no)
-    metrics.add_metric("Turns", MetricUnit.Count, 1)
-    metrics.add_metric("ModelCalls", MetricUnit.Count, result.model_calls)
-    metrics.add_metric("MemoryTokens", MetricUnit.Count, injection.tokens)
-    logger.info(
-        "turn",
-        extra={
-            "session_id": session_id,
-            "turn": turn_no,
-            "model_calls": result.model_calls,
-            "input_tokens": result.usage.input_tokens,
-            "output_tokens": result.usage.output_tokens,
-            "compaction_input_tokens": compaction_usage.input_tokens,
-            "memory_tokens": injection.tokens,
-        },
-    )
-    return TurnResult(
-        session_id=session_id,
-        turn=turn_no,
-        reply=result.reply,
-        usage=result.usage,
-        compaction_usage=compaction_usage,
-        memory_tokens=injection.tokens,
-        compacted=compacted,
-        flush="queued",
-        model=result.model,
-    )
-
-
-def _write_turn(
+def run_turn(
     rt: Runtime,
     user: User,
     session_id: str,
-    last_turn: int,
-    started: datetime,
-    messages: list[Message],
-    result: LoopResult,
-    injection: MemoryInjection,
-) -> int:
-    """Create the turn's log object. A number already taken belongs to a call that
-    crashed after writing it and before committing; such a turn is kept and skipped."""
-    for attempt in range(TURN_NUMBER_ATTEMPTS):
-        turn_no = last_turn + 1 + attempt
+    message: str | None = None,
+    *,
+    tools: Sequence[Declaration] | None = None,
+    tool_results: list[ToolResult] | None = None,
+    cancel: bool = False,
+) -> TurnResult:
+    """A new message (with the caller's ``tools``), or the ``tool_results`` / ``cancel``
+    of the turn that awaits them. Every refusal comes before anything is written."""
+    validate_session_id(session_id)
+    _check_request(rt, message, tool_results, cancel)
+    declared = declare_tools(tools, rt.settings) if tools is not None else None
+    started = rt.clock.now()
+    # results and cancels are for a turn that exists: a session never seen stays unmade
+    try:
+        with session_lease(rt, user, session_id, must_exist=message is None) as lease:
+            result = _Turn(rt, user, session_id, lease, started).serve(
+                message, declared, tool_results, cancel
+            )
+    except SessionNotFoundError:
+        raise pause.no_pending(session_id) from None
+    if result.job_turn is not None:
+        result.flush = _enqueue_post_turn(rt, user, session_id, result, lease.state, started)
+    return result
+
+
+def _check_request(
+    rt: Runtime, message: str | None, results: list[ToolResult] | None, cancel: bool
+) -> None:
+    if sum((message is not None, results is not None, cancel)) != 1:
+        raise ValidationFailedError("send exactly one of message, tool_results or cancel")
+    if message is not None:
+        if not message.strip():
+            raise ValidationFailedError("message must not be blank")
+        if len(message) > rt.settings.max_message_chars:
+            raise PayloadTooLargeError(
+                f"message is {len(message)} characters; the limit is "
+                f"{rt.settings.max_message_chars}"
+            )
+    if results is not None:
+        if not results:
+            raise ValidationFailedError("tool_results must not be empty")
+        ids = [r.tool_call_id for r in results]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise ValidationFailedError(f"tool_results: {twice[0]} is answered twice")
+        limit = rt.settings.max_tool_result_chars
+        for result in results:
+            if len(result.content) > limit:
+                raise PayloadTooLargeError(
+                    f"the result of {result.tool_call_id} is {len(result.content):,} "
+                    f"characters; the limit is {limit:,}"
+                )
+
+
+@dataclass
+class _Draft:
+    """A turn in the making: what its next model call needs, and what it did so far."""
+
+    number: int
+    started: str
+    user_message: Message
+    reference: Message | None
+    memory: MemoryInjection
+    loop: LoopState = field(default_factory=LoopState)
+    client_tools: list[ToolSpec] = field(default_factory=list)
+    compaction_usage: Usage = field(default_factory=Usage)
+    compacted: bool = False
+    pauses: list[str] = field(default_factory=list)
+    answered: list[str] = field(default_factory=list)
+
+    @classmethod
+    def resumed(cls, pending: PendingTurn, messages: list[Message]) -> _Draft:
+        return cls(
+            number=pending.turn,
+            started=pending.started_at,
+            user_message=messages[0],
+            reference=pending.reference,
+            memory=pending.memory,
+            loop=LoopState(messages[1:], pending.usage, pending.model_calls, pending.model),
+            client_tools=list(pending.tools),
+            compaction_usage=pending.compaction_usage,
+            compacted=pending.compacted,
+            pauses=pending.pauses,
+            answered=[*pending.answered, *(call.id for call in pending.calls)],
+        )
+
+
+class _Turn:
+    """One request on a session whose lease it holds."""
+
+    def __init__(
+        self, rt: Runtime, user: User, session_id: str, lease: SessionLease, started: datetime
+    ) -> None:
+        self.rt, self.user, self.session_id = rt, user, session_id
+        self.lease, self.started = lease, started
+        self.settings = rt.settings
+        self.tools_on = not self.settings.disable_memory_tools
+        self.hooks_on = not self.settings.disable_memory_hooks
+        self.context = WorkingContext(session_id=session_id)
+        self.etag: str | None = None
+        self.last_turn = lease.state.turn
+        self.completed: int | None = None  # the last turn this request wrote
+
+    # -- what the request asks ------------------------------------------------
+    def serve(
+        self,
+        message: str | None,
+        tools: list[ToolSpec] | None,
+        results: list[ToolResult] | None,
+        cancel: bool,
+    ) -> TurnResult:
+        state = self.lease.state
+        if message is None and state.turn == 0 and state.pause is None:
+            raise pause.no_pending(self.session_id)  # a new session awaits nothing
+        memory = self._load(state, with_memory=message is not None)
+        pending = pause.effective_pending(state, self.context)
+        self.context.pending = pending
+        timeout = self.settings.tool_result_timeout_seconds
+        if message is not None:
+            if pending is not None:
+                if not pause.expired(pending, self.started, timeout):
+                    raise pause.results_required(self.session_id, pending, timeout)
+                self._close(pending, commit=False)  # forgotten by the caller: closed first
+            return self._start(message, tools or [], memory)
+        if pending is None:
+            return self._repeat(results or [])
+        if cancel:
+            return self._close(pending, commit=True)
+        assert results is not None
+        pause.check_results(self.session_id, pending, results, timeout)
+        return self._resume(pending, results, tools)
+
+    def _load(self, state: SessionState, *, with_memory: bool) -> StoredObject | None:
+        """Read the context (AGENTS.md instead for a new session) and MEMORY.md if asked,
+        in parallel; returns MEMORY.md."""
+        ctx_key = context_path(self.session_id)
+        fresh = state.turn == 0 and state.pause is None
+        paths = [AGENTS_FILE if fresh else ctx_key] + ([MEMORY_FILE] if with_memory else [])
+        loaded = self.rt.store.get_many(self.user, paths)
+        stored = loaded.get(ctx_key)
+        context = WorkingContext.parse_or_none(stored.content) if stored else None
+        if context is None:
+            if not fresh:  # lost or unreadable: start afresh, the thread log has it all
+                logger.warning(
+                    "working context missing; starting afresh",
+                    extra={"session_id": self.session_id},
+                )
+                loaded.update(self.rt.store.get_many(self.user, [AGENTS_FILE]))
+            agents = loaded.get(AGENTS_FILE)
+            context = WorkingContext(
+                session_id=self.session_id, agents_md=agents.content if agents else None
+            )
+        self.context = context
+        self.etag = stored.etag if stored else None
+        # a completion written but never committed (a crash) still took its number
+        self.last_turn = max(state.turn, context.last_turn)
+        return loaded.get(MEMORY_FILE)
+
+    def _start(self, text: str, tools: list[ToolSpec], memory: StoredObject | None) -> TurnResult:
+        reference, injection = None, MemoryInjection()
+        if self.tools_on or self.hooks_on:
+            reference, injection = memory_reference(
+                memory, self.rt.counter, self.settings.consolidation_max_tokens, iso(self.started)
+            )
+        draft = _Draft(
+            number=self.last_turn + 1,
+            started=iso(self.started),
+            user_message=Message(role="user", content=text),
+            reference=reference,
+            memory=injection,
+            client_tools=tools,
+        )
+        shorten_old_arguments(self.context, self.settings)
+        if self.settings.compaction_enabled:
+            self._compact(draft, force=False)
+        return self._advance(draft)
+
+    def _resume(
+        self, pending: PendingTurn, results: list[ToolResult], tools: list[ToolSpec] | None
+    ) -> TurnResult:
+        evict = Evictor(self.rt, self.user, self.session_id)
+        draft = _Draft.resumed(pending, pause.answer_calls(pending, results, evict))
+        if tools is not None:
+            draft.client_tools = tools
+        return self._advance(draft)
+
+    def _close(self, pending: PendingTurn, *, commit: bool) -> TurnResult:
+        """Answer every pending call as cancelled; one last model call, without tools."""
+        draft = _Draft.resumed(pending, pause.answer_calls(pending, None, lambda _, r: r))
+        return self._advance(draft, final=True, commit=commit)
+
+    def _repeat(self, results: list[ToolResult]) -> TurnResult:
+        """Results of a turn that completed: its answer again, never a second model run."""
+        ids = {r.tool_call_id for r in results}
+        if not results or not ids <= set(self.context.answered):
+            raise pause.no_pending(self.session_id)
+        turn_no = self.context.last_turn
+        stored = self.rt.store.get(self.user, turn_path(self.session_id, turn_no))
+        record = TurnRecord.parse_or_none(stored.content) if stored else None
+        if record is None:
+            raise pause.no_pending(self.session_id)
+        if self.lease.state.turn < turn_no:  # its commit was lost in a crash: finish it
+            self.lease.commit(turn_no)
+            self.completed = turn_no
+        return self._result(record)
+
+    # -- the model loop --------------------------------------------------------
+    def _compact(self, draft: _Draft, *, force: bool) -> bool:
+        usage = compact(
+            self.rt, self.context, [draft.user_message, *draft.loop.messages], force=force
+        )
+        if usage is None:
+            return False
+        draft.compaction_usage += usage
+        draft.compacted = True
+        self.context.agents_md = read_persona(self.rt, self.user)  # a new chapter
+        return True
+
+    def _advance(self, draft: _Draft, *, final: bool = False, commit: bool = True) -> TurnResult:
+        def attempt() -> LoopResult:
+            client = ClientTools(draft.client_tools) if draft.client_tools else None
+            tools = None if final else turn_tools(self.rt, self.user, self.session_id, client)
+            prompt = build_messages(
+                system_prompt(self.context.agents_md, tools=self.tools_on, hooks=self.hooks_on),
+                draft.reference,
+                self.context,
+                draft.user_message,
+            )
+            limit = draft.loop.model_calls + 1 if final else self.settings.max_model_calls
+            return run_loop(
+                self.rt.models.for_role("agent"),
+                prompt,
+                tools=tools,
+                max_calls=limit,
+                done=draft.loop,
+            )
+
+        try:
+            result = attempt()
+        except ContextOverflowError:
+            # one forced compaction and one retry; a second overflow is the caller's 502
+            if not self._compact(draft, force=True):
+                raise ContextOverflowError(
+                    "the conversation is over the model's context window and too short to "
+                    f"compact (at most {self.settings.compaction_keep_messages} messages are "
+                    "kept)"
+                ) from None
+            result = attempt()
+        if result.paused:
+            return self._pause(draft, result)
+        return self._complete(draft, result, commit=commit)
+
+    # -- durable ends: a pause, or the completed turn -----------------------------
+    def _pause(self, draft: _Draft, result: LoopResult) -> TurnResult:
+        pending = PendingTurn(
+            pause_id=self.rt.new_id(),
+            earlier=draft.pauses,
+            turn=draft.number,
+            started_at=draft.started,
+            paused_at=iso(self.started),
+            messages=[draft.user_message, *result.messages],
+            calls=result.pending,
+            answered=draft.answered,
+            tools=draft.client_tools,
+            reference=draft.reference,
+            memory=draft.memory,
+            usage=result.usage,
+            compaction_usage=draft.compaction_usage,
+            model_calls=result.model_calls,
+            model=result.model,
+            compacted=draft.compacted,
+        )
+        self.context.pending = pending
+        self.etag = save_context(self.rt, self.user, self.context, self.etag)
+        mark = PauseMark(pending.pause_id, pending.turn, epoch_ms(self.started))
+        self.lease.pause(mark, self.last_turn)
+        metrics.add_metric("TurnPauses", MetricUnit.Count, 1)
+        logger.info(
+            "turn paused for client tools",
+            extra={
+                "session_id": self.session_id,
+                "turn": pending.turn,
+                "calls": len(pending.calls),
+            },
+        )
+        return TurnResult(
+            session_id=self.session_id,
+            turn=pending.turn,
+            reply=None,
+            usage=result.usage,
+            memory_tokens=draft.memory.tokens,
+            compacted=draft.compacted,
+            flush=None,
+            model=result.model,
+            compaction_usage=draft.compaction_usage,
+            status="requires_action",
+            tool_calls=result.pending,
+            job_turn=self.completed,
+        )
+
+    def _complete(self, draft: _Draft, result: LoopResult, *, commit: bool) -> TurnResult:
+        if not result.reply.strip():
+            raise ModelOutputError(f"{result.model} returned an empty reply")
         record = TurnRecord(
-            session_id=session_id,
-            turn=turn_no,
-            created_at=iso(started),
-            messages=messages,
+            session_id=self.session_id,
+            turn=draft.number,
+            created_at=draft.started,
+            messages=[draft.user_message, *result.messages],
             model=result.model,
             usage=result.usage,
-            memory=injection,
+            memory=draft.memory,
+            compaction_usage=draft.compaction_usage,
+            compacted=draft.compacted,
+            pauses=draft.pauses,
         )
-        try:
-            rt.store.put(
-                user, turn_path(session_id, turn_no), record.model_dump_json(), create_only=True
-            )
-            return turn_no
-        except PreconditionFailedError:
-            logger.warning("turn number taken by an uncommitted call", extra={"turn": turn_no})
-    raise ConflictError(f"could not allocate a turn number in session {session_id}")
+        record, fresh = self._write_turn(record)
+        self._apply_saves(record, fresh)
+        self.context.messages = [*self.context.messages, *record.messages]
+        self.context.last_turn = record.turn
+        self.context.pending = None
+        self.context.answered = draft.answered
+        self.etag = save_context(self.rt, self.user, self.context, self.etag)
+        self.last_turn = self.completed = record.turn
+        if commit:
+            self.lease.commit(record.turn)
+        metrics.add_metric("Turns", MetricUnit.Count, 1)
+        metrics.add_metric("ModelCalls", MetricUnit.Count, result.model_calls)
+        metrics.add_metric("MemoryTokens", MetricUnit.Count, draft.memory.tokens)
+        logger.info(
+            "turn",
+            extra={
+                "session_id": self.session_id,
+                "turn": record.turn,
+                "model_calls": result.model_calls,
+                "pauses": len(draft.pauses),
+                "input_tokens": record.usage.input_tokens,
+                "output_tokens": record.usage.output_tokens,
+                "compaction_input_tokens": record.compaction_usage.input_tokens,
+                "memory_tokens": draft.memory.tokens,
+            },
+        )
+        return self._result(record)
+
+    def _result(self, record: TurnRecord) -> TurnResult:
+        reply = next(m.content for m in reversed(record.messages) if m.role == "assistant")
+        return TurnResult(
+            session_id=self.session_id,
+            turn=record.turn,
+            reply=reply,
+            usage=record.usage,
+            memory_tokens=record.memory.tokens,
+            compacted=record.compacted,
+            flush="queued",
+            model=record.model or "",
+            compaction_usage=record.compaction_usage,
+            job_turn=self.completed,
+        )
+
+    def _write_turn(self, record: TurnRecord) -> tuple[TurnRecord, bool]:
+        """Create the turn's log object; returns the record kept and whether it is ours.
+
+        A number already taken belongs to a call that crashed after writing it and before
+        committing. A paused turn keeps the number it announced: when the object there is
+        this same turn (the same pauses), that earlier completion is kept, so a retry never
+        doubles it; any other such turn is kept and skipped."""
+        for attempt in range(TURN_NUMBER_ATTEMPTS):
+            numbered = record.model_copy(update={"turn": record.turn + attempt})
+            path = turn_path(self.session_id, numbered.turn)
+            try:
+                self.rt.store.put(self.user, path, numbered.model_dump_json(), create_only=True)
+                return numbered, True
+            except PreconditionFailedError:
+                logger.warning("turn number taken by an uncommitted call", extra={"turn": path})
+            if record.pauses:
+                stored = self.rt.store.get(self.user, path)
+                earlier = TurnRecord.parse_or_none(stored.content) if stored else None
+                if earlier is not None and earlier.pauses == record.pauses:
+                    return earlier, False
+        raise ConflictError(f"could not allocate a turn number in session {self.session_id}")
+
+    def _apply_saves(self, record: TurnRecord, fresh: bool) -> None:
+        """The turn's memory_save calls, into MEMORY.md and the ledger of its day. A turn
+        kept from an earlier, crashed completion may have saved already: its ledger says."""
+        saves = saved_lines(record.messages)
+        if not saves:
+            return
+        provenance = Source(self.session_id, (record.turn,), via="memory_save").render()
+        at = record.created()
+        if not fresh:
+            ledger = self.rt.store.get(self.user, ledger_path(day_of(at, self.settings.zone)))
+            if ledger is not None and provenance in ledger.content:
+                return
+        for lines in saves:
+            save_memories(self.rt, self.user, lines, provenance=provenance, at=at)
 
 
 def _enqueue_post_turn(
-    rt: Runtime, user: User, result: TurnResult, state: SessionState, now: datetime
+    rt: Runtime, user: User, session_id: str, result: TurnResult, state: SessionState, now: datetime
 ) -> FlushState:
     """Queue the post-turn job; report what the flush trigger will do with it. After a
     compaction it is a "compaction" flush: every unflushed turn, past any throttle."""
     settings = rt.settings
-    turn = result.turn
+    turn = result.job_turn or result.turn
     forced = result.compacted and (
         settings.compaction_flush_before or settings.trigger.mode == "on_compact"
     )
     reason = "compaction" if forced else "turn"
     job = PostTurnJob(
         user_id=user.id,
-        session_id=result.session_id,
+        session_id=session_id,
         turn=turn,
         reason=reason,
         queued_at=iso(now),

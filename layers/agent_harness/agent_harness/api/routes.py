@@ -126,7 +126,7 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
             raise InvalidRequestError("a JSON body is required")
         try:
             data = json.loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
             raise InvalidRequestError("the body is not valid JSON") from exc
         try:
             return model.model_validate(data)
@@ -174,18 +174,32 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
 
     @app.post("/v1/sessions/<session_id>/messages")
     def post_message(session_id: str) -> Response:
+        from agent_harness.agent.client_tools import ToolResult, call_view
         from agent_harness.agent.turn import run_turn  # the turn machinery loads on first use
 
         user = current_user()
         session_id = session(session_id)
         request = body(MessageBody)
-        result = run_turn(rt, user, session_id, request.message)
+        results = None
+        if request.tool_results is not None:
+            results = [ToolResult(r.tool_call_id, r.text, r.is_error) for r in request.tool_results]
+        result = run_turn(
+            rt,
+            user,
+            session_id,
+            request.message,
+            tools=request.tools,
+            tool_results=results,
+            cancel=bool(request.cancel),
+        )
         return _json(
             200,
             {
                 "session_id": result.session_id,
                 "turn": result.turn,
+                "status": result.status,
                 "reply": result.reply,
+                "tool_calls": [call_view(call) for call in result.tool_calls],
                 "usage": _usage(result),
                 "compacted": result.compacted,
                 "flush": result.flush,

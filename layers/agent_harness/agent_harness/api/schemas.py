@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     StrictInt,
     StrictStr,
     field_validator,
+    model_validator,
 )
 
 from agent_harness.memory.search import DEFAULT_LIMIT, MAX_LIMIT, Mode, parse_match_mode
@@ -23,6 +25,8 @@ __all__ = [
     "RollbackBody",
     "SaveSource",
     "SearchBody",
+    "ToolDeclaration",
+    "ToolResultBody",
 ]
 
 
@@ -30,8 +34,82 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
+class ToolDeclaration(_Body):
+    """A tool of the caller: ``{"name", "description", "parameters"}`` (a JSON Schema
+    object). OpenAI's ``{"type": "function", "function": {...}}`` and Anthropic's
+    ``input_schema`` are read as the same thing."""
+
+    name: StrictStr = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    description: StrictStr = ""
+    parameters: Any = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unwrap(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        if data.get("type") == "function" and isinstance(data.get("function"), dict):
+            data = {k: v for k, v in data.items() if k not in ("type", "function")} | dict(
+                data["function"]
+            )
+        elif data.get("type") == "custom":  # Anthropic's client tools
+            data = {k: v for k, v in data.items() if k != "type"}
+        if "input_schema" in data and "parameters" not in data:
+            data = {k: v for k, v in data.items() if k != "input_schema"} | {
+                "parameters": data["input_schema"]
+            }
+        # hints of the providers' own APIs that mean nothing here
+        return {k: v for k, v in data.items() if k not in ("strict", "cache_control")}
+
+
+class _TextPart(_Body):
+    type: Literal["text"]
+    text: StrictStr
+
+
+class ToolResultBody(_Body):
+    """The caller's result of one tool call of a paused turn."""
+
+    tool_call_id: StrictStr = Field(min_length=1, max_length=256)
+    content: StrictStr | list[_TextPart]
+    is_error: StrictBool = False
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(part.text for part in self.content)
+
+
 class MessageBody(_Body):
-    message: StrictStr
+    """One of: a new ``message`` (with the caller's ``tools``), the ``tool_results`` of
+    the turn that awaits them (``tools`` may come again), or ``cancel`` of that turn."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        defer_build=True,
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["message"]},
+                {"required": ["tool_results"]},
+                {"required": ["cancel"], "properties": {"cancel": {"const": True}}},
+            ]
+        },
+    )
+
+    message: StrictStr | None = None
+    tools: list[ToolDeclaration] | None = None
+    tool_results: list[ToolResultBody] | None = Field(default=None, max_length=128)
+    cancel: StrictBool | None = None
+
+    @model_validator(mode="after")
+    def _one_action(self) -> MessageBody:
+        if self.cancel is False:
+            raise ValueError("cancel must be true when given")
+        given = [self.message is not None, self.tool_results is not None, bool(self.cancel)]
+        if sum(given) != 1:
+            raise ValueError("send exactly one of message, tool_results or cancel")
+        return self
 
 
 class MemoryPutBody(_Body):

@@ -2,7 +2,8 @@
 conditional writes. One table, two item kinds:
 
     pk = U#<user key>  sk = S#<session>   session: turn counter, flush and index cursors,
-                                          lease, flush throttle gate, flush tail mark
+                                          lease, flush throttle gate, flush tail mark,
+                                          pause mark (a turn awaiting client tool results)
     pk = U#<user key>  sk = USER          user: consolidation lease, watermark, due mark
 
 The "due" marks are a sparse GSI (``due-index``: ``due_shard`` / ``due_at``): a flush
@@ -32,7 +33,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
-from agent_harness.errors import ConflictError, SessionBusyError, StoreError
+from agent_harness.errors import (
+    ConflictError,
+    SessionBusyError,
+    SessionNotFoundError,
+    StoreError,
+)
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -43,6 +49,7 @@ __all__ = [
     "DynamoStateTable",
     "FlushDue",
     "GateClaim",
+    "PauseMark",
     "SessionState",
     "StateTable",
     "UserState",
@@ -55,12 +62,23 @@ _deserializer = TypeDeserializer()
 
 
 @dataclass(frozen=True)
+class PauseMark:
+    """A turn paused for the caller's tool results: the commit point of the pause (the
+    working context holds the turn itself under the same ``pause_id``)."""
+
+    pause_id: str
+    turn: int
+    paused_at_ms: int
+
+
+@dataclass(frozen=True)
 class SessionState:
     turn: int = 0
     flush_cursor: int = 0
     index_cursor: int = 0
     #: the flush throttle gate: epoch ms of the last claimed flush slot
     flush_gate_ms: int | None = None
+    pause: PauseMark | None = None
 
 
 @dataclass(frozen=True)
@@ -106,11 +124,22 @@ def due_shard(user: User, shards: int, kind: str = "due") -> str:
 
 class StateTable(Protocol):
     def acquire_session_lease(
-        self, user: User, session_id: str, owner: str, now_ms: int, lease_ms: int
+        self,
+        user: User,
+        session_id: str,
+        owner: str,
+        now_ms: int,
+        lease_ms: int,
+        *,
+        must_exist: bool = False,
     ) -> SessionState: ...
 
     def commit_turn(
         self, user: User, session_id: str, owner: str, turn: int, now_iso: str
+    ) -> None: ...
+
+    def pause_turn(
+        self, user: User, session_id: str, owner: str, mark: PauseMark, turn: int
     ) -> None: ...
 
     def release_session_lease(self, user: User, session_id: str, owner: str) -> None: ...
@@ -169,11 +198,17 @@ def _plain(item: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _session_state(item: dict[str, Any]) -> SessionState:
+    pause = None
+    if "pause_id" in item:
+        pause = PauseMark(
+            str(item["pause_id"]), int(item.get("pause_turn", 0)), int(item.get("paused_at_ms", 0))
+        )
     return SessionState(
         turn=int(item.get("turn", 0)),
         flush_cursor=int(item.get("flush_cursor", 0)),
         index_cursor=int(item.get("index_cursor", 0)),
         flush_gate_ms=int(item["flush_gate_ms"]) if "flush_gate_ms" in item else None,
+        pause=pause,
     )
 
 
@@ -212,19 +247,27 @@ class DynamoStateTable:
             raise StoreError("state table update failed") from exc
 
     def _acquire(
-        self, key: dict[str, Any], prefix: str, user: User, owner: str, now_ms: int, lease_ms: int
+        self,
+        key: dict[str, Any],
+        prefix: str,
+        user: User,
+        owner: str,
+        now_ms: int,
+        lease_ms: int,
+        *,
+        must_exist: bool = False,
     ) -> dict[str, Any]:
         """Take the lease ``<prefix>_owner``/``<prefix>_expires_ms`` of one item if it is
-        free or expired and return the item; ClientError when another holder has it."""
+        free or expired (and, with ``must_exist``, only if the item exists) and return the
+        item; ClientError when another holder has it or the item is missing."""
+        free = f"(attribute_not_exists({prefix}_owner) OR {prefix}_expires_ms < :now)"
         resp = self._update(
             Key=key,
             UpdateExpression=(
                 f"SET {prefix}_owner = :o, {prefix}_expires_ms = :exp, "
                 "user_id = if_not_exists(user_id, :uid)"
             ),
-            ConditionExpression=(
-                f"attribute_not_exists({prefix}_owner) OR {prefix}_expires_ms < :now"
-            ),
+            ConditionExpression=f"attribute_exists(pk) AND {free}" if must_exist else free,
             ExpressionAttributeValues={
                 ":o": _s(owner),
                 ":exp": _n(now_ms + lease_ms),
@@ -251,16 +294,32 @@ class DynamoStateTable:
 
     # sessions -------------------------------------------------------------
     def acquire_session_lease(
-        self, user: User, session_id: str, owner: str, now_ms: int, lease_ms: int
+        self,
+        user: User,
+        session_id: str,
+        owner: str,
+        now_ms: int,
+        lease_ms: int,
+        *,
+        must_exist: bool = False,
     ) -> SessionState:
-        """Take the session lease or raise ``SessionBusyError`` with a Retry-After."""
+        """Take the session lease or raise ``SessionBusyError`` with a Retry-After;
+        ``must_exist``: ``SessionNotFoundError`` for a session never written (no item is made)."""
         try:
             item = self._acquire(
-                self._session_key(user, session_id), "lease", user, owner, now_ms, lease_ms
+                self._session_key(user, session_id),
+                "lease",
+                user,
+                owner,
+                now_ms,
+                lease_ms,
+                must_exist=must_exist,
             )
         except ClientError as exc:
             if _is_condition_failure(exc):
                 held = _plain(exc.response.get("Item"))
+                if not held:
+                    raise SessionNotFoundError(f"session {session_id} has no turns") from exc
                 remaining_ms = int(held.get("lease_expires_ms", now_ms + 1000)) - now_ms
                 retry_after = max(1, math.ceil(remaining_ms / 1000))
                 raise SessionBusyError(
@@ -270,12 +329,14 @@ class DynamoStateTable:
         return _session_state(item)
 
     def commit_turn(self, user: User, session_id: str, owner: str, turn: int, now_iso: str) -> None:
-        """Record ``turn`` as the session's last turn and release the lease, atomically."""
+        """Record ``turn`` as the session's last turn, clear any pause mark and release the
+        lease, atomically."""
         try:
             self._update(
                 Key=self._session_key(user, session_id),
                 UpdateExpression=(
-                    "SET turn = :t, updated_at = :now REMOVE lease_owner, lease_expires_ms"
+                    "SET turn = :t, updated_at = :now "
+                    "REMOVE lease_owner, lease_expires_ms, pause_id, pause_turn, paused_at_ms"
                 ),
                 ConditionExpression="lease_owner = :o",
                 ExpressionAttributeValues={":t": _n(turn), ":now": _s(now_iso), ":o": _s(owner)},
@@ -284,6 +345,33 @@ class DynamoStateTable:
             if _is_condition_failure(exc):
                 raise ConflictError(f"the lease on session {session_id} was lost") from exc
             raise StoreError("committing the turn failed") from exc
+
+    def pause_turn(
+        self, user: User, session_id: str, owner: str, mark: PauseMark, turn: int
+    ) -> None:
+        """Mark the session's turn paused for client tool results, record ``turn`` as its
+        last completed turn, and release the lease, in one conditional write: the pause is
+        committed by this write."""
+        try:
+            self._update(
+                Key=self._session_key(user, session_id),
+                UpdateExpression=(
+                    "SET pause_id = :p, pause_turn = :pt, paused_at_ms = :at, turn = :t "
+                    "REMOVE lease_owner, lease_expires_ms"
+                ),
+                ConditionExpression="lease_owner = :o",
+                ExpressionAttributeValues={
+                    ":p": _s(mark.pause_id),
+                    ":pt": _n(mark.turn),
+                    ":t": _n(turn),
+                    ":at": _n(mark.paused_at_ms),
+                    ":o": _s(owner),
+                },
+            )
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                raise ConflictError(f"the lease on session {session_id} was lost") from exc
+            raise StoreError("pausing the turn failed") from exc
 
     def release_session_lease(self, user: User, session_id: str, owner: str) -> None:
         self._release(self._session_key(user, session_id), "lease", owner, "session")

@@ -1,7 +1,7 @@
 """thread_search: every past message of a user, searchable without reading turn objects.
 
-The post-turn job appends the user and assistant messages of each new turn to a derived
-search segment, one per month (in the configured zone):
+The post-turn job appends the messages of each new turn to a derived search segment, one
+per month (in the configured zone):
 
     index/threads/2026-11.jsonl   one line per message:
         {"s": session, "t": turn, "i": n, "r": role, "at": time, "x": text}
@@ -11,10 +11,12 @@ as ledgers, in order per user (FIFO group), and de-duplicated by (session, turn)
 redelivered job adds nothing. They are derived data: running ``index_turns`` over a
 user's turn objects recreates a lost or damaged segment. A search is one LIST plus one
 GET per month whose ETag is not cached (DESIGN §7), with the match modes of
-memory_search. Tool traffic is not indexed. The same segments give ranked memory_search
-the messages of the turns a ledger section names (``load_turn_texts``); the other way
-round, ranked thread_search scores a message with the ledger facts naming its turn (one
-more LIST, of memory/, and GETs of the ledgers not cached).
+memory_search. The calls and results of the tools that act (the caller's, remote ones)
+are indexed as data, results with role ``tool``; the memory tools' traffic is not. The
+same segments give ranked memory_search the messages of the turns a ledger section names
+(``load_turn_texts``); the other way round, ranked thread_search scores a message with the
+ledger facts naming its turn (one more LIST, of memory/, and GETs of the ledgers not
+cached).
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from functools import partial
 from itertools import groupby
 from typing import TYPE_CHECKING
 
+from agent_harness.memory import MEMORY_TOOLS
 from agent_harness.memory import search as ranking
+from agent_harness.memory.prompts import TOOL_ARG_CHARS
 from agent_harness.memory.search import (
     Hit,
     Mode,
@@ -45,6 +49,7 @@ if TYPE_CHECKING:
 
     from agent_harness.ids import User
     from agent_harness.memory.search import LinkedTexts, MemoryIndexCache
+    from agent_harness.models.base import Message
     from agent_harness.records import TurnRecord
     from agent_harness.runtime import Runtime
 
@@ -76,10 +81,24 @@ def segment_path(record: TurnRecord, zone: ZoneInfo) -> str:
     return f"{SEGMENT_DIR}/{record.created().astimezone(zone):%Y-%m}.jsonl"
 
 
+def _record_text(message: Message) -> str:
+    """What thread search finds of a message: its text, and the calls and results of the
+    tools that act (the caller's and remote ones), as data; memory tools' traffic is
+    memory itself and is left out."""
+    if message.role == "tool":
+        if message.name in MEMORY_TOOLS:
+            return ""
+        return f"[tool_result: {message.name or 'tool'}] {message.content}"
+    acting = [c for c in message.tool_calls if c.name not in MEMORY_TOOLS]
+    calls = [f"[tool_call: {c.name}({c.arguments[:TOOL_ARG_CHARS]})]" for c in acting]
+    return "\n".join([message.content.strip(), *calls]).strip()
+
+
 def _entries(record: TurnRecord) -> list[str]:
     rows = []
     for number, message in enumerate(record.messages):
-        if message.role not in ("user", "assistant") or not message.content.strip():
+        text = _record_text(message) if message.role != "system" else ""
+        if not text:
             continue
         row = {
             "s": record.session_id,
@@ -87,7 +106,7 @@ def _entries(record: TurnRecord) -> list[str]:
             "i": number,
             "r": message.role,
             "at": record.created_at,
-            "x": message.content[:MAX_RECORD_CHARS],
+            "x": text[:MAX_RECORD_CHARS],
         }
         rows.append(json.dumps(row, ensure_ascii=False))
     return rows

@@ -39,7 +39,7 @@ def parse_arguments(arguments: str) -> dict[str, Any]:
     """Tool-call arguments as an object; text that is not a JSON object is kept whole."""
     try:
         value = json.loads(arguments or "{}")
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return {"_raw": arguments}
     return value if isinstance(value, dict) else {"_value": value}
 

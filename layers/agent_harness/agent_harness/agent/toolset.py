@@ -1,0 +1,97 @@
+"""Every tool a turn offers the model, in one tool box:
+
+    memory tools    memory_search, memory_get, thread_search, memory_save   run here
+    remote tools    <server>__<tool> of HARNESS_MCP_SERVERS (MCP, Streamable HTTP)  run here
+    client tools    declared by the caller with the message              run by the caller
+
+Results of the tools run here pass the eviction of oversized results; a client call is
+deferred (``None``) and the turn pauses for it. The remote tool list comes from a
+per-container cache of the servers' listings (``Runtime.tool_servers``); a server that
+cannot be reached is left out of the turn, which goes on.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agent_harness.agent.eviction import Evictor
+from agent_harness.agent.tools import MemoryTools, Tool, ToolRegistry
+
+if TYPE_CHECKING:
+    from agent_harness.agent.client_tools import ClientTools
+    from agent_harness.ids import User
+    from agent_harness.models.base import ToolCall, ToolSpec
+    from agent_harness.runtime import Runtime
+
+__all__ = ["RemoteToolLike", "ToolServers", "TurnTools", "turn_tools"]
+
+
+class RemoteToolLike(Protocol):
+    @property
+    def qualified(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def input_schema(self) -> dict[str, Any]: ...
+
+
+class ToolServers(Protocol):
+    """The remote tool servers of a container (``mcp.remote_tools.RemoteToolServers``)."""
+
+    def tools(self, *, remaining: float | None) -> list[Any]: ...
+
+    def call(
+        self, tool: Any, arguments: dict[str, Any], *, user_id: str, remaining: float | None
+    ) -> str: ...
+
+
+class TurnTools:
+    """The tool box of one model loop: the tools run here, then the caller's."""
+
+    def __init__(self, served: ToolRegistry | None, client: ClientTools | None) -> None:
+        self._served = served
+        self._client = client
+
+    def specs(self) -> list[ToolSpec]:
+        return [
+            *(self._served.specs() if self._served else []),
+            *(self._client.specs() if self._client else []),
+        ]
+
+    def call(self, call: ToolCall) -> str | None:
+        if self._client is not None and call.name in self._client:
+            return self._client.call(call)
+        if self._served is not None:
+            return self._served.call(call)
+        return f"Error: unknown tool {call.name}"
+
+
+def _remote_tools(rt: Runtime, user: User) -> list[Tool]:
+    servers = rt.remote_tool_servers()
+    if servers is None:
+        return []
+
+    def handler(tool: Any) -> Any:
+        def run(arguments: dict[str, Any]) -> str:
+            return servers.call(tool, arguments, user_id=user.id, remaining=rt.deadline.remaining())
+
+        return run
+
+    return [
+        Tool(tool.qualified, tool.description, tool.input_schema, handler(tool))
+        for tool in servers.tools(remaining=rt.deadline.remaining())
+    ]
+
+
+def turn_tools(
+    rt: Runtime, user: User, session_id: str, client: ClientTools | None
+) -> TurnTools | None:
+    """The turn's tool box, or None when it offers no tool at all."""
+    served = [] if rt.settings.disable_memory_tools else MemoryTools(rt, user).tools()
+    served += _remote_tools(rt, user)
+    registry = ToolRegistry(served, after=Evictor(rt, user, session_id)) if served else None
+    if registry is None and client is None:
+        return None
+    return TurnTools(registry, client)
