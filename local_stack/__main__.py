@@ -46,7 +46,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(stack.describe(), flush=True)
     print("local stack ready", flush=True)
-    done.wait()
+    # a signal may land in any thread; the main thread runs Python's handler only when it
+    # runs bytecode, so it waits in short steps rather than blocking until the event
+    while not done.wait(0.2):
+        pass
     print("\nstopping...", flush=True)
     stack.stop()
     print("stopped", flush=True)
