@@ -21,13 +21,40 @@ pytestmark = pytest.mark.e2e
 
 @dataclass
 class FakeLLM:
-    """Chat completions that answer ``ack: <last user message>``. A message containing
+    """Chat completions that answer ``ack: <last user message>``, or, for a user message
+    with a script, its next scripted answer (tool calls included). A message containing
     ``[slow]`` is held until ``release`` is set, to keep a session lease busy."""
 
     port: int = field(default_factory=free_port)
     requests: list[dict[str, Any]] = field(default_factory=list)
     slow_entered: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
+    scripts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def script(self, user_message: str, *answers: str | list[tuple[str, str, dict]]) -> None:
+        """The answers to the calls of the turn whose user message is ``user_message``,
+        in order: a text, or tool calls as (id, name, arguments) triples."""
+        self.scripts[user_message] = [
+            {"role": "assistant", "content": answer}
+            if isinstance(answer, str)
+            else {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(arguments)},
+                    }
+                    for call_id, name, arguments in answer
+                ],
+            }
+            for answer in answers
+        ]
+
+    def requests_of(self, user_message: str) -> list[dict[str, Any]]:
+        """Every request of the turn whose user message is ``user_message``."""
+        return [r for r in self.requests if last_user_message(r) == user_message]
 
     def start(self) -> ThreadingHTTPServer:
         fake = self
@@ -37,12 +64,13 @@ class FakeLLM:
                 payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 payload["_authorization"] = self.headers.get("Authorization")
                 fake.requests.append(payload)
-                last = next(
-                    m["content"] for m in reversed(payload["messages"]) if m["role"] == "user"
-                )
+                last = last_user_message(payload)
                 if "[slow]" in last:
                     fake.slow_entered.set()
                     fake.release.wait(30)
+                message: dict[str, Any] = {"role": "assistant", "content": f"ack: {last}"}
+                if fake.scripts.get(last):
+                    message = fake.scripts[last].pop(0)
                 body = json.dumps(
                     {
                         "id": "chatcmpl-e2e",
@@ -51,8 +79,10 @@ class FakeLLM:
                         "choices": [
                             {
                                 "index": 0,
-                                "message": {"role": "assistant", "content": f"ack: {last}"},
-                                "finish_reason": "stop",
+                                "message": message,
+                                "finish_reason": "tool_calls"
+                                if "tool_calls" in message
+                                else "stop",
                             }
                         ],
                         "usage": {"prompt_tokens": 42, "completion_tokens": 7},
@@ -74,6 +104,10 @@ class FakeLLM:
 
     def requests_for(self, text: str) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["messages"][-1]["content"] == text]
+
+
+def last_user_message(payload: dict[str, Any]) -> str:
+    return next(m["content"] for m in reversed(payload["messages"]) if m["role"] == "user")
 
 
 def wait_for(check: Any, timeout: float = 30.0, interval: float = 0.25) -> Any:
