@@ -153,6 +153,8 @@ class LocalStack:
             AWS_ENDPOINT_URL=self.endpoint,
             TIKTOKEN_CACHE_DIR=str(DEFAULT_CACHE_DIR),
             POWERTOOLS_LOG_LEVEL="WARNING",  # one line per event is printed instead
+            # a developer's machine: plain tool-server headers are allowed here
+            HARNESS_ALLOW_PLAIN_SECRETS="true",
         )
         for key, value in self.config.environ.items():
             if key.startswith(_PASSTHROUGH_PREFIXES) and key not in _RESOURCE_VARS:

@@ -1,5 +1,6 @@
-"""Handlers import cheaply: no network, no tokenizer files, no model client, no X-Ray SDK.
-(How long the import takes is measured by `make bench`, not asserted here.)"""
+"""Handlers import cheaply: no network, no tokenizer files, no model client, no X-Ray SDK,
+no MCP code even with tool servers configured. (How long the import takes is measured by
+`make bench`, not asserted here.)"""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ socket.create_connection = refuse
 import importlib
 importlib.import_module(sys.argv[1])
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in
-      {"tiktoken", "httpx", "aws_xray_sdk", "moto", "yaml", "local_stack"})))
+      {"tiktoken", "httpx", "aws_xray_sdk", "moto", "yaml", "local_stack", "mcp", "mcp_types"}
+      or m.startswith("agent_harness.mcp"))))
 """
 
 
@@ -34,6 +36,7 @@ def test_handlers_import_without_network_or_heavy_work() -> None:
             "PATH": "/usr/bin:/bin",
             "PYTHONPATH": f"{ROOT}:{ROOT / 'layers' / 'agent_harness'}",
             "HARNESS_MODEL": "openai:gpt-4.1-mini",
+            "HARNESS_MCP_SERVERS": '[{"name": "crm", "url": "https://crm.example.com/mcp"}]',
             "HTTPS_PROXY": "http://127.0.0.1:9",
         }
         done = subprocess.run(

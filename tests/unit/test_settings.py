@@ -126,3 +126,79 @@ def test_a_custom_consolidation_prompt_with_stray_percent_and_braces_renders() -
         "", "- x", max_tokens=10, since=None, prompt=settings.consolidation_prompt
     )[0]
     assert system.content == ('Keep 100% of facts {"style": "terse"} within 10 tokens / 40 chars.')
+
+
+def test_tool_servers_are_parsed_from_json_with_their_defaults() -> None:
+    settings = Settings.from_env(
+        {
+            "HARNESS_MCP_SERVERS": (
+                '[{"name": "crm", "url": "https://crm.example.com/mcp", "tools": ["lookup"],'
+                ' "forward_user": true}, {"name": "docs", "url": "http://127.0.0.1:8765/mcp"}]'
+            )
+        }
+    )
+    crm, docs = settings.mcp_servers
+    assert (crm.name, crm.tools, crm.forward_user, crm.timeout_seconds) == (
+        "crm",
+        ("lookup",),
+        True,
+        20.0,
+    )
+    assert docs.forward_user is False and docs.cache_seconds == 300
+    assert Settings.from_env({"HARNESS_MCP_SERVERS": " "}).mcp_servers == ()
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        ("not json", "not valid JSON"),
+        ('{"name": "crm"}', "a JSON list"),
+        ('[{"url": "https://x/mcp"}]', "(0.name): Field required"),
+        ('[{"name": "c__rm", "url": "https://x/mcp"}]', "(0.name)"),
+        ('[{"name": "crm", "url": "ftp://x/mcp"}]', "http(s) URL"),
+        ('[{"name": "crm", "url": "https://x/mcp", "timeout_seconds": 0}]', "timeout_seconds"),
+        ('[{"name": "crm", "url": "https://x/mcp", "surprise": 1}]', "surprise"),
+        (
+            '[{"name": "a", "url": "https://x/mcp"}, {"name": "a", "url": "https://y/mcp"}]',
+            "used twice",
+        ),
+    ],
+)
+def test_bad_tool_server_configuration_fails_at_cold_start_naming_the_variable(
+    value: str, fragment: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env({"HARNESS_MCP_SERVERS": value})
+    assert "HARNESS_MCP_SERVERS" in caught.value.message and fragment in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("server", "fragment"),
+    [
+        ({"headers": {"Authorization": "Bearer sk-123"}}, "looks like a credential"),
+        ({"headers": {"X-Api-Key": "k"}}, "looks like a credential"),
+        ({"headers_secret": "prod/crm"}, "agent-harness/mcp/"),
+        ({"headers_parameter": "/prod/crm"}, "/agent-harness/mcp/"),
+    ],
+)
+def test_a_deployed_stack_takes_tool_server_credentials_only_from_secrets(
+    server: dict, fragment: str
+) -> None:
+    import json
+
+    entry = json.dumps([{"name": "crm", "url": "https://crm.example.com/mcp", **server}])
+    with pytest.raises(ConfigError, match="HARNESS_MCP_SERVERS") as caught:
+        Settings.from_env({"HARNESS_MCP_SERVERS": entry, "HARNESS_ALLOW_PLAIN_SECRETS": "false"})
+    assert fragment in caught.value.message
+    assert Settings.from_env({"HARNESS_MCP_SERVERS": entry}).mcp_servers  # local: allowed
+    fine = [
+        {
+            "name": "crm",
+            "url": "https://crm.example.com/mcp",
+            "headers": {"Accept-Language": "en"},
+            "headers_secret": "agent-harness/mcp/crm",
+            "headers_parameter": "/agent-harness/mcp/crm",
+        }
+    ]
+    deployed = {"HARNESS_MCP_SERVERS": json.dumps(fine), "HARNESS_ALLOW_PLAIN_SECRETS": "false"}
+    assert Settings.from_env(deployed).mcp_servers[0].headers_secret == "agent-harness/mcp/crm"

@@ -243,6 +243,34 @@ class McpServerConfig(BaseModel):
         return value
 
 
+#: the names a deployed stack may read header credentials from (its IAM policy says so)
+MCP_SECRET_PREFIX = "agent-harness/mcp/"
+MCP_PARAMETER_PREFIX = "/agent-harness/mcp/"
+
+
+def _check_deployed_credentials(server: McpServerConfig) -> None:
+    """In a deployed stack credentials come from Secrets Manager or SSM, under the names
+    the functions may read; a plain header that looks like one is refused."""
+    for header in server.headers:
+        if _CREDENTIAL_HEADER.search(header):
+            raise ValueError(
+                f"header {header!r} of server {server.name!r} looks like a credential; put it "
+                "in headers_secret (Secrets Manager) or headers_parameter (SSM), never in a "
+                "plain parameter"
+            )
+    if server.headers_secret and not server.headers_secret.startswith(MCP_SECRET_PREFIX):
+        raise ValueError(
+            f"headers_secret of server {server.name!r} must be named {MCP_SECRET_PREFIX}...: "
+            "the functions may read only those secrets"
+        )
+    parameter = server.headers_parameter
+    if parameter and not parameter.startswith(MCP_PARAMETER_PREFIX):
+        raise ValueError(
+            f"headers_parameter of server {server.name!r} must be named "
+            f"{MCP_PARAMETER_PREFIX}...: the functions may read only those parameters"
+        )
+
+
 def _placeholders(template: str) -> list[str]:
     return re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", template)
 
@@ -448,13 +476,7 @@ class Settings(BaseModel):
             raise ValueError(f"server name {duplicates[0]!r} is used twice")
         if not info.data.get("allow_plain_secrets", True):
             for server in value:
-                for header in server.headers:
-                    if _CREDENTIAL_HEADER.search(header):
-                        raise ValueError(
-                            f"header {header!r} of server {server.name!r} looks like a "
-                            "credential; put it in headers_secret (Secrets Manager) or "
-                            "headers_parameter (SSM), never in a plain parameter"
-                        )
+                _check_deployed_credentials(server)
         return value
 
     @classmethod
