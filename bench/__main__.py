@@ -30,6 +30,7 @@ RESULTS = ROOT / "bench" / "results"
 NAMES = (
     "cold_start",
     "hot_path",
+    "tool_calls",
     "memory_search",
     "flush_tokens",
     "compaction_tokens",
