@@ -269,3 +269,33 @@ def test_a_tool_server_that_is_down_is_left_out_and_the_turn_goes_on(
     [request] = fake_llm.requests_of(question)
     assert not any(name.startswith("gone__") for name in offered(request))
     assert any("gone" in line and "left out" in line.lower() for line in tools_stack.output)
+
+
+def test_the_readme_client_tool_example_runs_on_the_offline_stand_in(
+    offline_stack: LocalStackProcess,
+) -> None:
+    me = offline_stack.client("e2e-readme")
+    tool = {
+        "name": "lookup_order",
+        "description": "Find an order by its number",
+        "parameters": {
+            "type": "object",
+            "properties": {"order_id": {"type": "integer"}},
+            "required": ["order_id"],
+        },
+    }
+    paused = me.post(
+        "/v1/sessions/s3/messages", json={"message": "Where is my order 42?", "tools": [tool]}
+    ).json()
+    assert paused["status"] == "requires_action"
+    assert paused["tool_calls"] == [
+        {"id": "offline-call-1", "name": "lookup_order", "arguments": {"order_id": 42}}
+    ]
+    done = me.post(
+        "/v1/sessions/s3/messages",
+        json={
+            "tool_results": [{"tool_call_id": "offline-call-1", "content": "shipped on 2026-11-28"}]
+        },
+    ).json()
+    assert (done["status"], done["turn"]) == ("completed", 1)
+    assert done["reply"] == "[offline model] lookup_order returned: shipped on 2026-11-28"

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 from agent_harness import markup
 from agent_harness.memory.prompts import consolidation_messages, flush_messages
 from agent_harness.models.base import ChatRequest, Message
@@ -89,3 +91,35 @@ def test_sentences_do_not_end_at_abbreviations() -> None:
         "- User said: My dentist is Dr. Silva.",
         "- User said: I live on St. James St. in J. K. Town!",
     ]
+
+
+def test_the_offline_agent_calls_a_matching_client_tool_and_answers_with_its_result() -> None:
+    from agent_harness.agent.client_tools import ToolResult
+    from agent_harness.agent.turn import run_turn
+    from agent_harness.ids import User
+    from agent_harness.models.base import ToolSpec
+    from tests.fakes import make_runtime
+
+    rt = make_runtime()  # every role offline
+    alice = User.from_id("alice")
+    order = ToolSpec(
+        name="lookup_order",
+        description="Find an order",
+        parameters={
+            "type": "object",
+            "properties": {"order_id": {"type": "integer"}, "note": {"type": "string"}},
+            "required": ["order_id"],
+        },
+    )
+    weather = ToolSpec(name="get_weather", description="w", parameters={"type": "object"})
+
+    paused = run_turn(rt, alice, "s1", "Where is my order 42?", tools=[weather, order])
+
+    assert paused.status == "requires_action"
+    [call] = paused.tool_calls
+    assert (call.name, json.loads(call.arguments)) == ("lookup_order", {"order_id": 42})
+    done = run_turn(rt, alice, "s1", tool_results=[ToolResult(call.id, "shipped on 2026-11-28")])
+    assert done.reply == "[offline model] lookup_order returned: shipped on 2026-11-28"
+
+    plain = run_turn(rt, alice, "s2", "Hello there", tools=[order])  # nothing matches
+    assert plain.status == "completed" and plain.reply.startswith("[offline model]")

@@ -2,9 +2,12 @@
 
 It reads the same prompts a real model gets and behaves by purpose:
 
-    agent        answers from the memory it was given, by keyword overlap; asked a
-                 question that memory does not answer, it calls memory_search (when
-                 offered) with the question's keywords and answers from the hits
+    agent        calls an offered acting tool (the caller's or a remote one) whose name
+                 shares a word with the message, its required arguments filled from the
+                 message (numbers, the text), and answers with what the tool returned;
+                 otherwise answers from the memory it was given, by keyword overlap;
+                 asked a question that memory does not answer, it calls memory_search
+                 (when offered) with the question's keywords and answers from the hits
     flush        extracts first-person durable statements ("I prefer…", "remember…",
                  "we decided…", "我喜欢…", "记住…") as ``- User said: …`` bullets, or NO_REPLY
     consolidate  merges new ledger bullets into MEMORY.md by normalised de-duplication
@@ -22,7 +25,8 @@ import re
 from typing import TYPE_CHECKING
 
 from agent_harness import markup
-from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from agent_harness.memory import MEMORY_TOOLS
+from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
 from agent_harness.text import WORD, fold, tokens
 
 if TYPE_CHECKING:
@@ -61,6 +65,7 @@ _IGNORED = frozenset(
     ).split()
 )
 _SOURCE_HIT = re.compile(r"^Source: (\S+#\d+): (.*)$", re.MULTILINE)
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _QUESTION = re.compile(
     r"\?|？|^\s*(?:what|which|who|when|where|why|how|do|does|did|is|are|am|can|could)\b",
     re.IGNORECASE,
@@ -147,6 +152,49 @@ def _memory_lines(messages: list[Message]) -> list[str]:
     return []
 
 
+def _acting_call(tools: list[ToolSpec], question: str, wanted: set[str]) -> ToolCall | None:
+    """A call of the acting tool whose name shares the most words with the question and
+    whose required arguments the question can fill; on a tie the one offered last (the
+    caller's own tools come after the server's)."""
+    best: tuple[int, ToolCall] | None = None
+    for tool in tools:
+        if tool.name in MEMORY_TOOLS:
+            continue
+        shared = len(_keywords(tool.name.rsplit("__", 1)[-1].replace("_", " ")) & wanted)
+        arguments = _fill(tool.parameters, question) if shared else None
+        if arguments is not None and (best is None or shared >= best[0]):
+            call = ToolCall(id="offline-call-1", name=tool.name, arguments=json.dumps(arguments))
+            best = (shared, call)
+    return best[1] if best else None
+
+
+def _fill(schema: dict[str, object], question: str) -> dict[str, object] | None:
+    """Required arguments from the question: numbers for numbers, the text for strings,
+    the first choice of an enum; None when one cannot be filled."""
+    properties = schema.get("properties")
+    required = schema.get("required")
+    if not isinstance(properties, dict) or not isinstance(required, list):
+        return {}
+    number = _NUMBER.search(question)
+    filled: dict[str, object] = {}
+    for name in required:
+        spec = properties.get(name)
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        if isinstance(spec, dict) and isinstance(spec.get("enum"), list) and spec["enum"]:
+            filled[name] = spec["enum"][0]
+        elif kind == "integer" and number and "." not in number.group():
+            filled[name] = int(number.group())
+        elif kind == "number" and number:
+            filled[name] = float(number.group())
+        elif kind == "string":
+            filled[name] = question.strip()
+        elif kind == "boolean":
+            filled[name] = True
+        else:
+            return None
+    return filled
+
+
 class OfflineChatModel:
     """Deterministic, dependency-free. ``counter`` reports token usage like a provider."""
 
@@ -192,6 +240,15 @@ class OfflineChatModel:
         asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
         question = messages[asked].content
         wanted = _keywords(question)
+        acted = [
+            m for m in messages[asked + 1 :] if m.role == "tool" and m.name not in MEMORY_TOOLS
+        ]
+        if acted:
+            said = " | ".join(f"{m.name} returned: {m.content[:300]}" for m in acted)
+            return _reply(said)
+        call = _acting_call(request.tools, question, wanted)
+        if call is not None:
+            return Message(role="assistant", tool_calls=[call])
         found = self._best(wanted, _memory_lines(messages))
         if found:
             return _reply("From memory: " + " | ".join(found))
