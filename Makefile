@@ -12,7 +12,7 @@ PY312 := $(or $(lastword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12
 export SAM_CLI_TELEMETRY := 0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test reliability test-unit test-integration test-e2e lint format dev moto demo cli bench bench-quick \
+.PHONY: help venv test reliability test-unit test-integration test-e2e lint format dev moto demo mcp-demo cli bench bench-quick \
         sam validate build deploy tiktoken-cache env-file clean
 
 help: ## Show the targets
@@ -56,6 +56,9 @@ moto: venv ## Run only the embedded AWS with the template's resources (for `sam 
 
 demo: venv ## Two sessions against the local stack: the second answers from the first
 	$(PY) -m local_stack.demo
+
+mcp-demo: venv ## A small MCP tool server on 127.0.0.1:8765 for `make dev` (see README)
+	$(PY) -m local_stack.mcp_demo
 
 cli: venv ## Operator CLI against the local stack: make cli ARGS="show alice" (see README)
 	PYTHONPATH=layers/agent_harness $(PY) -m agent_harness.cli --env-file local_stack/sam-env.json $(ARGS)
