@@ -448,3 +448,17 @@ def test_arguments_nested_past_the_parsers_depth_are_an_error_result_not_a_crash
         "Error: the arguments of lookup_order are not valid JSON",
         "Error: the arguments of memory_search are not valid JSON",
     ]
+
+
+def test_an_import_into_a_session_whose_turn_awaits_results_is_409_and_writes_nothing() -> None:
+    model = ScriptedModel(calls(("lookup_order", {"order_id": 1})))
+    rt = runtime(model)
+    call(rt, "POST", URL, {"message": "go", "tools": [ORDER_TOOL]})
+    before = dict(rt.store.objects)
+
+    status, body, _ = call(
+        rt, "POST", "/v1/sessions/s1/import", {"messages": [{"role": "user", "content": "hi"}]}
+    )
+
+    assert status == 409 and body["error"]["code"] == "tool_results_required"
+    assert rt.store.objects == before and session_item(rt).state.pause is not None
