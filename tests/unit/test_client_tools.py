@@ -414,8 +414,10 @@ def test_openai_anthropic_and_plain_declarations_are_the_same_tool() -> None:
         "description": "Weather",
         "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
     }
-    call(rt, "POST", URL, {"message": "hi", "tools": [ORDER_TOOL, TICKET_TOOL, anthropic]})
+    bare = {"type": "function", "function": {"name": "ping", "description": None}}
+    call(rt, "POST", URL, {"message": "hi", "tools": [ORDER_TOOL, TICKET_TOOL, anthropic, bare]})
     offered = {t.name: t for t in model.requests[0].tools}
+    assert offered["ping"].parameters == {"type": "object", "properties": {}}
     assert offered["open_ticket"].description == "Open a support ticket"
     assert offered["weather"].parameters["properties"] == {"city": {"type": "string"}}
     assert offered["lookup_order"].parameters["required"] == ["order_id"]

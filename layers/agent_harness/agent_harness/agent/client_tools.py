@@ -3,13 +3,14 @@
 POST /v1/sessions/{id}/messages  {"message", "tools": [{"name", "description",
                                   "parameters"}]}   (or OpenAI's {"type": "function",
                                                      "function": {...}})
-  declare_tools   names unique, not a built-in or a remote tool's, schemas objects,
-                  at most 64 tools and 64 KB: else 4xx, nothing written
-  ClientTools     a call with bad JSON or arguments outside the schema is answered to
-                  the model as ``Error: ...``; a good one is deferred (``None``): the
-                  turn pauses and the caller gets it as ``requires_action``
-  tool_result     the caller's answer as the tool message the model reads (``is_error``
-                  makes it an ``Error: ...`` result, as every failed tool is)
+  declare_tools         names unique, not a built-in or a remote tool's, schemas objects,
+                        at most 64 tools and 64 KB: else 4xx, nothing written
+  ClientTools           a call with bad JSON or arguments outside the schema is answered
+                        to the model as ``Error: ...``; a good one is deferred (``None``):
+                        the turn pauses and the caller gets it as ``requires_action``
+  tool_result_message   the caller's answer as the tool message the model reads
+                        (``is_error`` makes it an ``Error: ...`` result, as every failed
+                        tool is)
 """
 
 from __future__ import annotations

@@ -43,6 +43,11 @@ class ToolDeclaration(_Body):
     description: StrictStr = ""
     parameters: Any = None
 
+    @field_validator("description", mode="before")
+    @classmethod
+    def _no_description(cls, value: Any) -> Any:
+        return "" if value is None else value  # some clients send null
+
     @model_validator(mode="before")
     @classmethod
     def _unwrap(cls, data: Any) -> Any:
