@@ -259,3 +259,21 @@ def test_id_limits_are_settings() -> None:
     status, _, _ = call(rt, "GET", "/v1/memory", user="alice-the-long")
     assert status == 401
     assert rt.store.objects.keys() == {k for k in rt.store.objects if "/alice/" in k}
+
+
+@pytest.mark.parametrize("route", ["/v1/memory/search", "/v1/sessions/search"])
+def test_a_search_without_match_mode_is_a_phrase_search_and_says_so(route: str) -> None:
+    rt = dev_runtime(agent=ScriptedModel("好的"))
+    rt.store.put(User.from_id("alice"), "MEMORY.md", "- 部署决定：使用蓝鲸方案\n", create_only=True)
+    call(rt, "POST", "/v1/sessions/s1/messages", {"message": "部署决定：使用蓝鲸方案"})
+    from agent_harness.memory.flush import run_post_turn_job
+
+    while rt.queue.post_turn:
+        run_post_turn_job(rt, rt.queue.post_turn.pop(0))
+
+    status, body, _ = call(rt, "POST", route, {"query": "部署 蓝鲸"})
+
+    assert status == 200 and body["match_mode"] == "phrase"
+    assert body["hits"] == []  # only "all" finds both words apart
+    status, body, _ = call(rt, "POST", route, {"query": "部署 蓝鲸", "match_mode": "all"})
+    assert body["hits"]

@@ -127,7 +127,9 @@ class RollbackBody(_Body):
 
 class SearchBody(_Body):
     query: StrictStr | None
-    match_mode: Any = None  # null means phrase; "" and unknown modes are errors
+    #: null or absent means phrase (validated even when absent); "" and unknown modes are
+    #: errors
+    match_mode: Any = Field(default=None, validate_default=True)
     limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
 
     @field_validator("match_mode")
