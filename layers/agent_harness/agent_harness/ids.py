@@ -71,13 +71,16 @@ class User:
         return user
 
 
-def validate_session_id(session_id: str) -> str:
-    """1–128 chars of ``[A-Za-z0-9._:-]``, starting alphanumeric."""
+def validate_session_id(session_id: str, max_chars: int = 128) -> str:
+    """1–128 chars of ``[A-Za-z0-9._:-]``, starting alphanumeric; at most ``max_chars``
+    (the configured cap, ``HARNESS_MAX_SESSION_ID_CHARS``, can only lower it)."""
     if not isinstance(session_id, str) or not _SESSION_RE.fullmatch(session_id):
         raise ValidationFailedError(
             "session_id must be 1-128 characters of letters, digits, '.', '_', ':' or '-', "
             "starting with a letter or digit"
         )
+    if len(session_id) > max_chars:
+        raise ValidationFailedError(f"session_id is limited to {max_chars} characters")
     return session_id
 
 

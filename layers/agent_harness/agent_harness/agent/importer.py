@@ -21,7 +21,11 @@ from agent_harness.agent.context import read_persona, save_context
 from agent_harness.agent.history import turn_numbers
 from agent_harness.agent.lease import session_lease
 from agent_harness.clock import iso
-from agent_harness.errors import PayloadTooLargeError, ToolCallsStateError
+from agent_harness.errors import (
+    PayloadTooLargeError,
+    ToolCallsStateError,
+    ValidationFailedError,
+)
 from agent_harness.ids import context_path, turn_path, validate_session_id
 from agent_harness.jobs import PostTurnJob
 from agent_harness.memory.flush import extracts
@@ -29,10 +33,21 @@ from agent_harness.models.base import Message
 from agent_harness.records import TurnRecord, WorkingContext
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
-__all__ = ["ImportBody", "ImportResult", "import_history"]
+__all__ = [
+    "ImportBody",
+    "ImportResult",
+    "ImportedMessage",
+    "check_history",
+    "extend_context",
+    "history_records",
+    "import_history",
+    "put_records",
+]
 
 MAX_MESSAGES = 2000
 MAX_TOTAL_CHARS = 4_000_000
@@ -77,13 +92,48 @@ def _group(messages: list[ImportedMessage]) -> list[list[ImportedMessage]]:
     return turns
 
 
+def check_history(messages: list[ImportedMessage]) -> None:
+    total = sum(len(m.content) for m in messages)
+    if total > MAX_TOTAL_CHARS:
+        raise PayloadTooLargeError(f"an import is limited to {MAX_TOTAL_CHARS} characters")
+    if len(messages) > MAX_MESSAGES:
+        raise ValidationFailedError(f"an import is limited to {MAX_MESSAGES} messages")
+
+
+def history_records(
+    session_id: str, first: int, messages: list[ImportedMessage], now: datetime
+) -> list[TurnRecord]:
+    """The messages as turns numbered from ``first`` (a new turn at each user message)."""
+    return [
+        TurnRecord(
+            session_id=session_id,
+            turn=first + n,
+            created_at=iso(group[0].timestamp or now),
+            source="import",
+            messages=[Message(role=m.role, content=m.content) for m in group],
+        )
+        for n, group in enumerate(_group(messages))
+    ]
+
+
+def put_records(rt: Runtime, user: User, session_id: str, records: list[TurnRecord]) -> None:
+    """Turn objects, create-only and concurrent; the caller holds the session lease."""
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(
+            pool.map(
+                lambda r: rt.store.put(
+                    user, turn_path(session_id, r.turn), r.model_dump_json(), create_only=True
+                ),
+                records,
+            )
+        )
+
+
 def import_history(
     rt: Runtime, user: User, session_id: str, messages: list[ImportedMessage]
 ) -> ImportResult:
     validate_session_id(session_id)
-    total = sum(len(m.content) for m in messages)
-    if total > MAX_TOTAL_CHARS:
-        raise PayloadTooLargeError(f"an import is limited to {MAX_TOTAL_CHARS} characters")
+    check_history(messages)
     now = rt.clock.now()
     with session_lease(rt, user, session_id) as lease:
         state = lease.state
@@ -96,26 +146,14 @@ def import_history(
             )
         # numbers taken by calls that crashed before committing are skipped, not reused
         first = max([state.turn, *turn_numbers(rt, user, session_id)]) + 1
-        records = [
-            TurnRecord(
-                session_id=session_id,
-                turn=first + n,
-                created_at=iso(group[0].timestamp or now),
-                source="import",
-                messages=[Message(role=m.role, content=m.content) for m in group],
-            )
-            for n, group in enumerate(_group(messages))
-        ]
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            list(
-                pool.map(
-                    lambda r: rt.store.put(
-                        user, turn_path(session_id, r.turn), r.model_dump_json(), create_only=True
-                    ),
-                    records,
-                )
-            )
-        _extend_context(rt, user, session_id, records)
+        records = history_records(session_id, first, messages, now)
+        put_records(rt, user, session_id, records)
+        stored = rt.store.get(user, context_path(session_id))
+        context = WorkingContext.parse_or_none(stored.content) if stored else None
+        if context is None:
+            context = WorkingContext(session_id=session_id, agents_md=read_persona(rt, user))
+        extend_context(rt, context, records)
+        save_context(rt, user, context, stored.etag if stored else None)
         last = records[-1].turn
         lease.commit(last)
     job = PostTurnJob(
@@ -126,12 +164,8 @@ def import_history(
     return ImportResult(session_id, first, last, len(messages), flush)
 
 
-def _extend_context(rt: Runtime, user: User, session_id: str, records: list[TurnRecord]) -> None:
+def extend_context(rt: Runtime, context: WorkingContext, records: list[TurnRecord]) -> None:
     """Append the imported messages to the working context, so the next call sees them."""
-    stored = rt.store.get(user, context_path(session_id))
-    context = WorkingContext.parse_or_none(stored.content) if stored else None
-    if context is None:
-        context = WorkingContext(session_id=session_id, agents_md=read_persona(rt, user))
     messages = [*context.messages, *(m for r in records for m in r.messages)]
     # no model call here: the context keeps the newest messages; the rest is pointed to
     cut = safe_cutoff(messages, len(messages) - rt.settings.compaction_keep_messages)
@@ -144,4 +178,3 @@ def _extend_context(rt: Runtime, user: User, session_id: str, records: list[Turn
         messages = messages[cut:]
     context.messages = messages
     context.last_turn = records[-1].turn
-    save_context(rt, user, context, stored.etag if stored else None)

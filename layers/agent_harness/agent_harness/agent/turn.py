@@ -42,6 +42,8 @@ from agent_harness.agent.context import (
     system_prompt,
 )
 from agent_harness.agent.eviction import Evictor
+from agent_harness.agent.history import turn_numbers
+from agent_harness.agent.importer import check_history, extend_context, history_records, put_records
 from agent_harness.agent.lease import session_lease
 from agent_harness.agent.loop import LoopResult, LoopState, run_loop
 from agent_harness.agent.tools import saved_lines
@@ -78,6 +80,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from agent_harness.agent.client_tools import Declaration, ToolResult
+    from agent_harness.agent.importer import ImportedMessage
     from agent_harness.agent.lease import SessionLease
     from agent_harness.aws.state import SessionState
     from agent_harness.aws.workspace import StoredObject
@@ -121,19 +124,26 @@ def run_turn(
     tools: Sequence[Declaration] | None = None,
     tool_results: list[ToolResult] | None = None,
     cancel: bool = False,
+    history: list[ImportedMessage] | None = None,
+    persona: str | None = None,
 ) -> TurnResult:
     """A new message (with the caller's ``tools``), or the ``tool_results`` / ``cancel``
-    of the turn that awaits them. Every refusal comes before anything is written."""
+    of the turn that awaits them. Every refusal comes before anything is written.
+
+    For a session that has no turn yet, ``history`` (earlier messages the caller holds)
+    becomes its first turns, as an import, and ``persona`` replaces AGENTS.md; both are
+    written with the turn, so a failed model call leaves nothing."""
     validate_session_id(session_id)
     _check_request(rt, message, tool_results, cancel)
+    if history:
+        check_history(history)
     declared = declare_tools(tools, rt.settings) if tools is not None else None
     started = rt.clock.now()
     # results and cancels are for a turn that exists: a session never seen stays unmade
     try:
         with session_lease(rt, user, session_id, must_exist=message is None) as lease:
-            result = _Turn(rt, user, session_id, lease, started).serve(
-                message, declared, tool_results, cancel
-            )
+            turn = _Turn(rt, user, session_id, lease, started)
+            result = turn.serve(message, declared, tool_results, cancel, history, persona)
     except SessionNotFoundError:
         raise pause.no_pending(session_id) from None
     if result.job_turn is not None:
@@ -218,6 +228,7 @@ class _Turn:
         self.etag: str | None = None
         self.last_turn = lease.state.turn
         self.completed: int | None = None  # the last turn this request wrote
+        self.history: list[TurnRecord] = []  # a new session's imported turns, to write
 
     # -- what the request asks ------------------------------------------------
     def serve(
@@ -226,6 +237,8 @@ class _Turn:
         tools: list[ToolSpec] | None,
         results: list[ToolResult] | None,
         cancel: bool,
+        history: list[ImportedMessage] | None = None,
+        persona: str | None = None,
     ) -> TurnResult:
         state = self.lease.state
         if message is None and state.turn == 0 and state.pause is None:
@@ -239,6 +252,8 @@ class _Turn:
                 if not pause.expired(pending, self.started, timeout):
                     raise pause.results_required(self.session_id, pending, timeout)
                 self._close(pending, commit=False)  # forgotten by the caller: closed first
+            if state.turn == 0 and state.pause is None and self.context.last_turn == 0:
+                self._begin(history or [], persona)
             return self._start(message, tools or [], memory)
         if pending is None:
             return self._repeat(results or [])
@@ -273,6 +288,24 @@ class _Turn:
         # a completion written but never committed (a crash) still took its number
         self.last_turn = max(state.turn, context.last_turn)
         return loaded.get(MEMORY_FILE)
+
+    def _begin(self, history: list[ImportedMessage], persona: str | None) -> None:
+        """A new session: the caller's persona, and its earlier history as the first
+        turns (in the context now, written with the turn)."""
+        if persona is not None and persona.strip():
+            self.context.agents_md = persona
+        if history:
+            # numbers of turn objects left by crashed calls are skipped, not reused
+            first = max([0, *turn_numbers(self.rt, self.user, self.session_id)]) + 1
+            self.history = history_records(self.session_id, first, history, self.started)
+            extend_context(self.rt, self.context, self.history)
+            self.last_turn = self.history[-1].turn
+
+    def _write_history(self) -> None:
+        if self.history:
+            put_records(self.rt, self.user, self.session_id, self.history)
+            self.completed = self.history[-1].turn
+            self.history = []
 
     def _start(self, text: str, tools: list[ToolSpec], memory: StoredObject | None) -> TurnResult:
         reference, injection = None, MemoryInjection()
@@ -389,6 +422,7 @@ class _Turn:
             compacted=draft.compacted,
         )
         self.context.pending = pending
+        self._write_history()
         self.etag = save_context(self.rt, self.user, self.context, self.etag)
         mark = PauseMark(pending.pause_id, pending.turn, epoch_ms(self.started))
         self.lease.pause(mark, self.last_turn)
@@ -431,6 +465,7 @@ class _Turn:
             compacted=draft.compacted,
             pauses=draft.pauses,
         )
+        self._write_history()
         record, fresh = self._write_turn(record)
         self._apply_saves(record, fresh)
         self.context.messages = [*self.context.messages, *record.messages]

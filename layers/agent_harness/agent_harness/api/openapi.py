@@ -63,6 +63,7 @@ def _ok(description: str, status: str = "200") -> dict[str, Any]:
 @cache
 def openapi_document() -> dict[str, Any]:
     from agent_harness.agent.importer import ImportBody
+    from agent_harness.api.openai_compat import ChatBody
     from agent_harness.api.schemas import (
         MemoryPutBody,
         MemorySaveBody,
@@ -130,6 +131,31 @@ def openapi_document() -> dict[str, Any]:
             "post": op("Save facts", _ok("saved"), requestBody=body(MemorySaveBody)),
         },
         "/v1/memory/consolidate": {"post": op("Consolidate now", _ok("queued", "202"))},
+        "/v1/chat/completions": {
+            "post": op(
+                "OpenAI-compatible chat completion over the agent with memory "
+                "(X-Session-Id names the session)",
+                _ok("a chat.completion, or its chunks with stream: true"),
+                requestBody=body(ChatBody),
+            ),
+        },
+        "/v1/models": {"get": op("The model this API serves", _ok("a model list"))},
+        "/mcp": {
+            "post": op(
+                "The MCP server: JSON-RPC over Streamable HTTP (stateless, JSON answers)",
+                _ok("a JSON-RPC answer")
+                | {
+                    "202": {"description": "a notification or response, taken"},
+                    "406": {"description": "Accept allows no JSON"},
+                    "415": {"description": "the body is not JSON"},
+                },
+                requestBody={"required": True} | _json({"type": ["object", "array"]}),
+                parameters=[
+                    {"name": "MCP-Protocol-Version", "in": "header", "schema": {"type": "string"}}
+                ],
+            ),
+            "get": op("No server stream: 405", {"405": {"description": "POST only"}}),
+        },
     }
     error = {
         "type": "object",

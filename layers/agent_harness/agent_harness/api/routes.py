@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import binascii
 import json
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
@@ -51,8 +50,6 @@ __all__ = ["build_app"]
 logger = Logger(child=True)
 metrics = Metrics()
 B = TypeVar("B", bound=BaseModel)
-#: a saved fact's timestamp may run this far ahead of our clock (the client's may differ)
-MAX_CLOCK_SKEW = timedelta(minutes=5)
 
 
 def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
@@ -110,18 +107,16 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
 
     def session(session_id: str) -> str:
         """A session id from the path: the id rules, and the configured length cap."""
-        validate_session_id(session_id)
-        if len(session_id) > rt.settings.max_session_id_chars:
-            raise ValidationFailedError(
-                f"session_id is limited to {rt.settings.max_session_id_chars} characters"
-            )
-        return session_id
+        return validate_session_id(session_id, rt.settings.max_session_id_chars)
 
-    def body(model: type[B]) -> B:
+    def raw_body() -> str:
         try:
-            raw = app.current_event.decoded_body
+            return app.current_event.decoded_body or ""
         except (UnicodeDecodeError, binascii.Error) as exc:
             raise InvalidRequestError("the body is not valid UTF-8 text") from exc
+
+    def body(model: type[B]) -> B:
+        raw = raw_body()
         if not raw:
             raise InvalidRequestError("a JSON body is required")
         try:
@@ -332,21 +327,68 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
     def memory_save() -> Response:
         user = current_user()
         request = body(MemorySaveBody)
-        if len(request.content) > rt.settings.max_memory_chars:
-            raise PayloadTooLargeError(
-                f"content is limited to {rt.settings.max_memory_chars} characters"
-            )
-        lines = files.memory_lines(request.content)
-        now = rt.clock.now()
-        at = request.timestamp or now
-        if at > now + MAX_CLOCK_SKEW:
-            raise ValidationFailedError("timestamp must not be in the future")
-        provenance = "> source: api via=memory_save"
-        if request.source is not None:
-            source = request.source
-            provenance = files.save_source(rt, user, session(source.session_id), source.turns)
-        saved = files.save_memories(rt, user, lines, provenance=provenance, at=at)
-        return _json(200, {"saved": saved})
+        source = (request.source.session_id, request.source.turns) if request.source else None
+        saved = files.save_facts(
+            rt, user, request.content, timestamp=request.timestamp, source=source, origin="api"
+        )
+        return _json(200, {"saved": saved.count})
+
+    @app.post("/v1/chat/completions")
+    def chat_completions() -> Response:
+        """OpenAI's chat API over the agent with memory; errors in OpenAI's shape."""
+        from agent_harness.api.openai_compat import chat_completion, openai_error
+
+        try:
+            user = current_user()
+            named = header("x-session-id")
+            answer = chat_completion(rt, user, session(named) if named else None, raw_body())
+        except HarnessError as exc:
+            if exc.status >= 500:
+                logger.warning("request failed", extra={"code": exc.code, "error": exc.message})
+            answer = openai_error(exc)
+        status, text, headers = answer
+        metrics.add_metric(f"Responses{status // 100}xx", MetricUnit.Count, 1)
+        content_type = headers.pop("Content-Type")
+        return Response(status_code=status, content_type=content_type, body=text, headers=headers)
+
+    @app.get("/v1/models")
+    def models() -> Response:
+        from agent_harness.api.openai_compat import list_models, openai_error
+
+        try:
+            current_user()
+        except HarnessError as exc:
+            status, text, headers = openai_error(exc)
+            headers.pop("Content-Type")
+            return Response(status, content_types.APPLICATION_JSON, text, headers)
+        return _json(200, list_models())
+
+    @app.post("/mcp")
+    def mcp() -> Response:
+        """The MCP server (Streamable HTTP, stateless, JSON answers): memory as tools."""
+        from agent_harness.mcp.server import handle_http
+
+        user = current_user()
+        try:
+            text = raw_body()
+        except InvalidRequestError:
+            text = ""  # not UTF-8: handle_http answers a JSON-RPC parse error
+        status, payload, headers = handle_http(rt, user, dict(app.current_event.headers), text)
+        metrics.add_metric(f"Responses{status // 100}xx", MetricUnit.Count, 1)
+        body_text = json.dumps(payload, ensure_ascii=False) if payload is not None else ""
+        return Response(
+            status_code=status,
+            content_type=content_types.APPLICATION_JSON,
+            body=body_text,
+            headers=headers,
+        )
+
+    @app.get("/mcp")
+    def mcp_stream() -> Response:
+        """No server-initiated stream: the server keeps no session (405, as the transport
+        allows)."""
+        error = {"code": "method_not_allowed", "message": "POST JSON-RPC messages to /mcp"}
+        return _json(405, {"error": error}, {"Allow": "POST"})
 
     @app.post("/v1/memory/consolidate")
     def consolidate_now() -> Response:

@@ -6,16 +6,24 @@ consolidation, and a consolidation never overwrites an edit (DESIGN §3.5).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from agent_harness.clock import iso
 from agent_harness.errors import (
     InvalidRequestError,
     NotFoundError,
+    PayloadTooLargeError,
     PreconditionRequiredError,
     ValidationFailedError,
 )
-from agent_harness.ids import MEMORY_FILE, ledger_path, validate_day, validate_relative_path
+from agent_harness.ids import (
+    MEMORY_FILE,
+    ledger_path,
+    validate_day,
+    validate_relative_path,
+    validate_session_id,
+)
 from agent_harness.memory.ledger import DAY_FILE, Source, day_of, format_turns, render_section
 
 if TYPE_CHECKING:
@@ -26,9 +34,11 @@ if TYPE_CHECKING:
     from agent_harness.runtime import Runtime
 
 __all__ = [
+    "MAX_CLOCK_SKEW",
     "MAX_GET_CHARS",
     "MAX_GET_LINES",
     "MemoryDocument",
+    "Saved",
     "get_ledger_day",
     "get_memory",
     "ledger_files",
@@ -38,9 +48,13 @@ __all__ = [
     "put_memory",
     "read_lines",
     "rollback_memory",
+    "save_facts",
     "save_memories",
     "save_source",
 ]
+
+#: a saved fact's timestamp may run this far ahead of our clock (the client's may differ)
+MAX_CLOCK_SKEW = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -191,3 +205,37 @@ def save_memories(
     section = render_section("Memory Save", at, rt.settings.zone, lines, provenance)
     rt.store.append(user, ledger_path(day), lambda existing: section)
     return len(lines)
+
+
+@dataclass(frozen=True)
+class Saved:
+    count: int
+    at: datetime
+
+
+def save_facts(
+    rt: Runtime,
+    user: User,
+    content: str,
+    *,
+    timestamp: datetime | None,
+    source: tuple[str, list[int]] | None,
+    origin: str,
+) -> Saved:
+    """POST /v1/memory/save and the MCP memory_save tool: the size cap (413), non-blank
+    lines, a timestamp not in the future, a source naming committed turns of one of the
+    caller's sessions (422); all checked before the first write. ``origin`` names the
+    caller in the provenance of a save without a source (``api``, ``mcp``)."""
+    limit = rt.settings.max_memory_chars
+    if len(content) > limit:
+        raise PayloadTooLargeError(f"content is limited to {limit} characters")
+    lines = memory_lines(content)
+    now = rt.clock.now()
+    at = timestamp or now
+    if at > now + MAX_CLOCK_SKEW:
+        raise ValidationFailedError("timestamp must not be in the future")
+    provenance = f"> source: {origin} via=memory_save"
+    if source is not None:
+        session_id = validate_session_id(source[0], rt.settings.max_session_id_chars)
+        provenance = save_source(rt, user, session_id, source[1])
+    return Saved(save_memories(rt, user, lines, provenance=provenance, at=at), at)

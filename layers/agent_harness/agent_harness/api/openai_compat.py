@@ -1,0 +1,226 @@
+"""The agent with memory behind OpenAI's chat API: POST /v1/chat/completions, GET /v1/models.
+
+    X-Session-Id          names the session (none: a new session per request, named in
+                          the answer's X-Session-Id header)
+    messages              the session holds the history, so only what follows the last
+                          assistant message is new:
+      user messages   ->  a new turn (their text); a session with no turn yet imports the
+                          earlier messages first (no model call), and takes the system
+                          messages as its persona
+      tool messages   ->  the tool_results of the turn paused on the app's tool calls
+    tools                 the app's own tools (agent/client_tools): a call of one ends the
+                          answer with finish_reason "tool_calls"
+    stream: true          the same answer as chat.completion.chunk events and [DONE], in
+                          one buffered response (API Gateway does not stream)
+    errors                {"error": {"message", "type", "code"}}, our status codes
+
+Everything else is ``run_turn``: MEMORY.md injection, memory tools, compaction, eviction,
+the post-turn flush. Sampling options (temperature, ...) are the deployment's, not the
+request's, and are ignored; ``n`` other than 1 is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent_harness.agent.client_tools import ToolResult
+from agent_harness.agent.importer import ImportedMessage
+from agent_harness.api.schemas import ToolDeclaration  # noqa: TC001 (pydantic reads it)
+from agent_harness.errors import HarnessError, InvalidRequestError, ValidationFailedError
+
+if TYPE_CHECKING:
+    from agent_harness.agent.turn import TurnResult
+    from agent_harness.ids import User
+    from agent_harness.runtime import Runtime
+
+__all__ = ["MODEL_ID", "chat_completion", "list_models", "openai_error"]
+
+MODEL_ID = "agent-harness"
+STREAM_PIECE = 200  # characters of the reply per streamed chunk
+Answer = tuple[int, str, dict[str, str]]  # status, body, headers (with the content type)
+
+
+class _Function(BaseModel):
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+    name: str
+    arguments: str = "{}"
+
+
+class _Call(BaseModel):
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+    id: str
+    function: _Function
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] | None = None
+    tool_calls: list[_Call] | None = None
+    tool_call_id: str | None = None
+
+    def text(self) -> str:
+        """The text of the content: a string, or the text parts of a list."""
+        if isinstance(self.content, str):
+            return self.content
+        parts = self.content or []
+        return "\n".join(str(p.get("text", "")) for p in parts if "text" in p)
+
+
+class ChatBody(BaseModel):
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+    model: str = MODEL_ID
+    messages: list[ChatMessage] = Field(min_length=1)
+    tools: list[ToolDeclaration] | None = None
+    tool_choice: Any = None
+    stream: bool = False
+    stream_options: dict[str, Any] | None = None
+    n: int | None = None
+
+
+def list_models() -> dict[str, Any]:
+    return {
+        "object": "list",
+        "data": [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "agent-harness"}],
+    }
+
+
+def _parse(raw: str) -> ChatBody:
+    try:
+        data = json.loads(raw) if raw else None
+    except (ValueError, RecursionError) as exc:
+        raise InvalidRequestError("the body is not valid JSON") from exc
+    if data is None:
+        raise InvalidRequestError("a JSON body is required")
+    try:
+        body = ChatBody.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        raise ValidationFailedError(f"{where}: {first['msg']}") from exc
+    if body.n not in (None, 1):
+        raise ValidationFailedError("n: only one choice is generated (n=1)")
+    return body
+
+
+def chat_completion(rt: Runtime, user: User, session_id: str | None, raw: str) -> Answer:
+    """One chat completion: the request's new messages as a turn of ``session_id`` (a
+    new session when None)."""
+    from agent_harness.agent.turn import run_turn
+
+    body = _parse(raw)
+    session_id = session_id or f"chat-{rt.new_id()}"
+    last = max((i for i, m in enumerate(body.messages) if m.role == "assistant"), default=-1)
+    earlier, new = body.messages[: last + 1], body.messages[last + 1 :]
+    asked = [m.text() for m in new if m.role == "user"]
+    answered = [m for m in new if m.role == "tool"]
+    tools = None if body.tool_choice == "none" else body.tools
+    if answered and asked:
+        raise ValidationFailedError("send the tool results, then the next user message")
+    if answered:
+        results = [ToolResult(m.tool_call_id or "", m.text()) for m in answered]
+        result = run_turn(rt, user, session_id, tools=tools, tool_results=results)
+    elif asked:
+        persona = "\n\n".join(m.text() for m in body.messages if m.role in ("system", "developer"))
+        history = [
+            ImportedMessage(role=m.role, content=m.text())
+            for m in earlier
+            if m.role in ("user", "assistant") and m.text().strip()
+        ]
+        result = run_turn(
+            rt,
+            user,
+            session_id,
+            "\n\n".join(asked),
+            tools=tools,
+            history=history,
+            persona=persona or None,
+        )
+    else:
+        raise ValidationFailedError("no new user or tool message after the last assistant one")
+    created = int(rt.clock.now().timestamp())
+    answer = _completion(result, body.model, f"chatcmpl-{rt.new_id()}", created)
+    headers = {"X-Session-Id": session_id}
+    if body.stream:
+        usage = bool((body.stream_options or {}).get("include_usage"))
+        headers["Content-Type"] = "text/event-stream"
+        headers["Cache-Control"] = "no-cache"
+        return 200, _events(answer, usage), headers
+    headers["Content-Type"] = "application/json"
+    return 200, json.dumps(answer, ensure_ascii=False), headers
+
+
+def _completion(result: TurnResult, model: str, answer_id: str, created: int) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": result.reply}
+    finish = "stop"
+    if result.status == "requires_action":
+        finish = "tool_calls"
+        message["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in result.tool_calls
+        ]
+    total = result.usage + result.compaction_usage
+    return {
+        "id": answer_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": {
+            "prompt_tokens": total.input_tokens,
+            "completion_tokens": total.output_tokens,
+            "total_tokens": total.input_tokens + total.output_tokens,
+        },
+        "system_fingerprint": None,
+    }
+
+
+def _events(answer: dict[str, Any], include_usage: bool) -> str:
+    """The answer as OpenAI's streamed chunks (role, content pieces or tool calls, the
+    finish reason, usage when asked), then [DONE]."""
+    choice = answer["choices"][0]
+    message = choice["message"]
+    head = {k: answer[k] for k in ("id", "created", "model", "system_fingerprint")}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        one = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+        return {**head, "object": "chat.completion.chunk", "choices": [one]}
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    text = message["content"] or ""
+    chunks += [
+        chunk({"content": text[i : i + STREAM_PIECE]}) for i in range(0, len(text), STREAM_PIECE)
+    ]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        chunks.append(chunk({"tool_calls": [{"index": index, **call}]}))
+    chunks.append(chunk({}, choice["finish_reason"]))
+    if include_usage:
+        chunks.append(
+            {**head, "object": "chat.completion.chunk", "choices": [], "usage": answer["usage"]}
+        )
+    lines = [f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in chunks]
+    return "".join(lines) + "data: [DONE]\n\n"
+
+
+_TYPES = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"}
+
+
+def openai_error(exc: HarnessError) -> Answer:
+    """Our error in OpenAI's shape, with our status code and headers."""
+    kind = "server_error" if exc.status >= 500 else _TYPES.get(exc.status, "invalid_request_error")
+    error: dict[str, Any] = {"message": exc.message, "type": kind, "code": exc.code, "param": None}
+    if exc.details is not None:
+        error["details"] = exc.details
+    headers = {"Content-Type": "application/json", **exc.headers()}
+    return exc.status, json.dumps({"error": error}, ensure_ascii=False), headers

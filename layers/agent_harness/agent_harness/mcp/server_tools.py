@@ -1,0 +1,305 @@
+"""The memory tools of the MCP server (``mcp/server.py``): the caller's own workspace, with
+the argument names, limits and errors of the HTTP routes that do the same thing.
+
+    memory_search        POST /v1/memory/search          search_memory
+    memory_get           the agent's memory_get           files.read_lines
+    memory_read          GET /v1/memory                   files.get_memory
+    memory_save          POST /v1/memory/save             files.save_facts (the route's rules)
+    thread_search        POST /v1/sessions/search         search_threads
+    record_conversation  POST /v1/sessions/{id}/import    import_history (then flush, index)
+
+Arguments are validated by the routes' own pydantic models (``SearchBody``,
+``MemorySaveBody``, ``ImportBody``), and each ``inputSchema`` is generated from the model
+that validates it, with descriptions added, so schema and rules cannot drift apart.
+``call_tool`` raises only ``UnknownToolError``: invalid arguments and 4xx HarnessErrors
+come back as ``isError`` results with their message, 5xx ones (store, model) with their
+code only, and nothing is written before every check has passed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Logger
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, create_model
+
+from agent_harness.api.schemas import MemorySaveBody, SearchBody
+from agent_harness.errors import HarnessError
+from agent_harness.ids import validate_session_id
+from agent_harness.memory import files
+from agent_harness.memory.ledger import day_of
+from agent_harness.memory.search import MATCH_MODES, Hit, Mode, parse_match_mode
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pydantic import TypeAdapter
+
+    from agent_harness.ids import User
+    from agent_harness.runtime import Runtime
+
+__all__ = [
+    "UnknownToolError",
+    "call_tool",
+    "list_tools",
+]
+
+logger = Logger(child=True)
+_SESSION_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+
+
+class UnknownToolError(LookupError):
+    """tools/call named a tool this server does not have (a protocol error, -32602)."""
+
+
+# -- arguments and results --------------------------------------------------------------
+class MemoryGetArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    path: StrictStr = Field(description="a workspace path, as a search hit names it")
+    start_line: int | None = Field(default=None, ge=1, description="first line (default 1)")
+    end_line: int | None = Field(default=None, ge=1, description="last line (default: the end)")
+
+
+class NoArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+Output = tuple[str, Any]
+#: what record_conversation says happens next, by the import's flush status
+_AFTER_RECORDING = {
+    "queued": "their facts reach memory shortly",
+    "skipped": "facts are not extracted here: save them with memory_save",
+}
+
+
+# -- handlers: each one's name and docstring (title, description) are its tool's ----------
+def _memory_search(rt: Runtime, user: User, args: SearchBody) -> Output:
+    """Search memory
+
+    Search the user's long-term memory (MEMORY.md and the daily ledgers
+    memory/YYYY-MM-DD.md) line by line. Use it before answering about earlier
+    conversations, preferences, decisions, people or dates. Each hit is one line,
+    'Source: <path>#<line>: <text>'; read around it with memory_get."""
+    from agent_harness.memory.search import format_hits, search_memory
+
+    query, mode = args.query or "", parse_match_mode(args.match_mode)  # null: phrase
+    hits = search_memory(rt, user, query, mode, args.limit, rt.search_cache)
+    return format_hits(query, hits), {"hits": hits, "match_mode": mode}
+
+
+def _thread_search(rt: Runtime, user: User, args: SearchBody) -> Output:
+    """Search past messages
+
+    Search every past message of the user, in all sessions (one message per record).
+    Use it to find what was said before when memory does not have it. Hits name the
+    session, turn, role and time."""
+    from agent_harness.memory.threads import format_thread_hits, search_threads
+
+    query, mode = args.query or "", parse_match_mode(args.match_mode)
+    hits = search_threads(rt, user, query, mode, args.limit, rt.search_cache)
+    return format_thread_hits(query, hits), {"hits": hits, "match_mode": mode}
+
+
+def _memory_get(rt: Runtime, user: User, args: MemoryGetArgs) -> Output:
+    """Read memory lines
+
+    Read lines of one file of the user's memory workspace (e.g. MEMORY.md,
+    memory/2026-11-30.md) as 'N|text' rows, to see the context of a search hit."""
+    return files.read_lines(rt, user, args.path, args.start_line, args.end_line), None
+
+
+def _memory_read(rt: Runtime, user: User, args: NoArgs) -> Output:
+    """Read MEMORY.md
+
+    Read the user's consolidated long-term memory, MEMORY.md, whole, with its version."""
+    doc = files.get_memory(rt, user)
+    text = doc.content if doc.content.strip() else "MEMORY.md is empty: nothing saved yet."
+    return text, {"content": doc.content, "etag": doc.etag}
+
+
+def _memory_save(rt: Runtime, user: User, args: MemorySaveBody) -> Output:
+    """Save to memory
+
+    Save durable facts to the user's long-term memory (MEMORY.md and the ledger of the
+    day) when the user asks you to remember something or states a lasting preference or
+    decision. One fact per line."""
+    source = (args.source.session_id, args.source.turns) if args.source else None
+    saved = files.save_facts(
+        rt, user, args.content, timestamp=args.timestamp, source=source, origin="mcp"
+    )
+    noun = "memory" if saved.count == 1 else "memories"
+    day = day_of(saved.at, rt.settings.zone)
+    text = f"Saved {saved.count} {noun} to MEMORY.md and the ledger of {day}"
+    return text, {"saved": saved.count}
+
+
+def _record_conversation(rt: Runtime, user: User, args: Any) -> Output:
+    """Record a conversation
+
+    Hand a conversation you had with the user to long-term memory: its messages become
+    turns of the session, searchable with thread_search, and the facts the user stated
+    are extracted into memory in the background."""
+    from agent_harness.agent.importer import import_history
+
+    done = import_history(
+        rt,
+        user,
+        validate_session_id(args.session_id, rt.settings.max_session_id_chars),
+        args.messages,
+    )
+    turns, then = f"{done.first_turn}-{done.last_turn}", _AFTER_RECORDING[done.flush]
+    return f"Recorded {done.messages} messages as turns {turns} of {done.session_id}; {then}", done
+
+
+# -- definitions ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Tool:
+    args: type[BaseModel]
+    run: Callable[[Runtime, User, Any], Output]
+    output: Any  # a type pydantic can adapt, or None: text only
+    writes: bool
+    #: per argument: schema keywords added to the model's (descriptions, the enum of modes)
+    hints: dict[str, dict[str, Any]]
+
+    @property
+    def name(self) -> str:
+        return self.run.__name__.removeprefix("_")
+
+    @property
+    def title(self) -> str:
+        return (self.run.__doc__ or "").split("\n\n", 1)[0].strip()
+
+    @property
+    def description(self) -> str:
+        return " ".join((self.run.__doc__ or "").split("\n\n", 1)[-1].split())
+
+
+_SEARCH: dict[str, dict[str, Any]] = {
+    "query": {"description": "text or keywords to look for"},
+    "match_mode": {
+        "type": "string",
+        "enum": list(MATCH_MODES),
+        "description": "phrase (default): the query as one literal, case-insensitive phrase; "
+        "all: every keyword in the same line; any: at least one keyword; ranked: best "
+        "matches first (BM25 over word stems), with a score per hit",
+    },
+    "limit": {"description": "the most hits to return"},
+}
+_SAVE: dict[str, dict[str, Any]] = {
+    "content": {"description": "one fact per line, e.g. '- Prefers aisle seats'"},
+    "timestamp": {"description": "when they were learned, with a UTC offset (default: now)"},
+    "source": {"description": "the turns of one of the user's sessions they came from"},
+}
+_RECORD: dict[str, dict[str, Any]] = {
+    "session_id": {"pattern": _SESSION_PATTERN, "description": "your id for the conversation"},
+    "messages": {"description": "the messages in order, up to 2,000"},
+}
+
+
+@cache
+def tools() -> dict[str, _Tool]:
+    """The tools by name, built on first use: the import route's models come with the turn
+    machinery, which the shared save rule above must not load. Results are described by
+    the library's own types (Hit, ThreadHit, ImportResult), so outputSchema cannot drift
+    from what the tools return."""
+    from agent_harness.agent.importer import ImportBody, ImportResult
+    from agent_harness.memory.threads import ThreadHit
+
+    record_args = create_model("RecordArgs", __base__=ImportBody, session_id=(StrictStr, ...))
+    memory_hits = create_model("MemoryHits", hits=(list[Hit], ...), match_mode=(Mode, ...))
+    thread_hits = create_model("ThreadHits", hits=(list[ThreadHit], ...), match_mode=(Mode, ...))
+    etag = (str | None, Field(None, description="absent while MEMORY.md does not exist"))
+    document = create_model("MemoryDocument", content=(str, ...), etag=etag)
+    saved = create_model("SaveResult", saved=(int, ...))
+    return {
+        tool.name: tool
+        for tool in (
+            _Tool(SearchBody, _memory_search, memory_hits, False, _SEARCH),
+            _Tool(MemoryGetArgs, _memory_get, None, False, {}),
+            _Tool(NoArgs, _memory_read, document, False, {}),
+            _Tool(MemorySaveBody, _memory_save, saved, True, _SAVE),
+            _Tool(SearchBody, _thread_search, thread_hits, False, _SEARCH),
+            _Tool(record_args, _record_conversation, ImportResult, True, _RECORD),
+        )
+    }
+
+
+@cache
+def _adapter(kind: Any) -> TypeAdapter[Any]:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(kind)
+
+
+def _schema(model: Any, hints: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    schema = _adapter(model).json_schema()
+    schema.pop("title", None)  # the model's class name tells a client nothing
+    schema.setdefault("properties", {})
+    for name, extra in hints.items():
+        schema["properties"][name].update(extra)  # KeyError: a hint for a field not there
+    return schema
+
+
+@cache
+def list_tools() -> tuple[dict[str, Any], ...]:
+    """The tool objects of tools/list (built once per container)."""
+    listed = []
+    for tool in tools().values():
+        entry: dict[str, Any] = {
+            "name": tool.name,
+            "title": tool.title,
+            "description": tool.description,
+            "inputSchema": _schema(tool.args, tool.hints),
+            "annotations": {
+                "title": tool.title,
+                "readOnlyHint": not tool.writes,
+                "destructiveHint": False,  # saves and recordings only ever add
+                "idempotentHint": not tool.writes,  # a second save appends a second copy
+                "openWorldHint": False,  # the user's own memory, nothing beyond it
+            },
+        }
+        if tool.output is not None:
+            entry["outputSchema"] = _schema(tool.output, {})
+        listed.append(entry)
+    return tuple(listed)
+
+
+def call_tool(rt: Runtime, user: User, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """One tools/call as its result object: ``content`` (text), ``structuredContent`` when
+    the tool declares an output schema, ``isError``. Raises only UnknownToolError."""
+    tool = tools().get(name)
+    if tool is None:
+        raise UnknownToolError(name)
+    try:
+        args = tool.args.model_validate(arguments)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+        )
+        return _failed(f"invalid arguments for {name}: {problems}")
+    try:
+        text, structured = tool.run(rt, user, args)
+        result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": False}
+        if structured is not None:  # checked against the schema the tool declares, then sent
+            value = _adapter(tool.output).validate_python(structured)
+            result["structuredContent"] = _adapter(tool.output).dump_python(
+                value, mode="json", exclude_none=True
+            )
+    except HarnessError as exc:
+        if exc.status < 500:  # the caller's to fix; the message says how
+            return _failed(exc.message)
+        # a store or model failure: its code only, as the API's logs keep the rest
+        logger.warning("MCP tool failed", extra={"tool_name": name, "code": exc.code})
+        retry = " (temporary; try again)" if exc.retryable else ""
+        return _failed(f"{name} failed: {exc.code}{retry}")
+    except Exception:  # a bug must not become a 5xx or show internals
+        logger.exception("MCP tool failed unexpectedly", extra={"tool_name": name})
+        return _failed(f"{name} failed unexpectedly")
+    return result
+
+
+def _failed(message: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": f"Error: {message}"}], "isError": True}
