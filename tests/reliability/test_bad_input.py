@@ -20,7 +20,13 @@ from local_stack.lambdas import context_for, http_event
 from tests.fakes import make_runtime
 
 WRITES = {"put", "append", "delete", "purge"}
-TABLE_WRITES = {"acquire_session_lease", "commit_turn", "mark_consolidation_due", "purge_user"}
+TABLE_WRITES = {
+    "acquire_session_lease",
+    "commit_turn",
+    "pause_turn",
+    "mark_consolidation_due",
+    "purge_user",
+}
 outcomes = {"requests": 0, "5xx": 0, "refused": 0, "refused_with_writes": 0, "bad_errors": 0}
 
 json_values = st.recursive(
@@ -35,7 +41,21 @@ weird_text = st.one_of(
     st.integers(100_001, 100_010).map(lambda n: "x" * n),  # over the message limit
 )
 fields = st.sampled_from(
-    ["message", "messages", "query", "match_mode", "limit", "content", "version_id", "role"]
+    [
+        "message", "messages", "query", "match_mode", "limit", "content", "version_id", "role",
+        "model", "tools", "tool_results", "cancel", "stream", "n",
+    ]
+)  # fmt: skip
+chat_messages = st.lists(
+    st.fixed_dictionaries(
+        {"role": st.sampled_from(["system", "user", "assistant", "tool", "x"])},
+        optional={
+            "content": st.one_of(weird_text, json_values),
+            "tool_call_id": st.text(max_size=5),
+            "tool_calls": json_values,
+        },
+    ),
+    max_size=4,
 )
 shaped = st.dictionaries(fields, st.one_of(weird_text, json_values, st.integers()), max_size=4)
 bodies = st.one_of(
@@ -44,6 +64,23 @@ bodies = st.one_of(
     shaped.map(lambda v: json.dumps(v).encode()),
     st.fixed_dictionaries(
         {"query": weird_text, "match_mode": st.text(max_size=12), "limit": st.integers()}
+    ).map(lambda v: json.dumps(v).encode()),
+    st.fixed_dictionaries(
+        {"jsonrpc": st.sampled_from(["2.0", "1.0"]), "id": json_values},
+        optional={
+            "method": st.sampled_from(["tools/call", "tools/list", "initialize", "x"]),
+            "params": st.one_of(
+                json_values,
+                st.fixed_dictionaries(
+                    {"name": st.sampled_from(["memory_save", "memory_get", "nope"])},
+                    optional={"arguments": st.one_of(json_values, shaped)},
+                ),
+            ),
+        },
+    ).map(lambda v: json.dumps(v).encode()),
+    st.fixed_dictionaries(
+        {"model": st.text(max_size=8), "messages": chat_messages},
+        optional={"stream": json_values, "n": st.integers(), "tools": json_values},
     ).map(lambda v: json.dumps(v).encode()),
 )
 segments = st.one_of(weird_text, st.text(max_size=300)).map(lambda s: quote(s, safe=""))
@@ -61,6 +98,10 @@ routes = st.sampled_from(
         ("GET", "/v1/memory/versions"),
         ("POST", "/v1/memory/consolidate"),
         ("PATCH", "/v1/memory"),
+        ("POST", "/v1/chat/completions"),
+        ("GET", "/v1/models"),
+        ("POST", "/mcp"),
+        ("GET", "/mcp"),
     ]
 )
 queries = st.one_of(
@@ -69,7 +110,17 @@ queries = st.one_of(
     st.text(max_size=30).map(lambda q: quote(q, safe="=&")),
 )
 headers = st.dictionaries(
-    st.sampled_from(["if-match", "if-none-match", "content-type", "x-user-id"]),
+    st.sampled_from(
+        [
+            "if-match",
+            "if-none-match",
+            "content-type",
+            "x-user-id",
+            "x-session-id",
+            "accept",
+            "mcp-protocol-version",
+        ]
+    ),
     st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=40),
     max_size=3,
 )
@@ -84,8 +135,9 @@ class Writes:
         if name in self._names:
 
             def call(*args: Any, **kwargs: Any) -> Any:
+                result = real(*args, **kwargs)  # a refused conditional write wrote nothing
                 self._seen.append(name)
-                return real(*args, **kwargs)
+                return result
 
             return call
         return real
@@ -116,7 +168,9 @@ def check_request(route, segment, query, extra_headers, body) -> None:
     if status >= 400:
         outcomes["refused"] += 1
         error = json.loads(response["body"]).get("error", {})
-        clear = isinstance(error.get("code"), str) and isinstance(error.get("message"), str)
+        # our routes name errors; the MCP server answers JSON-RPC errors (numeric codes)
+        code_type = int if (method, path) == ("POST", "/mcp") else str
+        clear = isinstance(error.get("code"), code_type) and isinstance(error.get("message"), str)
         outcomes["bad_errors"] += not clear
         outcomes["refused_with_writes"] += bool(writes)
         assert clear, response["body"]

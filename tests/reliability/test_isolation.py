@@ -1,7 +1,8 @@
 """Invariant 7 as a property: several users, among them ids that are not key-safe (JWT
 subs like ``auth0|123``, unicode, slashes, dots, percent signs), do everything in any
 order: messages, memory_save, PUT, search, thread search, versions, rollback to another
-user's version id, memory_get with crafted paths, forget. Every storage request made
+user's version id, memory_get with crafted paths, forget, chat completions on a session
+of the same name, MCP reads and searches. Every storage request made
 for an action names the acting user's key, and no response carries another user's
 data. Hypothesis generates the sequences (in-process app on the fakes)."""
 
@@ -26,7 +27,7 @@ from tests.fakes import make_runtime
 USERS = ["alice", "auth0|5f7c1e", "ユーザー", "a/b", "..", "alice/../bob", "bob%2F", "bob"]
 ACTIONS = [
     "message", "save", "put", "get", "search", "sessions_search", "versions",
-    "rollback", "ledger", "memory_get", "forget",
+    "rollback", "ledger", "memory_get", "forget", "chat", "mcp",
 ]  # fmt: skip
 CRAFTED = [
     "MEMORY.md",
@@ -114,6 +115,32 @@ def act(rt, n: int, action: str, crafted: str) -> str:
             request(rt, "POST", "/v1/memory/rollback", user, {"version_id": f"v{k}"})
             for k in range(1, 12)
         )
+    if action == "chat":  # the OpenAI-compatible route, on a session of the same name
+        return request(
+            rt,
+            "POST",
+            "/v1/chat/completions",
+            user,
+            {"model": "m", "messages": [{"role": "user", "content": "What is my code word?"}]},
+            {"x-session-id": "chat1"},
+        )
+    if action == "mcp":  # the MCP server: read, then search for everyone's marker
+        calls = [("memory_read", {})] + [
+            ("memory_search", {"query": f"marker{m}x"}) for m in range(len(USERS))
+        ]
+        found = []
+        for name, arguments in calls:
+            message = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": name, "arguments": arguments},
+            }
+            accept = {"accept": "application/json, text/event-stream"}
+            answer = json.loads(request(rt, "POST", "/mcp", user, message, accept))
+            # what the server found, not the query it echoes
+            found.append(json.dumps(answer.get("result", {}).get("structuredContent")))
+        return "".join(found)
     if action == "ledger":
         return request(rt, "GET", "/v1/memory/ledger/2026-11-30", user)
     if action == "memory_get":
