@@ -6,6 +6,9 @@ agent model scripted to call a client tool, then answer; requests counted with b
 hooks on the handler's own clients, for a pausing turn (a new session, and a later one),
 a resume that completes, and a resume that pauses again.
 
+The MCP server (POST /mcp): AWS requests of one ``tools/call`` of each memory tool,
+through the same handler, for a user with a MEMORY.md, a ledger and a session.
+
 Remote tools: the demo MCP server of `make mcp-demo` (official SDK, Streamable HTTP on
 127.0.0.1) behind the handler's own ``RemoteToolServers``. Timed: importing our client
 (``agent_harness.mcp``) and, for the decision it replaced, the official SDK's client, each
@@ -24,6 +27,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from agent_harness.ids import MEMORY_FILE, User
 from agent_harness.models import ModelRegistry
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
 from bench.common import ROOT
@@ -35,7 +39,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from types import ModuleType
 
-TITLE = "Tool calls: AWS requests of a pause and its resume, first use of MCP tools"
+TITLE = "Tool calls: AWS requests of a pause and its resume, first use of MCP tools, the MCP server"
 BUDGET = 7
 ORDER_TOOL = {
     "name": "lookup_order",
@@ -125,6 +129,56 @@ def count_requests(resolver: Any, env: dict[str, str]) -> dict[str, Any]:
     return rows
 
 
+MCP_CALLS = {
+    "memory_read": {},
+    "memory_search": {"query": "green tea", "match_mode": "phrase"},
+    "memory_search (ranked)": {"query": "green tea", "match_mode": "ranked"},
+    "memory_get": {"path": "MEMORY.md", "start_line": 1, "end_line": 5},
+    "thread_search": {"query": "green tea"},
+    "memory_save": {"content": "- Likes oolong too"},
+    "record_conversation": {
+        "session_id": "mcp-import",
+        "messages": [{"role": "user", "content": "I prefer green tea."}],
+    },
+}
+
+
+def mcp_requests(resolver: Any, env: dict[str, str]) -> dict[str, Any]:
+    """AWS requests of one tools/call per memory tool on POST /mcp (a cold cache: a new
+    container for each, as a first call of a container pays the most)."""
+    rows: dict[str, Any] = {}
+    seed = import_handler(resolver, FN, env)
+    post(seed, "mcp-seed", {"message": "Remember that I prefer green tea."})
+    memory = "# Memory\n- Prefers green tea in the afternoon\n"
+    seed.runtime.store.put(User.from_id(USER), MEMORY_FILE, memory, create_only=True)
+    for label, arguments in MCP_CALLS.items():
+        app = import_handler(resolver, FN, env)
+        meter = AwsMeter().attach(app.runtime.clients)
+        message = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": label.split(" ")[0], "arguments": arguments},
+        }
+        event = http_event(
+            "POST",
+            "/mcp",
+            headers={
+                "x-user-id": USER,
+                "content-type": "application/json",
+                "accept": "application/json, text/event-stream",
+                "mcp-protocol-version": "2025-11-25",
+            },
+            body=json.dumps(message).encode(),
+        )
+        response = app.lambda_handler(event, context_for(FN))
+        answer = json.loads(response["body"])
+        if response["statusCode"] != 200 or answer["result"].get("isError"):
+            raise RuntimeError(f"{label} failed: {response['body'][:300]}")
+        rows[label] = {"requests": len(meter.operations), "operations": sorted(meter.operations)}
+    return rows
+
+
 def import_ms(statement: str, runs: int) -> list[float]:
     """Wall time of ``statement`` in fresh interpreters, after the interpreter's own start."""
     probe = (
@@ -189,6 +243,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     with embedded_stack() as (resolver, env):
         requests = count_requests(resolver, env)
         remote = remote_costs(resolver, env, quick)
+        mcp = mcp_requests(resolver, env)
     runs = 3 if quick else 5
     imports = {label: statistics.median(import_ms(s, runs)) for label, s in IMPORTS.items()}
     over = [label for label, row in requests.items() if row["requests"] > BUDGET]
@@ -199,6 +254,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         "remote": remote,
         "imports_ms": imports,
         "import_runs": runs,
+        "mcp_requests": mcp,
     }
 
 
@@ -213,6 +269,9 @@ def report(result: dict[str, Any]) -> str:
         out.append(f"  {label:<28} {ms:7.1f} ms")
     for label, ms in remote["turn_ms"].items():
         out.append(f"  {label:<28} {ms:7.1f} ms")
+    out.append("MCP server, AWS requests of one tools/call (a new container):")
+    for label, row in result["mcp_requests"].items():
+        out.append(f"  {label:<28} {row['requests']}   {', '.join(row['operations'])}")
     out.append("import in a fresh interpreter, median:")
     for label, ms in result["imports_ms"].items():
         out.append(f"  {label:<28} {ms:7.1f} ms")
@@ -232,6 +291,9 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
     )
     listing = remote["listing_ms"]
     imports = result["imports_ms"]
+    mcp_rows = ["| tool | AWS requests | operations |", "|---|---:|---|"]
+    for label, row in result["mcp_requests"].items():
+        mcp_rows.append(f"| `{label}` | {row['requests']} | {', '.join(row['operations'])} |")
     ours, sdk = imports["ours (agent_harness.mcp)"], imports["official SDK client (mcp)"]
     return "\n".join(
         [
@@ -257,6 +319,13 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
             f"| one tools/call | {listing['call']:.1f} |",
             f"| handler turn that lists (stub model answering at once) | {first:.1f} |",
             f"| a later turn of the same container | {cached:.1f} |",
+            "",
+            "**The MCP server** (`POST /mcp`): AWS requests of one `tools/call` of each "
+            "memory tool, each in a new container (nothing cached), for a user with a "
+            "MEMORY.md, a ledger and a session. The tools read and write what the routes do; "
+            "the listing and the protocol methods make none.",
+            "",
+            *mcp_rows,
             "",
             f"**The client**: importing ours in a fresh interpreter takes {ours:.0f} ms "
             f"(mostly httpx, which the model providers load anyway); the official SDK's "
