@@ -315,6 +315,8 @@ class LocalStack:
             "-> memory_consolidate",
             f"  models               agent={model}{label}, "
             f"memory={env.get('HARNESS_MEMORY_MODEL') or model}",
+            f"  MCP server           http://127.0.0.1:{self.config.http_port}/mcp   "
+            "(OpenAI API base URL: .../v1)",
             f"  try: curl -s -X POST localhost:{self.config.http_port}/v1/sessions/s1/messages "
             "-H 'X-User-Id: me' \\",
             "         -H 'content-type: application/json' "
