@@ -5,7 +5,8 @@ MCP SDK (``mcp``, a development dependency; never in the layer). Streamable HTTP
     make mcp-demo                                   # http://127.0.0.1:8765/mcp
     HARNESS_MCP_SERVERS='[{"name": "shop", "url": "http://127.0.0.1:8765/mcp"}]' make dev
 
-The e2e tests serve the same server in a thread (``serve_in_thread``).
+The e2e tests serve the same server in a thread (``serve_in_thread``), and the client's
+integration tests serve their own SDK servers the same way.
 """
 
 from __future__ import annotations
@@ -27,12 +28,17 @@ ORDERS = {
 }
 
 
-def build_demo_server() -> MCPServer:
-    # MCPServer() configures the root logger: keep the caller's logging as it was
+def new_server(name: str) -> MCPServer:
+    """An empty MCPServer; it configures the root logger, so the caller's is kept."""
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
-    server: MCPServer = MCPServer("shop", log_level="WARNING")
+    server: MCPServer = MCPServer(name, log_level="WARNING")
     root.handlers[:], root.level = handlers, level
+    return server
+
+
+def build_demo_server() -> MCPServer:
+    server = new_server("shop")
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def lookup_order(order_id: int) -> str:
@@ -65,21 +71,25 @@ class Served:
         self.thread.join(10)
 
 
-def serve_in_thread(port: int, host: str = "127.0.0.1") -> Served:
-    """Serve the demo server from a background thread; returns once it listens."""
-    app = build_demo_server().streamable_http_app()
+def serve_in_thread(
+    port: int, host: str = "127.0.0.1", server: MCPServer | None = None, **app_options: bool
+) -> Served:
+    """Serve ``server`` (the demo server by default) from a background thread, its
+    Streamable HTTP app made with ``app_options`` (``json_response``, ``stateless_http``);
+    returns once it listens."""
+    app = (server or build_demo_server()).streamable_http_app(**app_options)
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="mcp-demo", daemon=True)
+    runner = uvicorn.Server(config)
+    thread = threading.Thread(target=runner.run, name="mcp-server", daemon=True)
     thread.start()
     deadline = time.monotonic() + 15
-    while not server.started:
+    while not runner.started:
         if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError(f"the MCP demo server did not start on {host}:{port}")
+            raise RuntimeError(f"the MCP server did not start on {host}:{port}")
         time.sleep(0.01)
-    return Served(f"http://{host}:{port}/mcp", server, thread)
+    return Served(f"http://{host}:{port}/mcp", runner, thread)
 
 
 def main() -> None:

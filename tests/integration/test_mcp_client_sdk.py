@@ -4,9 +4,6 @@ stateful (a session id) and stateless, as the SDK offers them."""
 
 from __future__ import annotations
 
-import logging
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,7 +11,6 @@ from dataclasses import dataclass
 import anyio
 import httpx
 import pytest
-import uvicorn
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
@@ -22,16 +18,14 @@ from mcp_types import ToolAnnotations
 from agent_harness.mcp.client import McpClient
 from agent_harness.mcp.remote_tools import RemoteTool, RemoteToolServers
 from agent_harness.settings import McpServerConfig
+from local_stack.mcp_demo import new_server, serve_in_thread
+from local_stack.process import free_port
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 100
 
 
 def build_server() -> MCPServer:
-    # MCPServer() calls logging.basicConfig: keep the root logger as the test run set it
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    server: MCPServer = MCPServer("orders", log_level="WARNING")
-    root.handlers[:], root.level = handlers, level
+    server = new_server("orders")
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def lookup_order(order_id: int) -> str:
@@ -65,12 +59,6 @@ def build_server() -> MCPServer:
     return server
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @dataclass(frozen=True)
 class Served:
     url: str
@@ -89,22 +77,12 @@ MODES = {
 @pytest.fixture(scope="module", params=list(MODES))
 def served(request: pytest.FixtureRequest) -> Iterator[Served]:
     json_response, stateless = MODES[request.param]
-    app = build_server().streamable_http_app(json_response=json_response, stateless_http=stateless)
-    port = free_port()
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=3
+    running = serve_in_thread(
+        free_port(), server=build_server(), json_response=json_response, stateless_http=stateless
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name=f"mcp-{request.param}", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.01)
-    yield Served(f"http://127.0.0.1:{port}/mcp", stateless)
-    server.should_exit = True
-    thread.join(10)
-    assert not thread.is_alive(), "the server did not stop"
+    yield Served(running.url, stateless)
+    running.stop()
+    assert not running.thread.is_alive(), "the server did not stop"
 
 
 def servers_of(*configs: McpServerConfig) -> RemoteToolServers:
