@@ -34,6 +34,7 @@ from bench.common import ROOT
 from bench.hot_path import FN, USER, AwsMeter, embedded_stack
 from local_stack.lambdas import context_for, http_event, import_handler
 from local_stack.process import free_port
+from tests.fakes import ORDER_TOOL
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -41,15 +42,6 @@ if TYPE_CHECKING:
 
 TITLE = "Tool calls: AWS requests of a pause and its resume, first use of MCP tools, the MCP server"
 BUDGET = 7
-ORDER_TOOL = {
-    "name": "lookup_order",
-    "description": "Find an order",
-    "parameters": {
-        "type": "object",
-        "properties": {"order_id": {"type": "integer"}},
-        "required": ["order_id"],
-    },
-}
 IMPORTS = {
     "ours (agent_harness.mcp)": "import agent_harness.mcp.remote_tools",
     "official SDK client (mcp)": (

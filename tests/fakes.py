@@ -440,6 +440,23 @@ class ScriptedModel:
         )
 
 
+#: a tool of the caller's, as the tests declare it (OpenAI's form: ``openai_tool(ORDER_TOOL)``)
+ORDER_TOOL = {
+    "name": "lookup_order",
+    "description": "Find an order by its number",
+    "parameters": {
+        "type": "object",
+        "properties": {"order_id": {"type": "integer"}},
+        "required": ["order_id"],
+    },
+}
+
+
+def openai_tool(tool: dict) -> dict:
+    """A tool declaration in OpenAI's wrapped form."""
+    return {"type": "function", "function": tool}
+
+
 def failing(message: str = "provider down") -> ModelError:
     return ModelError(message)
 

@@ -13,19 +13,10 @@ from openai import OpenAI
 
 from agent_harness import markup
 from tests.e2e.conftest import FakeLLM, LocalStackProcess, wait_for
+from tests.fakes import ORDER_TOOL as PLAIN_ORDER_TOOL
+from tests.fakes import openai_tool
 
-ORDER_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "lookup_order",
-        "description": "Find an order by its number",
-        "parameters": {
-            "type": "object",
-            "properties": {"order_id": {"type": "integer"}},
-            "required": ["order_id"],
-        },
-    },
-}
+ORDER_TOOL = openai_tool(PLAIN_ORDER_TOOL)
 
 
 def client(stack: LocalStackProcess, user: str) -> OpenAI:

@@ -14,20 +14,11 @@ import pytest
 from local_stack.mcp_demo import ORDERS, serve_in_thread
 from local_stack.process import free_port
 from tests.e2e.conftest import FakeLLM, LocalStackProcess, start_stack, stop_stack, wait_for
+from tests.fakes import ORDER_TOOL as PLAIN_ORDER_TOOL
+from tests.fakes import openai_tool
 
 BUCKET = "agent-harness-local-workspace"
-ORDER_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "lookup_order",
-        "description": "Find an order by its number",
-        "parameters": {
-            "type": "object",
-            "properties": {"order_id": {"type": "integer"}},
-            "required": ["order_id"],
-        },
-    },
-}
+ORDER_TOOL = openai_tool(PLAIN_ORDER_TOOL)
 TICKET_TOOL = {
     "name": "open_ticket",
     "description": "Open a support ticket",
@@ -275,17 +266,9 @@ def test_the_readme_client_tool_example_runs_on_the_offline_stand_in(
     offline_stack: LocalStackProcess,
 ) -> None:
     me = offline_stack.client("e2e-readme")
-    tool = {
-        "name": "lookup_order",
-        "description": "Find an order by its number",
-        "parameters": {
-            "type": "object",
-            "properties": {"order_id": {"type": "integer"}},
-            "required": ["order_id"],
-        },
-    }
     paused = me.post(
-        "/v1/sessions/s3/messages", json={"message": "Where is my order 42?", "tools": [tool]}
+        "/v1/sessions/s3/messages",
+        json={"message": "Where is my order 42?", "tools": [PLAIN_ORDER_TOOL]},
     ).json()
     assert paused["status"] == "requires_action"
     assert paused["tool_calls"] == [

@@ -24,19 +24,10 @@ from agent_harness.ids import User
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
 from agent_harness.settings import Settings
 from local_stack.lambdas import context_for, http_event
-from tests.fakes import make_runtime
+from tests.fakes import ORDER_TOOL, make_runtime
 from tests.reliability.test_crashes import Crash, Dying, Fault, World, restart
 
 ALICE = User.from_id("alice")
-ORDER_TOOL = {
-    "name": "lookup_order",
-    "description": "Find an order",
-    "parameters": {
-        "type": "object",
-        "properties": {"order_id": {"type": "integer"}},
-        "required": ["order_id"],
-    },
-}
 QUESTION = "Remember that I prefer rail. Where is order 42?"
 
 

@@ -9,18 +9,9 @@ import pytest
 
 from agent_harness.models.base import Message, ToolCall
 from agent_harness.settings import McpServerConfig, Settings
-from tests.fakes import ScriptedModel, make_runtime
+from tests.fakes import ORDER_TOOL, ScriptedModel, make_runtime
 from tests.unit.test_routes import call
 
-ORDER_TOOL = {
-    "name": "lookup_order",
-    "description": "Find an order by its number",
-    "parameters": {
-        "type": "object",
-        "properties": {"order_id": {"type": "integer"}},
-        "required": ["order_id"],
-    },
-}
 TICKET_TOOL = {
     "type": "function",
     "function": {

@@ -13,21 +13,11 @@ from agent_harness.ids import User
 from agent_harness.models.base import Message, ToolCall
 from agent_harness.settings import Settings
 from local_stack.lambdas import context_for, http_event
-from tests.fakes import ScriptedModel, make_runtime
+from tests.fakes import ORDER_TOOL as PLAIN_ORDER_TOOL
+from tests.fakes import ScriptedModel, make_runtime, openai_tool
 
 ALICE = User.from_id("alice")
-ORDER_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "lookup_order",
-        "description": "Find an order",
-        "parameters": {
-            "type": "object",
-            "properties": {"order_id": {"type": "integer"}},
-            "required": ["order_id"],
-        },
-    },
-}
+ORDER_TOOL = openai_tool(PLAIN_ORDER_TOOL)
 
 
 def runtime(*steps: Any):
