@@ -66,15 +66,20 @@ MEMORY_OFF = {"HARNESS_DISABLE_MEMORY_TOOLS": "true", "HARNESS_DISABLE_MEMORY_HO
 
 
 def post(app: ModuleType, session: str, text: str) -> dict[str, Any]:
+    return post_body(app, session, {"message": text})
+
+
+def post_body(app: ModuleType, session: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """POST a body to the session's messages route; the answer, which must be a 200."""
     event = http_event(
         "POST",
         f"/v1/sessions/{session}/messages",
         headers={"x-user-id": USER, "content-type": "application/json"},
-        body=json.dumps({"message": text}).encode(),
+        body=json.dumps(payload).encode(),
     )
     response = app.lambda_handler(event, context_for(FN))
     if response["statusCode"] != 200:
-        raise RuntimeError(f"turn failed: {response}")
+        raise RuntimeError(f"request failed: {response}")
     return dict(json.loads(response["body"]))
 
 

@@ -31,14 +31,13 @@ from agent_harness.ids import MEMORY_FILE, User
 from agent_harness.models import ModelRegistry
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
 from bench.common import ROOT
-from bench.hot_path import FN, USER, AwsMeter, embedded_stack
+from bench.hot_path import FN, USER, AwsMeter, embedded_stack, post_body
 from local_stack.lambdas import context_for, http_event, import_handler
 from local_stack.process import free_port
 from tests.fakes import ORDER_TOOL
 
 if TYPE_CHECKING:
     from pathlib import Path
-    from types import ModuleType
 
 TITLE = "Tool calls: AWS requests of a pause and its resume, first use of MCP tools, the MCP server"
 BUDGET = 7
@@ -80,19 +79,6 @@ class Instant:
         return ChatResponse(message=Message(role="assistant", content="ok"), model=self.name)
 
 
-def post(app: ModuleType, session: str, payload: dict[str, Any]) -> dict[str, Any]:
-    event = http_event(
-        "POST",
-        f"/v1/sessions/{session}/messages",
-        headers={"x-user-id": USER, "content-type": "application/json"},
-        body=json.dumps(payload).encode(),
-    )
-    response = app.lambda_handler(event, context_for(FN))
-    if response["statusCode"] != 200:
-        raise RuntimeError(f"request failed: {response}")
-    return dict(json.loads(response["body"]))
-
-
 def count_requests(resolver: Any, env: dict[str, str]) -> dict[str, Any]:
     app = import_handler(resolver, FN, env)
     clerk = OrderClerk()
@@ -102,7 +88,7 @@ def count_requests(resolver: Any, env: dict[str, str]) -> dict[str, Any]:
 
     def measured(label: str, session: str, payload: dict[str, Any]) -> dict[str, Any]:
         meter.reset()
-        body = post(app, session, payload)
+        body = post_body(app, session, payload)
         rows[label] = {
             "requests": len(meter.operations),
             "operations": sorted(meter.operations),
@@ -140,7 +126,7 @@ def mcp_requests(resolver: Any, env: dict[str, str]) -> dict[str, Any]:
     container for each, as a first call of a container pays the most)."""
     rows: dict[str, Any] = {}
     seed = import_handler(resolver, FN, env)
-    post(seed, "mcp-seed", {"message": "Remember that I prefer green tea."})
+    post_body(seed, "mcp-seed", {"message": "Remember that I prefer green tea."})
     memory = "# Memory\n- Prefers green tea in the afternoon\n"
     seed.runtime.store.put(User.from_id(USER), MEMORY_FILE, memory, create_only=True)
     for label, arguments in MCP_CALLS.items():
@@ -219,7 +205,7 @@ def remote_costs(resolver: Any, env: dict[str, str], quick: bool) -> dict[str, A
             app.runtime.models = ModelRegistry(app.runtime.settings, overrides={"agent": Instant()})
             for label in ("first turn (lists)", "later turn (cached)"):
                 started = time.perf_counter()
-                post(app, f"remote-{n}", {"message": "hello"})
+                post_body(app, f"remote-{n}", {"message": "hello"})
                 turns[label].append((time.perf_counter() - started) * 1000)
         return {
             "tools_listed": len(tools),
