@@ -189,7 +189,7 @@ def test_a_pause_across_a_compaction_keeps_each_call_with_its_result(
     assert any("conversation_summary" in m["content"] for m in resumed["messages"][:3])
     sent = [r for r in fake_llm.requests if any("note 0" in str(m) for m in r["messages"])]
     sent += [r for r in fake_llm.requests if last_note(r) is not None]
-    assert all(tool_pairs_intact(r) for r in sent)
+    assert len(sent) >= 10 and all(tool_pairs_intact(r) for r in sent)
     turns = gus.get("/v1/sessions/long/messages", params={"limit": 50}).json()["turns"]
     assert [t["turn"] for t in turns] == list(range(1, 12))  # the log keeps everything
 

@@ -23,18 +23,7 @@ if TYPE_CHECKING:
     from agent_harness.models.base import ToolCall, ToolSpec
     from agent_harness.runtime import Runtime
 
-__all__ = ["RemoteToolLike", "ToolServers", "TurnTools", "turn_tools"]
-
-
-class RemoteToolLike(Protocol):
-    @property
-    def qualified(self) -> str: ...
-
-    @property
-    def description(self) -> str: ...
-
-    @property
-    def input_schema(self) -> dict[str, Any]: ...
+__all__ = ["ToolServers", "TurnTools", "turn_tools"]
 
 
 class ToolServers(Protocol):

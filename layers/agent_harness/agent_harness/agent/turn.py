@@ -343,7 +343,7 @@ class _Turn:
     def _repeat(self, results: list[ToolResult]) -> TurnResult:
         """Results of a turn that completed: its answer again, never a second model run."""
         ids = {r.tool_call_id for r in results}
-        if not results or not ids <= set(self.context.answered):
+        if not ids <= set(self.context.answered):  # results are never empty here
             raise pause.no_pending(self.session_id)
         turn_no = self.context.last_turn
         stored = self.rt.store.get(self.user, turn_path(self.session_id, turn_no))

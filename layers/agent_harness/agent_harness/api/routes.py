@@ -333,6 +333,12 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
         )
         return _json(200, {"saved": saved.count})
 
+    def openai_answer(answer: tuple[int, str, dict[str, str]]) -> Response:
+        status, text, headers = answer
+        metrics.add_metric(f"Responses{status // 100}xx", MetricUnit.Count, 1)
+        content_type = headers.pop("Content-Type")
+        return Response(status_code=status, content_type=content_type, body=text, headers=headers)
+
     @app.post("/v1/chat/completions")
     def chat_completions() -> Response:
         """OpenAI's chat API over the agent with memory; errors in OpenAI's shape."""
@@ -346,10 +352,7 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
             if exc.status >= 500:
                 logger.warning("request failed", extra={"code": exc.code, "error": exc.message})
             answer = openai_error(exc)
-        status, text, headers = answer
-        metrics.add_metric(f"Responses{status // 100}xx", MetricUnit.Count, 1)
-        content_type = headers.pop("Content-Type")
-        return Response(status_code=status, content_type=content_type, body=text, headers=headers)
+        return openai_answer(answer)
 
     @app.get("/v1/models")
     def models() -> Response:
@@ -358,9 +361,7 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
         try:
             current_user()
         except HarnessError as exc:
-            status, text, headers = openai_error(exc)
-            headers.pop("Content-Type")
-            return Response(status, content_types.APPLICATION_JSON, text, headers)
+            return openai_answer(openai_error(exc))
         return _json(200, list_models())
 
     @app.post("/mcp")
