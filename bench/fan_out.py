@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any
 import boto3
 
 from agent_harness.aws.queues import SEND_WORKERS
-from agent_harness.aws.state import due_shard
 from agent_harness.clock import iso
 from agent_harness.ids import User
 from agent_harness.jobs import ConsolidationJob
+from agent_harness.keys import due_shard
 from agent_harness.memory.consolidate import fan_out
 from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
@@ -143,7 +143,7 @@ def _mark_due(ddb: Any, table: str, shards: int, now: str, users: int) -> None:
             "pk": {"S": f"U#{user.key}"},
             "sk": {"S": "USER"},
             "user_id": {"S": user.id},
-            "due_shard": {"S": due_shard(user, shards)},
+            "due_shard": {"S": due_shard(user.key, shards)},
             "due_at": {"S": now},
             "due_seq": {"N": "1"},
         }

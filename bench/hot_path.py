@@ -34,10 +34,11 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from moto import mock_aws
 
-from agent_harness.ids import MEMORY_FILE, User
+from agent_harness.ids import User
 from agent_harness.models import ModelRegistry
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, Usage
 from agent_harness.models.resilience import ResilientModel, RetryPolicy
+from agent_harness.paths import MEMORY_FILE
 from bench.common import embedded_aws_env
 from bench.plots import bars, lines
 from local_stack.lambdas import context_for, http_event, import_handler

@@ -386,7 +386,7 @@ class Corpus:
 
 
 def _day(date_text: str) -> str:
-    from agent_harness.memory.search import date_words
+    from agent_harness.memory.index import date_words
 
     day = session_start(date_text)
     return date_words(day.year, day.month, day.day)
@@ -428,18 +428,18 @@ Searcher = Callable[[str], tuple[list[list[str]], list[list[str]]]]
 
 def library_searcher(c: Corpus) -> Searcher:
     """``ranked`` exactly as the library runs it (under whatever switches are set)."""
-    from agent_harness.memory import search as ranking
-    from agent_harness.memory.search import _FileIndex, _LinkedIndexes, search_files
+    from agent_harness.memory import index as ranking
+    from agent_harness.memory.index import FileIndex, LinkedIndexes, search_files
 
-    turns = _FileIndex.from_lines(
+    turns = FileIndex.from_lines(
         c.turn_texts, 0, groups=c.turn_groups, fields=c.turn_days, links=c.turn_keys
     )
-    facts = [("MEMORY.md", _FileIndex.build(c.fact_text))] + [
-        (f"memory/{n}.md", _FileIndex.build(text, day))
+    facts = [("MEMORY.md", FileIndex.build(c.fact_text))] + [
+        (f"memory/{n}.md", FileIndex.build(text, day))
         for n, (day, text) in enumerate(c.ledgers.items())
     ]
-    source_texts = _LinkedIndexes([turns])
-    fact_texts = _LinkedIndexes([f for _, f in facts if f.cited()])
+    source_texts = LinkedIndexes([turns])
+    fact_texts = LinkedIndexes([f for _, f in facts if f.cited()])
 
     def search(query: str) -> tuple[list[list[str]], list[list[str]]]:
         # the weights as set now (the ablation switches them)
@@ -516,7 +516,7 @@ def in_process(convs: tuple[str, ...], make: Callable[[str], Searcher]) -> list[
 @contextmanager
 def switched(**changes: Any) -> Iterator[None]:
     """Set module attributes of the search for one variant, and put them back."""
-    from agent_harness.memory import search
+    from agent_harness.memory import index as search
 
     saved = {name: getattr(search, name) for name in changes}
     for name, value in changes.items():

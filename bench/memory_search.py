@@ -51,7 +51,8 @@ import boto3
 from moto import mock_aws
 
 from agent_harness.ids import User
-from agent_harness.memory.search import MemoryIndexCache, search_memory
+from agent_harness.memory.index import MemoryIndexCache
+from agent_harness.memory.search import search_memory
 from agent_harness.memory.threads import index_turns, search_threads
 from agent_harness.models.base import Message
 from agent_harness.records import TurnRecord

@@ -27,9 +27,10 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from agent_harness.ids import MEMORY_FILE, User
+from agent_harness.ids import User
 from agent_harness.models import ModelRegistry
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from agent_harness.paths import MEMORY_FILE
 from bench.common import ROOT
 from bench.hot_path import FN, USER, AwsMeter, embedded_stack, post_body
 from local_stack.lambdas import context_for, http_event, import_handler

@@ -15,16 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
-from agent_harness.aws.state import (
-    DueUser,
-    FlushDue,
-    GateClaim,
-    PauseMark,
-    SessionState,
-    UserState,
-    due_shard,
-)
-from agent_harness.aws.workspace import ObjectInfo, StoredObject, VersionInfo, cas_append
 from agent_harness.errors import (
     ConflictError,
     ModelError,
@@ -35,8 +25,21 @@ from agent_harness.errors import (
 )
 from agent_harness.ids import User, validate_relative_path
 from agent_harness.jobs import ConsolidationJob, PostTurnJob
+from agent_harness.keys import due_shard
 from agent_harness.models import ModelRegistry
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from agent_harness.ports import (
+    DueUser,
+    FlushDue,
+    GateClaim,
+    ObjectInfo,
+    PauseMark,
+    SessionState,
+    StoredObject,
+    UserState,
+    VersionInfo,
+    cas_append,
+)
 from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
 from agent_harness.tokens import TokenCounter
@@ -300,7 +303,7 @@ class MemoryTable:
             item = self.sessions.get((user.key, session_id))
             if item is not None:
                 item.user_id = user.id
-                item.flush_shard = due_shard(user, shards, "flush")
+                item.flush_shard = due_shard(user.key, shards, "flush")
                 item.flush_due_at = due_at_iso
 
     def clear_flush_due(self, user: User, session_id: str) -> None:
@@ -328,7 +331,7 @@ class MemoryTable:
         with self.lock:
             item = self.users.setdefault(user.key, _UserItem())
             item.user_id = user.id
-            item.shard = due_shard(user, shards)
+            item.shard = due_shard(user.key, shards)
             item.due_at = item.due_at or now_iso
             item.state = replace(item.state, due_seq=item.state.due_seq + 1, is_due=True)
 

@@ -16,8 +16,8 @@ from aws_lambda_powertools.utilities.batch import (
     process_partial_response,
 )
 
-from agent_harness.aws.idempotency import IdempotentPostTurn
 from agent_harness.jobs import PostTurnJob
+from agent_harness.memory.idempotency import IdempotentPostTurn
 from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
 

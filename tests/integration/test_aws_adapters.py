@@ -7,11 +7,12 @@ import json
 import pytest
 
 from agent_harness.aws.queues import SqsJobQueue
-from agent_harness.aws.state import DynamoStateTable, due_shard
+from agent_harness.aws.state import DynamoStateTable
 from agent_harness.aws.workspace import S3WorkspaceStore
 from agent_harness.errors import ConflictError, PreconditionFailedError, SessionBusyError
 from agent_harness.ids import User
 from agent_harness.jobs import PostTurnJob
+from agent_harness.keys import due_shard
 from tests.integration.conftest import Stack
 
 ALICE = User.from_id("alice")
@@ -122,8 +123,8 @@ def test_the_session_lease_serialises_and_expires(table: DynamoStateTable) -> No
 def test_a_pause_mark_is_committed_with_the_release_and_cleared_by_the_commit(
     stack: Stack, kind: str
 ) -> None:
-    from agent_harness.aws.state import PauseMark
     from agent_harness.errors import SessionNotFoundError
+    from agent_harness.ports import PauseMark
     from tests.fakes import MemoryTable
 
     table = (
@@ -157,7 +158,7 @@ def test_the_flush_cursor_never_moves_backwards(table: DynamoStateTable) -> None
 
 def test_consolidation_state_and_the_due_index(table: DynamoStateTable) -> None:
     table.mark_consolidation_due(ALICE, "2026-11-30T09:00:00Z", shards=4)
-    shard = due_shard(ALICE, 4)
+    shard = due_shard(ALICE.key, 4)
     assert [d.user_key for d in table.query_due(shard)] == ["alice"]
 
     state = table.acquire_consolidation_lease(ALICE, "run-1", now_ms=0, lease_ms=60_000)

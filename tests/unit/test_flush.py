@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from agent_harness.aws.state import SessionState
 from agent_harness.errors import ModelOutputError, StoreError
 from agent_harness.ids import User
 from agent_harness.jobs import PostTurnJob
 from agent_harness.memory.flush import run_post_turn_job as flush_turns
 from agent_harness.memory.flush import sweep_flush_tails
 from agent_harness.models.base import Message
+from agent_harness.ports import SessionState
 from agent_harness.records import TurnRecord
 from agent_harness.settings import Settings
 from tests.fakes import ScriptedModel, failing, make_runtime

@@ -3,13 +3,8 @@ from __future__ import annotations
 import pytest
 
 from agent_harness.errors import InvalidRequestError, ValidationFailedError
-from agent_harness.ids import (
-    User,
-    turn_path,
-    validate_day,
-    validate_relative_path,
-    validate_session_id,
-)
+from agent_harness.ids import User, validate_day, validate_relative_path, validate_session_id
+from agent_harness.paths import turn_path
 
 
 @pytest.mark.parametrize(

@@ -5,21 +5,15 @@ from __future__ import annotations
 import pytest
 
 from agent_harness.ids import User
-from agent_harness.memory.search import (
-    MemoryIndexCache,
-    _FileIndex,
-    format_hits,
-    parse_match_mode,
-    search_files,
-    search_memory,
-)
+from agent_harness.memory.index import FileIndex, MemoryIndexCache, parse_match_mode, search_files
+from agent_harness.memory.search import format_hits, search_memory
 from tests.fakes import make_runtime
 
 ALICE = User.from_id("alice")
 
 
-def files(by_path: dict[str, str]) -> list[tuple[str, _FileIndex]]:
-    return [(path, _FileIndex.build(text)) for path, text in by_path.items()]
+def files(by_path: dict[str, str]) -> list[tuple[str, FileIndex]]:
+    return [(path, FileIndex.build(text)) for path, text in by_path.items()]
 
 
 LEDGER = files(
@@ -198,17 +192,28 @@ def test_search_never_reads_another_users_memory() -> None:
     cache = MemoryIndexCache()
     assert search_memory(rt, ALICE, "tea", "any", 5, cache) == []
     assert search_memory(rt, ALICE, "secret", "ranked", 5, cache) == []
+    # the same queries do find each one's own line
+    bob = User.from_id("bob")
+    assert [h.text for h in search_memory(rt, bob, "tea", "any", 5, cache)] == [
+        "- bob's secret tea"
+    ]
+    assert [h.text for h in search_memory(rt, bob, "secret", "ranked", 5, cache)] == [
+        "- bob's secret tea"
+    ]
+    assert [h.text for h in search_memory(rt, ALICE, "coffee", "any", 5, cache)] == [
+        "- alice likes coffee"
+    ]
 
 
 def test_the_cache_is_bounded() -> None:
     cache = MemoryIndexCache(max_bytes=1000)
     for n in range(10):
-        cache.put(("u", f"f{n}", "e"), _FileIndex.build("x" * 300))
+        cache.put(("u", f"f{n}", "e"), FileIndex.build("x" * 300))
     assert cache.get(("u", "f0", "e")) is None and cache.get(("u", "f9", "e")) is not None
 
 
 def test_ranked_scores_a_ledger_line_with_its_day_as_words() -> None:
-    from agent_harness.memory.search import _index_memory_file
+    from agent_harness.memory.corpus import index_memory_file as _index_memory_file
 
     source = [
         ("MEMORY.md", _index_memory_file("MEMORY.md", "- went camping in the mountains")),
@@ -225,6 +230,11 @@ def test_ranked_scores_a_ledger_line_with_its_day_as_words() -> None:
     assert hits[0].text == "- went camping by the lake"
     assert search_files(source, "2023-06-27", "phrase", 5) == []  # a date is not text
     assert search_files(source, "June", "any", 5) == []
+    # while the text is found literally
+    assert [h.text for h in search_files(source, "by the lake", "phrase", 5)] == [
+        "- went camping by the lake"
+    ]
+    assert len(search_files(source, "camping", "any", 5)) == 3
 
 
 # -- facts read with the turns they came from ----------------------------------------------
@@ -253,11 +263,16 @@ def test_ranked_finds_a_fact_by_the_words_of_the_turn_it_came_from() -> None:
     assert [h.text for h in hits][:1] == ["- books an aisle seat near the front"]
     assert hits[0].path.startswith("memory/")  # the ledger copy: it names its turn
     assert search_memory(rt, ALICE, "Atlantic", "phrase", 5, cache) == []  # never literal
+    literal = search_memory(rt, ALICE, "aisle seat", "phrase", 5, cache)  # the fact's own words
+    assert {h.text for h in literal} == {"- books an aisle seat near the front"}
 
 
 def test_without_a_source_the_turns_words_find_nothing() -> None:
     rt, cache = _talked_and_saved(source=False)
     assert search_memory(rt, ALICE, "Atlantic flights", "ranked", 5, cache) == []
+    # the fact is there: its own words find it, ranked as well
+    hits = search_memory(rt, ALICE, "aisle seat", "ranked", 5, cache)
+    assert [h.text for h in hits][:1] == ["- books an aisle seat near the front"]
 
 
 def test_turn_texts_are_read_only_for_ranked_queries_over_ledgers_naming_turns() -> None:
@@ -278,8 +293,8 @@ def test_turn_texts_are_read_only_for_ranked_queries_over_ledgers_naming_turns()
 
 
 def test_a_source_naming_another_sessions_turn_adds_nothing_of_this_one() -> None:
-    from agent_harness.memory.search import SOURCE_WEIGHT
-    from agent_harness.memory.threads import load_turn_texts
+    from agent_harness.memory.corpus import load_turn_texts
+    from agent_harness.memory.index import SOURCE_WEIGHT
     from agent_harness.text import terms
 
     rt, cache = _talked_and_saved(source=True)
@@ -287,8 +302,11 @@ def test_a_source_naming_another_sessions_turn_adds_nothing_of_this_one() -> Non
     assert turns.length(("trip", 1)) > 0 and turns.length(("trip", 2)) == 0
     (atlantic,) = terms("Atlantic")
     assert turns.counts(atlantic) == {("trip", 1): 1}
-    ledger = _FileIndex.build(
+    ledger = FileIndex.build(
         "## Memory Save — t\n> source: session=other turns=1 via=memory_save\n- aisle seat"
     )
     assert search_files([("memory/d.md", ledger)], "Atlantic", "ranked", 5, turns) == []
+    # the same ledger and turns: the line's own words find it
+    found = search_files([("memory/d.md", ledger)], "aisle", "ranked", 5, turns)
+    assert [h.text for h in found] == ["- aisle seat"]
     assert SOURCE_WEIGHT > 0

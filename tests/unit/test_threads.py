@@ -14,7 +14,7 @@ from agent_harness.errors import SessionBusyError
 from agent_harness.ids import User
 from agent_harness.jobs import PostTurnJob
 from agent_harness.memory.flush import TURNS_PER_JOB, run_post_turn_job
-from agent_harness.memory.search import MemoryIndexCache
+from agent_harness.memory.index import MemoryIndexCache
 from agent_harness.memory.threads import search_threads
 from agent_harness.models.base import ToolCall
 from agent_harness.settings import Settings
@@ -328,6 +328,8 @@ def test_ranked_thread_search_knows_the_day_a_message_was_sent() -> None:
     )
     assert hits[0].session_id == "s2"
     assert search_threads(rt, alice, "March", "phrase", 5, MemoryIndexCache()) == []
+    found = search_threads(rt, alice, "the garden", "phrase", 5, MemoryIndexCache())
+    assert [h.session_id for h in found] == ["s1", "s2"]  # the messages' own words do
 
 
 def _two_trips_and_a_fact(source: bool):
@@ -359,6 +361,9 @@ def test_ranked_thread_search_finds_a_turn_by_the_facts_that_name_it() -> None:
 
     plain = _two_trips_and_a_fact(source=False)
     assert search_threads(plain, ALICE, "fishing trip", "ranked", 5, MemoryIndexCache()) == []
+    # the same messages are there: their own words find them, ranked too
+    hits = search_threads(plain, ALICE, "cabin lake", "ranked", 5, MemoryIndexCache())
+    assert [(h.session_id, h.turn) for h in hits][:1] == [("s1", 1)]
 
 
 def test_ranked_thread_search_reads_the_ledgers_once_per_change() -> None:

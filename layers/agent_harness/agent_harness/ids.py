@@ -1,4 +1,4 @@
-"""Identifiers and workspace paths: validated once at the boundary, safe everywhere after.
+"""Identifiers: validated once at the boundary, safe everywhere after (paths: ``paths``).
 
 A user id comes from the JWT ``sub`` claim (any string an identity provider emits,
 e.g. ``auth0|5f7c...``) and is *encoded*, not rejected: every byte outside
@@ -18,14 +18,7 @@ from urllib.parse import unquote
 from agent_harness.errors import InvalidRequestError, ValidationFailedError
 
 __all__ = [
-    "AGENTS_FILE",
-    "LEDGER_DIR",
-    "MEMORY_FILE",
     "User",
-    "archive_path",
-    "context_path",
-    "ledger_path",
-    "turn_path",
     "validate_day",
     "validate_relative_path",
     "validate_session_id",
@@ -36,10 +29,6 @@ _SESSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _PATH_SEGMENT_RE = re.compile(r"[A-Za-z0-9._-][A-Za-z0-9._@+=,-]*")
 MAX_USER_ID_CHARS = 256
-
-MEMORY_FILE = "MEMORY.md"
-AGENTS_FILE = "AGENTS.md"
-LEDGER_DIR = "memory/"
 
 
 @dataclass(frozen=True)
@@ -105,20 +94,3 @@ def validate_relative_path(path: str) -> str:
         if segment in ("", ".", "..") or not _PATH_SEGMENT_RE.fullmatch(segment):
             raise InvalidRequestError(f"path {path!r} has an invalid segment {segment!r}")
     return path
-
-
-def ledger_path(day: str) -> str:
-    return f"{LEDGER_DIR}{day}.md"
-
-
-def archive_path(day: str) -> str:
-    return f"{LEDGER_DIR}archive/{day}.md"
-
-
-def turn_path(session_id: str, turn: int) -> str:
-    """Zero-padded so a LIST returns turns in order."""
-    return f"sessions/{session_id}/turns/{turn:08d}.json"
-
-
-def context_path(session_id: str) -> str:
-    return f"sessions/{session_id}/context.json"

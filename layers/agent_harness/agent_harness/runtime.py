@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_harness.clock import Clock, SystemClock
 from agent_harness.errors import ConfigError
-from agent_harness.memory.search import MemoryIndexCache
+from agent_harness.memory.index import MemoryIndexCache
 from agent_harness.models import ModelRegistry
 from agent_harness.models.resilience import Deadline
 from agent_harness.settings import ENV
@@ -25,10 +25,7 @@ if TYPE_CHECKING:
 
     import boto3
 
-    from agent_harness.agent.toolset import ToolServers
-    from agent_harness.aws.queues import JobQueue
-    from agent_harness.aws.state import StateTable
-    from agent_harness.aws.workspace import WorkspaceStore
+    from agent_harness.ports import JobQueue, StateTable, ToolServers, WorkspaceStore
     from agent_harness.settings import Settings
 
 __all__ = ["Runtime"]

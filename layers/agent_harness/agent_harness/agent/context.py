@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 
 from agent_harness import markup
 from agent_harness.errors import ConflictError, PreconditionFailedError
-from agent_harness.ids import AGENTS_FILE, context_path
 from agent_harness.models.base import Message
+from agent_harness.paths import AGENTS_FILE, context_path
 from agent_harness.records import MemoryInjection
 
 if TYPE_CHECKING:
-    from agent_harness.aws.workspace import StoredObject
     from agent_harness.ids import User
+    from agent_harness.ports import StoredObject
     from agent_harness.records import WorkingContext
     from agent_harness.runtime import Runtime
     from agent_harness.tokens import TokenCounter

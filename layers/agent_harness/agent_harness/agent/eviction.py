@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from aws_lambda_powertools import Logger
 
 from agent_harness.errors import PreconditionFailedError, StoreError
+from agent_harness.paths import tool_result_path
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -44,7 +45,7 @@ class Evictor:
             return result
         digest = hashlib.sha256(result.encode()).hexdigest()[:16]
         call_id = re.sub(r"[^A-Za-z0-9_-]", "_", call.id)[:64] or "call"
-        path = f"tool-results/{self._session_id}/{call_id}-{digest}.txt"
+        path = tool_result_path(self._session_id, call_id, digest)
         try:
             self._rt.store.put(self._user, path, result, create_only=True)
         except PreconditionFailedError:

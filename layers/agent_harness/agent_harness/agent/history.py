@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent_harness.ids import turn_path, validate_session_id
+from agent_harness.ids import validate_session_id
+from agent_harness.paths import turn_path, turns_prefix
 from agent_harness.records import TurnRecord
 
 if TYPE_CHECKING:
@@ -16,9 +17,7 @@ __all__ = ["list_turns", "turn_numbers"]
 
 def turn_numbers(rt: Runtime, user: User, session_id: str) -> list[int]:
     """Numbers of the session's turn objects, committed or not, in order (one LIST)."""
-    names = (
-        info.path.rsplit("/", 1)[1] for info in rt.store.list(user, f"sessions/{session_id}/turns")
-    )
+    names = (info.path.rsplit("/", 1)[1] for info in rt.store.list(user, turns_prefix(session_id)))
     return sorted(int(n[:-5]) for n in names if n.endswith(".json") and n[:-5].isdigit())
 
 

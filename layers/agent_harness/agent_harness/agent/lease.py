@@ -25,8 +25,8 @@ from agent_harness.errors import HarnessError, SessionBusyError
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from agent_harness.aws.state import PauseMark, SessionState
     from agent_harness.ids import User
+    from agent_harness.ports import PauseMark, SessionState
     from agent_harness.runtime import Runtime
 
 __all__ = ["SessionLease", "session_lease"]

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from agent_harness.agent.client_tools import ToolResult
-    from agent_harness.aws.state import SessionState
     from agent_harness.models.base import Message, ToolCall
+    from agent_harness.ports import SessionState
     from agent_harness.records import PendingTurn, WorkingContext
 
 __all__ = [

@@ -12,7 +12,7 @@ cannot be reached is left out of the turn, which goes on.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from agent_harness.agent.eviction import Evictor
 from agent_harness.agent.tools import MemoryTools, Tool, ToolRegistry
@@ -23,17 +23,7 @@ if TYPE_CHECKING:
     from agent_harness.models.base import ToolCall, ToolSpec
     from agent_harness.runtime import Runtime
 
-__all__ = ["ToolServers", "TurnTools", "turn_tools"]
-
-
-class ToolServers(Protocol):
-    """The remote tool servers of a container (``mcp.remote_tools.RemoteToolServers``)."""
-
-    def tools(self, *, remaining: float | None) -> list[Any]: ...
-
-    def call(
-        self, tool: Any, arguments: dict[str, Any], *, user_id: str, remaining: float | None
-    ) -> str: ...
+__all__ = ["TurnTools", "turn_tools"]
 
 
 class TurnTools:

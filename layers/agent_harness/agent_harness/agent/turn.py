@@ -48,7 +48,6 @@ from agent_harness.agent.lease import session_lease
 from agent_harness.agent.loop import LoopResult, LoopState, run_loop
 from agent_harness.agent.tools import saved_lines
 from agent_harness.agent.toolset import turn_tools
-from agent_harness.aws.state import PauseMark
 from agent_harness.clock import epoch_ms, iso
 from agent_harness.errors import (
     ConflictError,
@@ -60,19 +59,14 @@ from agent_harness.errors import (
     SessionNotFoundError,
     ValidationFailedError,
 )
-from agent_harness.ids import (
-    AGENTS_FILE,
-    MEMORY_FILE,
-    context_path,
-    ledger_path,
-    turn_path,
-    validate_session_id,
-)
+from agent_harness.ids import validate_session_id
 from agent_harness.jobs import PostTurnJob
 from agent_harness.memory.files import save_memories
 from agent_harness.memory.flush import extracts, flush_throttled
 from agent_harness.memory.ledger import Source, day_of
 from agent_harness.models.base import Message, ToolCall, ToolSpec, Usage
+from agent_harness.paths import AGENTS_FILE, MEMORY_FILE, context_path, ledger_path, turn_path
+from agent_harness.ports import PauseMark
 from agent_harness.records import MemoryInjection, PendingTurn, TurnRecord, WorkingContext
 
 if TYPE_CHECKING:
@@ -82,9 +76,8 @@ if TYPE_CHECKING:
     from agent_harness.agent.client_tools import Declaration, ToolResult
     from agent_harness.agent.importer import ImportedMessage
     from agent_harness.agent.lease import SessionLease
-    from agent_harness.aws.state import SessionState
-    from agent_harness.aws.workspace import StoredObject
     from agent_harness.ids import User
+    from agent_harness.ports import SessionState, StoredObject
     from agent_harness.runtime import Runtime
 
 __all__ = ["TurnResult", "run_turn"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from agent_harness.ids import User
     from agent_harness.jobs import ConsolidationJob, PostTurnJob
 
-__all__ = ["SEND_WORKERS", "JobQueue", "SqsJobQueue", "message_group_id"]
+__all__ = ["SEND_WORKERS", "SqsJobQueue", "message_group_id"]
 
 #: concurrent SendMessageBatch calls of a fan-out (boto3 clients are thread-safe)
 SEND_WORKERS = 8
@@ -32,12 +32,6 @@ def message_group_id(user: User) -> str:
     if len(user.key) <= 128:
         return user.key
     return "h-" + hashlib.sha256(user.key.encode()).hexdigest()
-
-
-class JobQueue(Protocol):
-    def send_post_turn(self, user: User, job: PostTurnJob) -> None: ...
-
-    def send_consolidation(self, jobs: list[ConsolidationJob]) -> None: ...
 
 
 class SqsJobQueue:

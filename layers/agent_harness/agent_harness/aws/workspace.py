@@ -1,4 +1,4 @@
-"""The per-user workspace over S3 (DESIGN §2), with conditional writes.
+"""``WorkspaceStore`` over S3 (docs/design.md#workspace-layout), with conditional writes.
 
     users/<user key>/MEMORY.md                      whole-file rewrite, If-Match
     users/<user key>/memory/YYYY-MM-DD.md           append = GET + PUT If-Match, retry on 412
@@ -12,126 +12,28 @@ so no caller can build a key outside the user's prefix. S3 errors become
 
 from __future__ import annotations
 
-import random
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from agent_harness.errors import PreconditionFailedError, StoreError
 from agent_harness.ids import validate_relative_path
+from agent_harness.paths import user_root
+from agent_harness.ports import ObjectInfo, StoredObject, VersionInfo, cas_append
 
 if TYPE_CHECKING:
-    from datetime import datetime
+    from collections.abc import Callable
 
     from agent_harness.ids import User
+    from agent_harness.ports import AppendBuilder
 
-__all__ = [
-    "ObjectInfo",
-    "S3WorkspaceStore",
-    "StoredObject",
-    "VersionInfo",
-    "WorkspaceStore",
-    "cas_append",
-]
+__all__ = ["S3WorkspaceStore"]
 
-USER_ROOT = "users/"
 _PRECONDITION_CODES = {"PreconditionFailed", "412"}
 _RETRY_CONFLICT_CODES = {"ConditionalRequestConflict", "409"}
 _MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
-
-
-@dataclass(frozen=True)
-class StoredObject:
-    path: str
-    content: str
-    etag: str
-    size: int
-    last_modified: datetime | None = None
-    version_id: str | None = None
-
-
-@dataclass(frozen=True)
-class ObjectInfo:
-    path: str
-    size: int
-    etag: str
-    last_modified: datetime | None
-
-
-@dataclass(frozen=True)
-class VersionInfo:
-    version_id: str
-    last_modified: datetime | None
-    etag: str
-    size: int
-    is_latest: bool
-
-
-#: ``build(existing_text)`` returns the text to append, or None to append nothing.
-AppendBuilder = Callable[[str], "str | None"]
-
-
-class WorkspaceStore(Protocol):
-    def get(self, user: User, path: str) -> StoredObject | None: ...
-
-    def get_from(self, user: User, path: str, offset: int) -> StoredObject | None: ...
-
-    def get_many(self, user: User, paths: list[str]) -> dict[str, StoredObject]: ...
-
-    def put(
-        self,
-        user: User,
-        path: str,
-        content: str,
-        *,
-        if_match: str | None = None,
-        create_only: bool = False,
-    ) -> str: ...
-
-    def append(self, user: User, path: str, build: AppendBuilder) -> str | None: ...
-
-    def list(self, user: User, prefix: str, *, recursive: bool = True) -> list[ObjectInfo]: ...
-
-    def list_versions(self, user: User, path: str) -> list[VersionInfo]: ...
-
-    def get_version(self, user: User, path: str, version_id: str) -> StoredObject | None: ...
-
-    def delete(self, user: User, path: str, *, if_match: str | None = None) -> None: ...
-
-    def purge(self, user: User) -> int: ...
-
-
-def cas_append(
-    store: WorkspaceStore,
-    user: User,
-    path: str,
-    build: AppendBuilder,
-    *,
-    attempts: int = 8,
-    sleep: Callable[[float], None] = time.sleep,
-) -> str | None:
-    """Append ``build(existing)`` to ``path``: GET, then PUT conditioned on what was read
-    (If-Match, or If-None-Match when absent). After a lost race (412) the object is read
-    again and ``build`` called again, so it can re-check what is already there
-    (idempotent appends). Returns the new ETag, or None when ``build`` added nothing.
-    Correct as long as the store's conditional write is atomic, as S3's is."""
-    for attempt in range(attempts):
-        current = store.get(user, path)
-        existing = current.content if current else ""
-        addition = build(existing)
-        if not addition:
-            return None
-        try:
-            if current is None:
-                return store.put(user, path, addition, create_only=True)
-            return store.put(user, path, existing + addition, if_match=current.etag)
-        except PreconditionFailedError:
-            sleep(random.uniform(0, min(1.0, 0.02 * 2**attempt)))
-    raise StoreError(f"appending to {path} failed: too many concurrent writers")
 
 
 def _error_code(exc: ClientError) -> str:
@@ -167,7 +69,7 @@ class S3WorkspaceStore:
     # keys -----------------------------------------------------------------
     @staticmethod
     def prefix(user: User) -> str:
-        return f"{USER_ROOT}{user.key}/"
+        return user_root(user.key)
 
     def _key(self, user: User, path: str) -> str:
         return self.prefix(user) + validate_relative_path(path)

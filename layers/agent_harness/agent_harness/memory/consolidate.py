@@ -26,16 +26,18 @@ from typing import TYPE_CHECKING, Literal
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from agent_harness.aws.state import UserState
 from agent_harness.clock import epoch_ms, iso
 from agent_harness.errors import ConflictError, HarnessError, PreconditionFailedError
-from agent_harness.ids import MEMORY_FILE, User, ledger_path
+from agent_harness.ids import User
 from agent_harness.jobs import ConsolidationJob
+from agent_harness.keys import shard_name
 from agent_harness.memory.files import ledger_files
 from agent_harness.memory.flush import sweep_flush_tails
 from agent_harness.memory.maintenance import archive_ledgers
 from agent_harness.memory.prompts import clean_memory_document, consolidation_messages
 from agent_harness.models.base import ChatRequest
+from agent_harness.paths import MEMORY_FILE, ledger_path
+from agent_harness.ports import UserState
 
 if TYPE_CHECKING:
     from agent_harness.runtime import Runtime
@@ -95,7 +97,7 @@ def fan_out(rt: Runtime) -> int:
     gap = timedelta(seconds=rt.settings.consolidation_min_gap_seconds)
     jobs: list[ConsolidationJob] = []
     for shard in range(rt.settings.due_shards):
-        for due in rt.table.query_due(f"due#{shard}"):
+        for due in rt.table.query_due(shard_name("due", shard)):
             last = _parse_time(due.last_consolidated_at)
             if last is not None and now - last < gap:
                 continue

@@ -17,20 +17,15 @@ from agent_harness.errors import (
     PreconditionRequiredError,
     ValidationFailedError,
 )
-from agent_harness.ids import (
-    MEMORY_FILE,
-    ledger_path,
-    validate_day,
-    validate_relative_path,
-    validate_session_id,
-)
-from agent_harness.memory.ledger import DAY_FILE, Source, day_of, format_turns, render_section
+from agent_harness.ids import validate_day, validate_relative_path, validate_session_id
+from agent_harness.memory.ledger import Source, day_of, format_turns, render_section
+from agent_harness.paths import LEDGER_DIR, MEMORY_FILE, ledger_day, ledger_path
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from agent_harness.aws.workspace import ObjectInfo, VersionInfo
     from agent_harness.ids import User
+    from agent_harness.ports import ObjectInfo, VersionInfo
     from agent_harness.runtime import Runtime
 
 __all__ = [
@@ -103,10 +98,10 @@ def rollback_memory(rt: Runtime, user: User, version_id: str) -> MemoryDocument:
 def ledger_files(rt: Runtime, user: User) -> dict[str, ObjectInfo]:
     """The active daily ledgers (not the archive), by day, in day order: one LIST."""
     found = {}
-    for info in rt.store.list(user, "memory", recursive=False):
-        match = DAY_FILE.fullmatch(info.path)
-        if match:
-            found[match.group(1)] = info
+    for info in rt.store.list(user, LEDGER_DIR, recursive=False):
+        day = ledger_day(info.path)
+        if day:
+            found[day] = info
     return dict(sorted(found.items()))
 
 

@@ -34,8 +34,9 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.clock import epoch_ms, iso
-from agent_harness.ids import MEMORY_FILE, User, ledger_path, turn_path, validate_session_id
+from agent_harness.ids import User, validate_session_id
 from agent_harness.jobs import PostTurnJob
+from agent_harness.keys import shard_name
 from agent_harness.memory.checks import check_facts
 from agent_harness.memory.ledger import (
     Source,
@@ -48,10 +49,11 @@ from agent_harness.memory.ledger import (
 from agent_harness.memory.prompts import flush_messages, render_conversation
 from agent_harness.memory.threads import index_turns
 from agent_harness.models.base import ChatRequest
+from agent_harness.paths import MEMORY_FILE, ledger_path, turn_path
 from agent_harness.records import TurnRecord
 
 if TYPE_CHECKING:
-    from agent_harness.aws.state import GateClaim, SessionState
+    from agent_harness.ports import GateClaim, SessionState
     from agent_harness.runtime import Runtime
     from agent_harness.settings import Settings
 
@@ -205,7 +207,7 @@ def sweep_flush_tails(rt: Runtime) -> int:
     now = iso(rt.clock.now())
     sent = 0
     for shard in range(rt.settings.due_shards):
-        for due in rt.table.query_flush_due(f"flush#{shard}", now):
+        for due in rt.table.query_flush_due(shard_name("flush", shard), now):
             if due.turn < 1:
                 continue
             job = PostTurnJob(

@@ -11,7 +11,8 @@ day's file and skips every turn a flush section already covers, so a redelivered
 duplicated job never writes a fact twice. Saved facts may name their turns too
 (``> source: session=s1 turns=7 via=memory_save``); those never count as flushed, and
 ranked search reads a fact together with the turns its section names. Ledger days and
-header times use one configured zone (the reference mixed local dates with UTC headers, §5 B14).
+header times use one configured zone (the reference mixed local dates with UTC headers).
+This module is the one owner of the section header and ``> source:`` line formats.
 """
 
 from __future__ import annotations
@@ -28,20 +29,26 @@ if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
 
 __all__ = [
-    "DAY_FILE",
     "NO_REPLY",
     "Source",
     "clean_bullets",
     "covered_turns",
     "day_of",
+    "is_heading",
+    "is_structure",
     "new_facts",
+    "parse_header",
     "parse_source",
     "render_section",
+    "saved_by",
+    "source_fields",
 ]
 
 NO_REPLY = "NO_REPLY"
-DAY_FILE = re.compile(r"memory/(\d{4}-\d{2}-\d{2})\.md")
+SOURCE_PREFIX = "> source:"
 _SOURCE_LINE = re.compile(r"^> source: (.*)$", re.MULTILINE)
+_HEADER = re.compile(r"^## (.+?) — (\S+)\s*$")
+_STRUCTURE = re.compile(r"^\s*(?:#{1,6}\s|> source:)")
 _FIELD = re.compile(r"(\w+)=(\S+)")
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+(.*\S)\s*$")
 MAX_BULLETS = 50
@@ -60,12 +67,38 @@ class Source:
     via: str | None = None
 
     def render(self) -> str:
-        line = f"> source: session={self.session_id} turns={format_turns(self.turns)}"
+        line = f"{SOURCE_PREFIX} session={self.session_id} turns={format_turns(self.turns)}"
         if self.model:
             line += " model=" + "".join(self.model.split())
         if self.via:
             line += f" via={self.via}"
         return line
+
+
+def is_heading(line: str) -> bool:
+    return line.startswith("#")
+
+
+def is_structure(line: str) -> bool:
+    """A Markdown heading or a ``> source:`` line: the frame of a section, not a fact."""
+    return _STRUCTURE.match(line) is not None
+
+
+def parse_header(line: str) -> tuple[str, str] | None:
+    """(kind, time) of a section header ``## Flush — 2026-11-30T09:12:44Z``."""
+    match = _HEADER.match(line)
+    return (match.group(1), match.group(2)) if match else None
+
+
+def source_fields(line: str) -> str | None:
+    """The raw fields of a ``> source:`` line (``session=s1 turns=3-5 model=...``)."""
+    match = _SOURCE_LINE.match(line)
+    return match.group(1) if match else None
+
+
+def saved_by(origin: str, via: str) -> str:
+    """The source line of a save that names no turns: who saved it and through what."""
+    return f"{SOURCE_PREFIX} {origin} via={via}"
 
 
 def parse_source(line: str) -> Source | None:

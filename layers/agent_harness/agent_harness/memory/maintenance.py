@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from aws_lambda_powertools import Logger
 
 from agent_harness.errors import PreconditionFailedError
-from agent_harness.ids import archive_path, ledger_path
+from agent_harness.paths import archive_path, ledger_path
 
 if TYPE_CHECKING:
     from agent_harness.ids import User

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from agent_harness import markup
 from agent_harness.errors import ModelOutputError
+from agent_harness.memory.index import FileIndex, rank
 from agent_harness.models.base import Message
 
 if TYPE_CHECKING:
@@ -125,6 +126,28 @@ def render_conversation(turns: list[TurnRecord]) -> str:
 FLUSH_CONTEXT_CHARS = 1200
 
 
+def relevant_excerpt(text: str, query: str, max_chars: int) -> tuple[str, bool]:
+    """``text`` whole if it fits ``max_chars``; otherwise its lines most relevant to
+    ``query`` (BM25), kept in their original order, up to ``max_chars``. Returns
+    (excerpt, whether it was cut). Headings above chosen lines are kept for context."""
+    if len(text) <= max_chars:
+        return text, False
+    index = FileIndex.build(text)
+    ranked = rank([("", index)], query, limit=len(index.lines))
+    chosen: set[int] = set()
+    size = 0
+    for hit in ranked:
+        number = hit.line - 1
+        heading = next((n for n in range(number, -1, -1) if index.lines[n].startswith("#")), None)
+        extra = [n for n in (heading, number) if n is not None and n not in chosen]
+        cost = sum(len(index.lines[n]) + 1 for n in extra)
+        if size + cost > max_chars:
+            continue
+        chosen.update(extra)
+        size += cost
+    return "\n".join(index.lines[n] for n in sorted(chosen)), True
+
+
 def flush_messages(
     conversation: str,
     memory_md: str,
@@ -139,8 +162,6 @@ def flush_messages(
     and the day's ledger are shown read-only so the model does not restate them; a large
     one is cut to its lines most related to the conversation, so the cost of a call does
     not grow with the size of the memory."""
-    from agent_harness.memory.search import relevant_excerpt
-
     sections = []
     if memory_md.strip():
         shown, cut = relevant_excerpt(memory_md, conversation, context_chars)

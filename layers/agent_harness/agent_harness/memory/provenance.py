@@ -13,8 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agent_harness.ids import MEMORY_FILE
-from agent_harness.memory.search import load_memory_files, search_files
+from agent_harness.memory.corpus import load_memory_files
+from agent_harness.memory.index import search_files
+from agent_harness.paths import MEMORY_FILE
 
 if TYPE_CHECKING:
     from agent_harness.ids import User

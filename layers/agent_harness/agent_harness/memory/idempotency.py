@@ -26,6 +26,7 @@ from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.ids import User
+from agent_harness.keys import user_pk
 from agent_harness.memory.flush import run_post_turn_job
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ class IdempotentPostTurn:
             table_name=self._rt.settings.table,
             key_attr="pk",
             sort_key_attr="sk",
-            static_pk_value=f"U#{User.from_id(job.user_id).key}",
+            static_pk_value=user_pk(User.from_id(job.user_id).key),
             expiry_attr="expires_at",
             boto3_client=self._client or self._rt.clients["dynamodb"],
         )

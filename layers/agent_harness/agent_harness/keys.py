@@ -1,0 +1,57 @@
+"""The DynamoDB key formats of the state table: the one owner of how items are keyed.
+
+    pk = U#<user key>  sk = S#<session>   a session (turn counter, cursors, lease, gate)
+    pk = U#<user key>  sk = USER          a user (consolidation lease, watermark, due mark)
+
+Idempotency records of post-turn jobs live in the same user partition. The sparse
+``due-index`` GSI is keyed by a shard (``due#k`` for consolidation, ``flush#k`` for
+sessions whose trailing turns wait behind the flush throttle) and a due time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+__all__ = [
+    "DUE_INDEX",
+    "USER_SK",
+    "due_shard",
+    "session_id_of",
+    "session_sk",
+    "shard_name",
+    "user_key_of",
+    "user_pk",
+]
+
+DUE_INDEX = "due-index"
+USER_SK = "USER"
+_USER = "U#"
+_SESSION = "S#"
+
+
+def user_pk(user_key: str) -> str:
+    """The partition of everything about one user (``User.key``, already key-safe)."""
+    return f"{_USER}{user_key}"
+
+
+def user_key_of(pk: str) -> str:
+    return pk.removeprefix(_USER)
+
+
+def session_sk(session_id: str) -> str:
+    return f"{_SESSION}{session_id}"
+
+
+def session_id_of(sk: str) -> str:
+    return sk.removeprefix(_SESSION)
+
+
+def shard_name(kind: str, number: int) -> str:
+    """``due#3``: one shard of the due index (``kind``: ``due`` or ``flush``)."""
+    return f"{kind}#{number}"
+
+
+def due_shard(user_key: str, shards: int, kind: str = "due") -> str:
+    """The shard a user's marks land in: a stable hash of the key over ``shards``."""
+    digest = int(hashlib.sha256(user_key.encode()).hexdigest()[:8], 16)
+    return shard_name(kind, digest % shards)

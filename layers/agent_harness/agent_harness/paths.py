@@ -1,0 +1,97 @@
+"""Every key of a user's workspace, relative to the user's root (``users/<user key>/``).
+
+The one owner of the workspace layout (see docs/design.md#workspace-layout): services build
+and recognise paths only through these names, so a layout change is one edit here.
+
+    MEMORY.md                                curated memory (layer 2), ETag-guarded
+    AGENTS.md                                the user's persona, read with MEMORY.md
+    memory/YYYY-MM-DD.md                     daily ledgers (layer 1), append-only
+    memory/archive/YYYY-MM-DD.md             ledgers past the retention, still searchable
+    sessions/<s>/turns/<n>.json              a turn's messages, create-only (the thread log)
+    sessions/<s>/context.json                a session's compacted context
+    tool-results/<s>/<call>-<sha>.txt        an evicted tool result, content-addressed
+    index/threads/YYYY-MM.jsonl              derived thread-search segments, rebuildable
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+__all__ = [
+    "AGENTS_FILE",
+    "LEDGER_DIR",
+    "MEMORY_FILE",
+    "SEGMENT_DIR",
+    "USER_ROOT",
+    "archive_path",
+    "context_path",
+    "ledger_date",
+    "ledger_day",
+    "ledger_path",
+    "segment_path",
+    "tool_result_path",
+    "turn_path",
+    "turns_prefix",
+    "user_root",
+]
+
+USER_ROOT = "users/"
+MEMORY_FILE = "MEMORY.md"
+AGENTS_FILE = "AGENTS.md"
+LEDGER_DIR = "memory/"
+SEGMENT_DIR = "index/threads"
+_LEDGER_FILE = re.compile(r"memory/(\d{4}-\d{2}-\d{2})\.md")
+_ANY_LEDGER = re.compile(r"(\d{4})-(\d{2})-(\d{2})\.md$")
+
+
+def user_root(user_key: str) -> str:
+    """The S3 prefix of one user's workspace; keys never contain ``/``, so no user's
+    root is a prefix of another's."""
+    return f"{USER_ROOT}{user_key}/"
+
+
+def ledger_path(day: str) -> str:
+    return f"{LEDGER_DIR}{day}.md"
+
+
+def archive_path(day: str) -> str:
+    return f"{LEDGER_DIR}archive/{day}.md"
+
+
+def ledger_day(path: str) -> str | None:
+    """The day of an active ledger's path (``memory/2026-11-30.md``); None otherwise."""
+    match = _LEDGER_FILE.fullmatch(path)
+    return match.group(1) if match else None
+
+
+def ledger_date(path: str) -> tuple[int, int, int] | None:
+    """(year, month, day) of any ledger's path, archived ones included; None otherwise."""
+    match = _ANY_LEDGER.search(path)
+    return (int(match[1]), int(match[2]), int(match[3])) if match else None
+
+
+def turns_prefix(session_id: str) -> str:
+    return f"sessions/{session_id}/turns"
+
+
+def turn_path(session_id: str, turn: int) -> str:
+    """Zero-padded so a LIST returns turns in order."""
+    return f"{turns_prefix(session_id)}/{turn:08d}.json"
+
+
+def context_path(session_id: str) -> str:
+    return f"sessions/{session_id}/context.json"
+
+
+def tool_result_path(session_id: str, call_id: str, digest: str) -> str:
+    return f"tool-results/{session_id}/{call_id}-{digest}.txt"
+
+
+def segment_path(moment: datetime) -> str:
+    """The month segment of thread search holding a message of ``moment`` (already in
+    the configured zone)."""
+    return f"{SEGMENT_DIR}/{moment:%Y-%m}.jsonl"

@@ -1,0 +1,298 @@
+"""The ports: what the services need from storage, queues and tool servers, and the
+records that cross them. The adapters (``aws/``: S3, DynamoDB, SQS; ``mcp/``: remote tool
+servers) and the test fakes implement these Protocols; services import only this module,
+so they never depend on an adapter, and a contract suite runs every port against both.
+
+    WorkspaceStore      a user's files (S3): conditional writes, versions, appends
+    SessionTable        a session's lease, turn counter and pause mark (the hot path)
+    FlushTable          flush cursors, the flush throttle gate and its due marks
+    ConsolidationTable  a user's consolidation lease, watermark and due marks
+    StateTable          all three plus forgetting a user (one DynamoDB table)
+    JobQueue            the post-turn and consolidation queues (SQS)
+    ToolServers         the remote tool servers of a container (MCP)
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agent_harness.errors import PreconditionFailedError, StoreError
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from agent_harness.ids import User
+    from agent_harness.jobs import ConsolidationJob, PostTurnJob
+
+__all__ = [
+    "AppendBuilder",
+    "ConsolidationTable",
+    "DueUser",
+    "FlushDue",
+    "FlushTable",
+    "GateClaim",
+    "JobQueue",
+    "ObjectInfo",
+    "PauseMark",
+    "SessionState",
+    "SessionTable",
+    "StateTable",
+    "StoredObject",
+    "ToolServers",
+    "UserState",
+    "VersionInfo",
+    "WorkspaceStore",
+    "cas_append",
+]
+
+
+# -- the workspace (S3) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    path: str
+    content: str
+    etag: str
+    size: int
+    last_modified: datetime | None = None
+    version_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    path: str
+    size: int
+    etag: str
+    last_modified: datetime | None
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    version_id: str
+    last_modified: datetime | None
+    etag: str
+    size: int
+    is_latest: bool
+
+
+#: ``build(existing_text)`` returns the text to append, or None to append nothing.
+AppendBuilder = Callable[[str], "str | None"]
+
+
+class WorkspaceStore(Protocol):
+    def get(self, user: User, path: str) -> StoredObject | None: ...
+
+    def get_from(self, user: User, path: str, offset: int) -> StoredObject | None: ...
+
+    def get_many(self, user: User, paths: list[str]) -> dict[str, StoredObject]: ...
+
+    def put(
+        self,
+        user: User,
+        path: str,
+        content: str,
+        *,
+        if_match: str | None = None,
+        create_only: bool = False,
+    ) -> str: ...
+
+    def append(self, user: User, path: str, build: AppendBuilder) -> str | None: ...
+
+    def list(self, user: User, prefix: str, *, recursive: bool = True) -> list[ObjectInfo]: ...
+
+    def list_versions(self, user: User, path: str) -> list[VersionInfo]: ...
+
+    def get_version(self, user: User, path: str, version_id: str) -> StoredObject | None: ...
+
+    def delete(self, user: User, path: str, *, if_match: str | None = None) -> None: ...
+
+    def purge(self, user: User) -> int: ...
+
+
+def cas_append(
+    store: WorkspaceStore,
+    user: User,
+    path: str,
+    build: AppendBuilder,
+    *,
+    attempts: int = 8,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str | None:
+    """Append ``build(existing)`` to ``path``: GET, then PUT conditioned on what was read
+    (If-Match, or If-None-Match when absent). After a lost race (412) the object is read
+    again and ``build`` called again, so it can re-check what is already there
+    (idempotent appends). Returns the new ETag, or None when ``build`` added nothing.
+    Correct as long as the store's conditional write is atomic, as S3's is."""
+    for attempt in range(attempts):
+        current = store.get(user, path)
+        existing = current.content if current else ""
+        addition = build(existing)
+        if not addition:
+            return None
+        try:
+            if current is None:
+                return store.put(user, path, addition, create_only=True)
+            return store.put(user, path, existing + addition, if_match=current.etag)
+        except PreconditionFailedError:
+            sleep(random.uniform(0, min(1.0, 0.02 * 2**attempt)))
+    raise StoreError(f"appending to {path} failed: too many concurrent writers")
+
+
+# -- the state table (DynamoDB) ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PauseMark:
+    """A turn paused for the caller's tool results: the commit point of the pause (the
+    working context holds the turn itself under the same ``pause_id``)."""
+
+    pause_id: str
+    turn: int
+    paused_at_ms: int
+
+
+@dataclass(frozen=True)
+class SessionState:
+    turn: int = 0
+    flush_cursor: int = 0
+    index_cursor: int = 0
+    #: the flush throttle gate: epoch ms of the last claimed flush slot
+    flush_gate_ms: int | None = None
+    pause: PauseMark | None = None
+
+
+@dataclass(frozen=True)
+class UserState:
+    consumed: dict[str, int] = field(default_factory=dict)
+    due_seq: int = 0
+    is_due: bool = False
+    last_consolidated_at: str | None = None
+
+
+@dataclass(frozen=True)
+class DueUser:
+    user_key: str
+    due_at: str
+    last_consolidated_at: str | None
+
+
+@dataclass(frozen=True)
+class FlushDue:
+    """A session whose trailing turns wait behind the flush throttle."""
+
+    user_id: str
+    session_id: str
+    turn: int
+    due_at: str
+
+
+@dataclass(frozen=True)
+class GateClaim:
+    """The outcome of a throttle-gate claim: ``held_ms`` is the claim in force when
+    ours lost; ``previous_ms`` is what ours replaced (to give it back on failure)."""
+
+    claimed: bool
+    claimed_ms: int
+    previous_ms: int | None = None
+    held_ms: int | None = None
+
+
+class SessionTable(Protocol):
+    """The agent's turn: one lease per (user, session), the turn counter, the pause mark."""
+
+    def acquire_session_lease(
+        self,
+        user: User,
+        session_id: str,
+        owner: str,
+        now_ms: int,
+        lease_ms: int,
+        *,
+        must_exist: bool = False,
+    ) -> SessionState: ...
+
+    def commit_turn(
+        self, user: User, session_id: str, owner: str, turn: int, now_iso: str
+    ) -> None: ...
+
+    def pause_turn(
+        self, user: User, session_id: str, owner: str, mark: PauseMark, turn: int
+    ) -> None: ...
+
+    def release_session_lease(self, user: User, session_id: str, owner: str) -> None: ...
+
+    def get_session(self, user: User, session_id: str) -> SessionState | None: ...
+
+
+class FlushTable(Protocol):
+    """The post-turn job and the schedule tick: cursors, the throttle gate, due marks."""
+
+    def advance_flush_cursor(
+        self, user: User, session_id: str, to_turn: int, now_iso: str, *, clear_due: bool = False
+    ) -> bool: ...
+
+    def claim_flush_gate(
+        self, user: User, session_id: str, now_ms: int, gap_ms: int
+    ) -> GateClaim: ...
+
+    def release_flush_gate(self, user: User, session_id: str, claim: GateClaim) -> None: ...
+
+    def mark_flush_due(self, user: User, session_id: str, due_at_iso: str, shards: int) -> None: ...
+
+    def query_flush_due(self, shard: str, now_iso: str) -> list[FlushDue]: ...
+
+    def clear_flush_due(self, user: User, session_id: str) -> None: ...
+
+    def advance_index_cursor(self, user: User, session_id: str, to_turn: int) -> bool: ...
+
+
+class ConsolidationTable(Protocol):
+    """Consolidation and the schedule tick: the user's lease, watermark and due mark."""
+
+    def mark_consolidation_due(self, user: User, now_iso: str, shards: int) -> None: ...
+
+    def get_user(self, user: User) -> UserState: ...
+
+    def acquire_consolidation_lease(
+        self, user: User, owner: str, now_ms: int, lease_ms: int
+    ) -> UserState: ...
+
+    def complete_consolidation(
+        self, user: User, owner: str, consumed: dict[str, int], due_seq: int, now_iso: str
+    ) -> bool: ...
+
+    def release_consolidation_lease(self, user: User, owner: str) -> None: ...
+
+    def query_due(self, shard: str) -> list[DueUser]: ...
+
+    def abandon_consolidation(self, user: User, owner: str) -> bool: ...
+
+
+class StateTable(SessionTable, FlushTable, ConsolidationTable, Protocol):
+    """The one DynamoDB table holding all of the above, and forgetting a user."""
+
+    def purge_user(self, user: User) -> int: ...
+
+
+# -- queues and tool servers ---------------------------------------------------------------
+
+
+class JobQueue(Protocol):
+    def send_post_turn(self, user: User, job: PostTurnJob) -> None: ...
+
+    def send_consolidation(self, jobs: list[ConsolidationJob]) -> None: ...
+
+
+class ToolServers(Protocol):
+    """The remote tool servers of a container (``mcp.remote_tools.RemoteToolServers``)."""
+
+    def tools(self, *, remaining: float | None) -> list[Any]: ...
+
+    def call(
+        self, tool: Any, arguments: dict[str, Any], *, user_id: str, remaining: float | None
+    ) -> str: ...
