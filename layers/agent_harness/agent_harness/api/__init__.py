@@ -1,1 +1,1 @@
-"""The HTTP API (DESIGN §4): request models, identity, routes."""
+"""The HTTP API (docs/api.md): request models, request parsing, one router per resource."""

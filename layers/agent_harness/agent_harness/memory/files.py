@@ -18,7 +18,7 @@ from agent_harness.errors import (
     ValidationFailedError,
 )
 from agent_harness.ids import validate_day, validate_relative_path, validate_session_id
-from agent_harness.memory.ledger import Source, day_of, format_turns, render_section
+from agent_harness.memory.ledger import Source, day_of, format_turns, render_section, saved_by
 from agent_harness.paths import LEDGER_DIR, MEMORY_FILE, ledger_day, ledger_path
 
 if TYPE_CHECKING:
@@ -66,7 +66,11 @@ def get_memory(rt: Runtime, user: User) -> MemoryDocument:
 def put_memory(
     rt: Runtime, user: User, content: str, *, if_match: str | None, if_none_match: str | None
 ) -> MemoryDocument:
-    """A person's edit: ``If-Match`` replaces that version, ``If-None-Match: *`` creates."""
+    """A person's edit: ``If-Match`` replaces that version, ``If-None-Match: *`` creates;
+    at most ``max_memory_chars`` (413)."""
+    limit = rt.settings.max_memory_chars
+    if len(content) > limit:
+        raise PayloadTooLargeError(f"MEMORY.md is limited to {limit} characters")
     if if_match:
         etag = rt.store.put(user, MEMORY_FILE, content, if_match=if_match)
     elif if_none_match == "*":
@@ -229,7 +233,7 @@ def save_facts(
     at = timestamp or now
     if at > now + MAX_CLOCK_SKEW:
         raise ValidationFailedError("timestamp must not be in the future")
-    provenance = f"> source: {origin} via=memory_save"
+    provenance = saved_by(origin, "memory_save")
     if source is not None:
         session_id = validate_session_id(source[0], rt.settings.max_session_id_chars)
         provenance = save_source(rt, user, session_id, source[1])

@@ -9,12 +9,12 @@ them; an operator can then read the turns themselves (GET .../messages).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agent_harness.memory.corpus import load_memory_files
 from agent_harness.memory.index import search_files
+from agent_harness.memory.ledger import parse_header, source_fields
 from agent_harness.paths import MEMORY_FILE
 
 if TYPE_CHECKING:
@@ -22,9 +22,6 @@ if TYPE_CHECKING:
     from agent_harness.runtime import Runtime
 
 __all__ = ["Origin", "trace_line"]
-
-_HEADER = re.compile(r"^## (.+?) — (\S+)\s*$")
-_SOURCE = re.compile(r"^> source: (.*)$")
 
 
 @dataclass(frozen=True)
@@ -46,12 +43,10 @@ def trace_line(rt: Runtime, user: User, text: str, *, limit: int = 5) -> list[Or
         lines = by_path[hit.path].lines
         section = at = source = None
         for number in range(hit.line - 1, -1, -1):
-            header = _HEADER.match(lines[number])
+            header = parse_header(lines[number])
             if header:
-                section, at = header.group(1), header.group(2)
-                below = lines[number + 1] if number + 1 < len(lines) else ""
-                found = _SOURCE.match(below)
-                source = found.group(1) if found else None
+                section, at = header
+                source = source_fields(lines[number + 1]) if number + 1 < len(lines) else None
                 break
         if not hit.text.lstrip().startswith(("-", "*", "•")) and section is None:
             continue

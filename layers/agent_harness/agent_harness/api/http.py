@@ -1,0 +1,112 @@
+"""What every route shares: reading the request (identity, path ids, the JSON body,
+query numbers) and writing the JSON answer. Routes parse with ``Http`` and answer with
+``json_response``; rules live in the services they call."""
+
+from __future__ import annotations
+
+import binascii
+import json
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from aws_lambda_powertools import Metrics
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.metrics import MetricUnit
+from pydantic import BaseModel, ValidationError
+
+from agent_harness.errors import InvalidRequestError, UnauthorizedError, ValidationFailedError
+from agent_harness.ids import User, validate_session_id
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler.api_gateway import Router
+
+    from agent_harness.runtime import Runtime
+
+__all__ = ["Http", "json_response", "text_response"]
+
+metrics = Metrics()
+B = TypeVar("B", bound=BaseModel)
+
+
+def text_response(
+    status: int, content_type: str, text: str, headers: dict[str, str] | None = None
+) -> Response[str]:
+    """An answer with its status counted (``Responses2xx`` ... ``Responses5xx``)."""
+    metrics.add_metric(f"Responses{status // 100}xx", MetricUnit.Count, 1)
+    return Response(status_code=status, content_type=content_type, body=text, headers=headers or {})
+
+
+def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response[str]:
+    text = json.dumps(body, ensure_ascii=False)
+    return text_response(status, content_types.APPLICATION_JSON, text, headers)
+
+
+class Http:
+    """The request a router is handling, read with the runtime's limits."""
+
+    def __init__(self, router: Router, rt: Runtime) -> None:
+        self._router = router
+        self._rt = rt
+
+    def header(self, name: str) -> str | None:
+        value = self._router.current_event.headers.get(name)  # case-insensitive in v3
+        return value or None
+
+    def headers(self) -> dict[str, str]:
+        return dict(self._router.current_event.headers)
+
+    def user(self) -> User:
+        """The caller: the authorizer's ``sub`` claim, or ``X-User-Id`` in dev mode;
+        never the body."""
+        settings = self._rt.settings
+        if settings.auth_mode == "dev":
+            user_id = self.header("x-user-id")
+            if not user_id:
+                raise UnauthorizedError("dev mode: send the user id in the X-User-Id header")
+        else:
+            event = self._router.current_event
+            claims = event.request_context.authorizer.jwt_claim or {}
+            user_id = claims.get("sub")
+            if not user_id:
+                raise UnauthorizedError("no authenticated user (the JWT has no 'sub' claim)")
+        if len(str(user_id)) > settings.max_user_id_chars:
+            raise UnauthorizedError(
+                f"unusable user id: longer than {settings.max_user_id_chars} characters"
+            )
+        try:
+            return User.from_id(str(user_id))
+        except InvalidRequestError as exc:
+            raise UnauthorizedError(f"unusable user id: {exc.message}") from exc
+
+    def session(self, session_id: str) -> str:
+        """A session id from the path: the id rules, and the configured length cap."""
+        return validate_session_id(session_id, self._rt.settings.max_session_id_chars)
+
+    def raw_body(self) -> str:
+        try:
+            return self._router.current_event.decoded_body or ""
+        except (UnicodeDecodeError, binascii.Error) as exc:
+            raise InvalidRequestError("the body is not valid UTF-8 text") from exc
+
+    def body(self, model: type[B]) -> B:
+        raw = self.raw_body()
+        if not raw:
+            raise InvalidRequestError("a JSON body is required")
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
+            raise InvalidRequestError("the body is not valid JSON") from exc
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            details = [
+                {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()
+            ]
+            raise ValidationFailedError("the body failed validation", details=details) from exc
+
+    def int_query(self, name: str, default: int, low: int, high: int) -> int:
+        raw = self._router.current_event.get_query_string_value(name)
+        if raw is None:
+            return default
+        if not raw.isdigit() or not low <= int(raw) <= high:
+            raise ValidationFailedError(f"query parameter {name} must be an integer {low}-{high}")
+        return int(raw)

@@ -1,0 +1,103 @@
+"""Routes of a user's memory: MEMORY.md and its versions, the ledgers, search, saving,
+consolidating now, and forgetting the user."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+
+from agent_harness.api.http import Http, json_response
+from agent_harness.api.schemas import MemoryPutBody, MemorySaveBody, RollbackBody
+from agent_harness.api.session_routes import search_response
+from agent_harness.clock import iso
+from agent_harness.memory import files
+
+if TYPE_CHECKING:
+    from agent_harness.runtime import Runtime
+
+__all__ = ["memory_routes"]
+
+
+def memory_routes(rt: Runtime) -> Router:
+    router = Router()
+    http = Http(router, rt)
+
+    @router.get("/v1/memory")
+    def get_memory() -> Response[str]:
+        doc = files.get_memory(rt, http.user())
+        headers = {"ETag": doc.etag} if doc.etag else {}
+        return json_response(200, {"content": doc.content, "etag": doc.etag}, headers)
+
+    @router.put("/v1/memory")
+    def put_memory() -> Response[str]:
+        user, request = http.user(), http.body(MemoryPutBody)
+        if_match, if_none_match = http.header("if-match"), http.header("if-none-match")
+        doc = files.put_memory(
+            rt, user, request.content, if_match=if_match, if_none_match=if_none_match
+        )
+        status = 201 if not if_match else 200
+        return json_response(status, {"etag": doc.etag}, {"ETag": doc.etag or ""})
+
+    @router.get("/v1/memory/versions")
+    def memory_versions() -> Response[str]:
+        versions = files.list_memory_versions(rt, http.user())
+        rows = [
+            {
+                "version_id": v.version_id,
+                "last_modified": iso(v.last_modified) if v.last_modified else None,
+                "etag": v.etag,
+                "size": v.size,
+                "is_latest": v.is_latest,
+            }
+            for v in versions
+        ]
+        return json_response(200, {"versions": rows})
+
+    @router.post("/v1/memory/rollback")
+    def memory_rollback() -> Response[str]:
+        user, request = http.user(), http.body(RollbackBody)
+        doc = files.rollback_memory(rt, user, request.version_id)
+        return json_response(200, {"etag": doc.etag, "restored_version_id": request.version_id})
+
+    @router.get("/v1/memory/ledger")
+    def ledger_days() -> Response[str]:
+        return json_response(200, {"days": files.list_ledger_days(rt, http.user())})
+
+    @router.get("/v1/memory/ledger/<day>")
+    def ledger_day(day: str) -> Response[str]:
+        content = files.get_ledger_day(rt, http.user(), day)
+        return json_response(200, {"day": day, "content": content})
+
+    @router.post("/v1/memory/search")
+    def memory_search() -> Response[str]:
+        from agent_harness.memory.search import search_memory
+
+        return search_response(http, rt, search_memory, ("path", "line", "text"))
+
+    @router.post("/v1/memory/save")
+    def memory_save() -> Response[str]:
+        user, request = http.user(), http.body(MemorySaveBody)
+        source = (request.source.session_id, request.source.turns) if request.source else None
+        saved = files.save_facts(
+            rt, user, request.content, timestamp=request.timestamp, source=source, origin="api"
+        )
+        return json_response(200, {"saved": saved.count})
+
+    @router.post("/v1/memory/consolidate")
+    def consolidate_now() -> Response[str]:
+        from agent_harness.memory.consolidate import request_consolidation
+
+        job = request_consolidation(rt, http.user())
+        return json_response(202, {"status": "queued", "requested_at": job.requested_at})
+
+    @router.delete("/v1/memory")
+    def forget() -> Response[str]:
+        """Forget the caller entirely (docs/design.md#forget-removes-all)."""
+        from agent_harness.memory.forget import forget_user
+
+        forget_user(rt, http.user())
+        return Response(status_code=204, body="")
+
+    return router

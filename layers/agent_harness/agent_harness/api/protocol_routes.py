@@ -1,0 +1,83 @@
+"""Memory for other agents: the OpenAI-compatible chat API and the MCP server. Their
+errors keep each protocol's own shape (OpenAI's error object, JSON-RPC)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.event_handler import content_types
+from aws_lambda_powertools.event_handler.api_gateway import Router
+
+from agent_harness.api.http import Http, json_response, text_response
+from agent_harness.errors import HarnessError, InvalidRequestError
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler import Response
+
+    from agent_harness.runtime import Runtime
+
+__all__ = ["protocol_routes"]
+
+logger = Logger(child=True)
+
+
+def _openai_answer(answer: tuple[int, str, dict[str, str]]) -> Response[str]:
+    status, text, headers = answer
+    content_type = headers.pop("Content-Type")
+    return text_response(status, content_type, text, headers)
+
+
+def protocol_routes(rt: Runtime) -> Router:
+    router = Router()
+    http = Http(router, rt)
+
+    @router.post("/v1/chat/completions")
+    def chat_completions() -> Response[str]:
+        """OpenAI's chat API over the agent with memory; errors in OpenAI's shape."""
+        from agent_harness.api.openai_compat import chat_completion, openai_error
+
+        try:
+            user = http.user()
+            named = http.header("x-session-id")
+            session_id = http.session(named) if named else None
+            answer = chat_completion(rt, user, session_id, http.raw_body())
+        except HarnessError as exc:
+            if exc.status >= 500:
+                logger.warning("request failed", extra={"code": exc.code, "error": exc.message})
+            answer = openai_error(exc)
+        return _openai_answer(answer)
+
+    @router.get("/v1/models")
+    def models() -> Response[str]:
+        from agent_harness.api.openai_compat import list_models, openai_error
+
+        try:
+            http.user()
+        except HarnessError as exc:
+            return _openai_answer(openai_error(exc))
+        return json_response(200, list_models())
+
+    @router.post("/mcp")
+    def mcp() -> Response[str]:
+        """The MCP server (Streamable HTTP, stateless, JSON answers): memory as tools."""
+        from agent_harness.mcp.server import handle_http
+
+        user = http.user()
+        try:
+            text = http.raw_body()
+        except InvalidRequestError:
+            text = ""  # not UTF-8: handle_http answers a JSON-RPC parse error
+        status, payload, headers = handle_http(rt, user, http.headers(), text)
+        body = json.dumps(payload, ensure_ascii=False) if payload is not None else ""
+        return text_response(status, content_types.APPLICATION_JSON, body, headers)
+
+    @router.get("/mcp")
+    def mcp_stream() -> Response[str]:
+        """No server-initiated stream: the server keeps no session (405, as the transport
+        allows)."""
+        error = {"code": "method_not_allowed", "message": "POST JSON-RPC messages to /mcp"}
+        return json_response(405, {"error": error}, {"Allow": "POST"})
+
+    return router

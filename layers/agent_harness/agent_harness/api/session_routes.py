@@ -1,0 +1,135 @@
+"""Routes of sessions: a turn, a session's messages, importing history, thread search."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+
+from agent_harness.api.http import Http, json_response
+from agent_harness.api.schemas import MessageBody, SearchBody
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from aws_lambda_powertools.event_handler import Response
+
+    from agent_harness.agent.turn import TurnResult
+    from agent_harness.runtime import Runtime
+
+__all__ = ["search_response", "session_routes", "usage_view"]
+
+
+def usage_view(result: TurnResult) -> dict[str, object]:
+    """Tokens of every model call of the turn (the providers' own counts), with the
+    split by role; ``memory_tokens`` is the MEMORY.md part of the agent's input."""
+    total = result.usage + result.compaction_usage
+    return {
+        "input_tokens": total.input_tokens,
+        "output_tokens": total.output_tokens,
+        "memory_tokens": result.memory_tokens,
+        "by_role": {
+            "agent": result.usage.model_dump(),
+            "compaction": result.compaction_usage.model_dump(),
+        },
+    }
+
+
+def search_response(
+    http: Http, rt: Runtime, run: Callable[..., list[Any]], fields: tuple[str, ...]
+) -> Response[str]:
+    """A search route: blank queries say so; hits carry ``fields`` (+ score if ranked)."""
+    user = http.user()
+    request = http.body(SearchBody)
+    query = request.query or ""
+    if not query.strip():
+        return json_response(200, {"hits": [], "message": "no query provided"})
+    hits = run(rt, user, query, request.match_mode, request.limit, rt.search_cache)
+    rows = [
+        {f: getattr(h, f) for f in fields} | ({"score": h.score} if h.score is not None else {})
+        for h in hits
+    ]
+    return json_response(200, {"hits": rows, "match_mode": request.match_mode})
+
+
+def session_routes(rt: Runtime) -> Router:
+    router = Router()
+    http = Http(router, rt)
+
+    @router.post("/v1/sessions/<session_id>/messages")
+    def post_message(session_id: str) -> Response[str]:
+        from agent_harness.agent.client_tools import ToolResult, call_view
+        from agent_harness.agent.turn import run_turn  # the turn machinery loads on first use
+
+        user, session_id = http.user(), http.session(session_id)
+        request = http.body(MessageBody)
+        results = None
+        if request.tool_results is not None:
+            results = [ToolResult(r.tool_call_id, r.text, r.is_error) for r in request.tool_results]
+        result = run_turn(
+            rt,
+            user,
+            session_id,
+            request.message,
+            tools=request.tools,
+            tool_results=results,
+            cancel=bool(request.cancel),
+        )
+        return json_response(
+            200,
+            {
+                "session_id": result.session_id,
+                "turn": result.turn,
+                "status": result.status,
+                "reply": result.reply,
+                "tool_calls": [call_view(call) for call in result.tool_calls],
+                "usage": usage_view(result),
+                "compacted": result.compacted,
+                "flush": result.flush,
+                "model": result.model,
+            },
+        )
+
+    @router.get("/v1/sessions/<session_id>/messages")
+    def get_messages(session_id: str) -> Response[str]:
+        from agent_harness.agent.history import list_turns
+
+        user, session_id = http.user(), http.session(session_id)
+        after = http.int_query("after", 0, 0, 10**9)
+        limit = http.int_query("limit", 100, 1, 500)
+        turns, next_after = list_turns(rt, user, session_id, after=after, limit=limit)
+        return json_response(
+            200,
+            {
+                "session_id": session_id,
+                "turns": [t.model_dump(mode="json") for t in turns],
+                "next_after": next_after,
+            },
+        )
+
+    @router.post("/v1/sessions/<session_id>/import")
+    def import_messages(session_id: str) -> Response[str]:
+        from agent_harness.agent.importer import ImportBody, import_history
+
+        user, session_id = http.user(), http.session(session_id)
+        request = http.body(ImportBody)
+        result = import_history(rt, user, session_id, request.messages)
+        return json_response(
+            200,
+            {
+                "session_id": result.session_id,
+                "first_turn": result.first_turn,
+                "last_turn": result.last_turn,
+                "messages": result.messages,
+                "flush": result.flush,
+            },
+        )
+
+    @router.post("/v1/sessions/search")
+    def sessions_search() -> Response[str]:
+        from agent_harness.memory.threads import search_threads
+
+        fields = ("session_id", "turn", "role", "at", "text")
+        return search_response(http, rt, search_threads, fields)
+
+    return router
