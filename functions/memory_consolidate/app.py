@@ -22,6 +22,7 @@ from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
 
 if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -38,7 +39,9 @@ def record_handler(record: SQSRecord) -> str:
 
 @logger.inject_lambda_context
 @metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def lambda_handler(
+    event: dict[str, Any], context: LambdaContext
+) -> PartialItemFailureResponse | dict[str, int]:
     runtime.deadline.start(context)
     if "Records" in event:
         return process_partial_response(

@@ -1,5 +1,6 @@
 """Turns that pause for the caller's tool results, under crashes, duplicates, races and
-generated bad bodies (invariants 1, 2, 3 and 8): no 5xx, no lost or doubled turn, the
+generated bad bodies (no-lost-turn, session-lease, flush-once and bad-input-4xx of
+docs/design.md#invariants): no 5xx, no lost or doubled turn, the
 model never run twice for the same results, and nothing written by a refused request.
 
 On the in-memory fakes (S3 and DynamoDB semantics, conditional writes), with the crash
@@ -17,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_harness.agent.client_tools import ToolResult
-from agent_harness.agent.turn import TurnResult, run_turn
+from agent_harness.agent.commit import TurnResult
+from agent_harness.agent.turn import run_turn
 from agent_harness.api.routes import build_app
 from agent_harness.errors import SessionBusyError, ToolCallsStateError
 from agent_harness.ids import User
@@ -109,9 +111,15 @@ def test_a_crash_between_pause_and_resume_loses_and_doubles_nothing(step: str, r
     memory = store.text(ALICE, "MEMORY.md") or ""
     log = json.loads(store.text(ALICE, turns[0]))
     tool_results = [m for m in log["messages"] if m["role"] == "tool"]
-    record("1,3", f"crash {step}: turns in the log (1 expected)", len(turns), "1", len(turns) == 1)
     record(
-        "3",
+        "no-lost-turn, flush-once",
+        f"crash {step}: turns in the log (1 expected)",
+        len(turns),
+        "1",
+        len(turns) == 1,
+    )
+    record(
+        "flush-once",
         "  ... facts saved (1 expected)",
         memory.count("- Rail"),
         "1",
@@ -160,7 +168,7 @@ def test_a_duplicate_and_a_concurrent_resume_run_the_model_once(record) -> None:
 
     answers = [o for o in outcomes if isinstance(o, TurnResult)]
     record(
-        "2,3",
+        "session-lease, flush-once",
         "4 concurrent resumes + 1 repeat: model calls after the pause",
         model.calls - 1,
         "1",
@@ -216,7 +224,7 @@ def test_a_resume_racing_a_new_message_loses_and_doubles_no_turn(record) -> None
         if not fine:
             bad.append((round_, resume, message, turns))
     record(
-        "1,2",
+        "no-lost-turn, session-lease",
         "a resume racing a new message, 10 rounds: lost or doubled turns",
         len(bad),
         "0",
@@ -319,14 +327,14 @@ def test_generated_tool_bodies_never_5xx_and_a_refused_one_writes_nothing(record
     seen.update(dict.fromkeys(seen, 0))
     check_body()
     record(
-        "8",
+        "bad-input-4xx",
         f"{seen['requests']} generated tools/tool_results/cancel bodies on a paused turn: 5xx",
         seen["5xx"],
         "0",
         seen["5xx"] == 0,
     )
     record(
-        "8",
+        "bad-input-4xx",
         f"  ... refused ({seen['refused']}) that wrote anything",
         seen["refused_with_writes"],
         "0",

@@ -21,7 +21,7 @@ import importlib
 importlib.import_module(sys.argv[1])
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in
       {"tiktoken", "httpx", "aws_xray_sdk", "moto", "yaml", "local_stack", "mcp", "mcp_types"}
-      or m.startswith("agent_harness.mcp"))))
+      or m.split(".")[:2] == ["agent_harness", "mcp"])))
 """
 
 

@@ -4,7 +4,6 @@ import pytest
 
 from agent_harness.errors import InvalidRequestError, ValidationFailedError
 from agent_harness.ids import User, validate_day, validate_relative_path, validate_session_id
-from agent_harness.paths import turn_path
 
 
 @pytest.mark.parametrize(
@@ -57,8 +56,3 @@ def test_days_must_be_calendar_days() -> None:
     for bad in ["2026-02-30", "26-1-1", "2026-13-01", "yesterday"]:
         with pytest.raises(ValidationFailedError):
             validate_day(bad)
-
-
-def test_turn_paths_sort_in_turn_order() -> None:
-    paths = [turn_path("s", n) for n in (1, 2, 10, 100)]
-    assert sorted(paths) == paths

@@ -25,8 +25,10 @@
         └── ModelOutputError          502 the answer was empty or malformed
 
 Each class carries the HTTP status and error code the API maps it to, and a
-``retryable`` flag that queue handlers read: a retryable failure is raised so the
-record is redelivered; a non-retryable one is reported and dropped to the DLQ path.
+``retryable`` flag: whether the same call may succeed later (the MCP server tells its
+client "try again" by it). Queue handlers do not sort by it: a job that raises is
+redelivered until the queue's maxReceiveCount moves it to the dead-letter queue, and
+every job step is idempotent, so a retry is always safe.
 Adapters wrap third-party exceptions at the boundary (``raise StoreError(...) from exc``);
 nothing classifies errors by message text.
 """

@@ -20,7 +20,7 @@ import re
 from decimal import Decimal
 from functools import lru_cache
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import unquote
 
 if TYPE_CHECKING:
@@ -33,7 +33,9 @@ MAX_INSTANCE_DEPTH = 64  # nested arrays and objects an argument is checked to
 _MAX_STEPS = 128  # nested schema evaluations on one path ($ref hops and anyOf branches count)
 _BUDGET = 50_000  # schema evaluations per call: anyOf over $ref could otherwise blow up
 _TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
-_KINDS = dict(zip((type(None), bool, int, float, str, list, dict), _TYPES, strict=True))
+_KINDS: dict[type, str] = dict(
+    zip((type(None), bool, int, float, str, list, dict), _TYPES, strict=True)
+)
 _SIZES = {str: ("minLength", "maxLength", "characters"), list: ("minItems", "maxItems", "items"),
           dict: ("minProperties", "maxProperties", "properties")}  # fmt: skip
 _BOUNDS = (("minimum", ">=", operator.ge), ("exclusiveMinimum", ">", operator.gt),
@@ -225,9 +227,9 @@ def _value_errors(instance: object, schema: dict[str, Any], where: str) -> Itera
         yield f"{where}: must be {_show(schema['const'])}"
     for kind, (low, high, unit) in _SIZES.items():
         size = len(instance) if isinstance(instance, kind) else None
-        if size is not None and _is(least := schema.get(low), "number") and size < least:
+        if size is not None and _is_number(least := schema.get(low)) and size < least:
             yield f"{where}: expected at least {_show(least)} {unit}, got {size}"
-        if size is not None and _is(most := schema.get(high), "number") and size > most:
+        if size is not None and _is_number(most := schema.get(high)) and size > most:
             yield f"{where}: expected at most {_show(most)} {unit}, got {size}"
     if isinstance(instance, str):
         pattern = schema.get("pattern")
@@ -237,12 +239,12 @@ def _value_errors(instance: object, schema: dict[str, Any], where: str) -> Itera
             and not compiled.search(instance)
         ):
             yield f"{where}: must match the pattern {_show(pattern)}"
-    elif _is(instance, "number"):
+    elif _is_number(instance):
         for keyword, sign, holds in _BOUNDS:
-            if _is(bound := schema.get(keyword), "number") and not holds(instance, bound):
+            if _is_number(bound := schema.get(keyword)) and not holds(instance, bound):
                 yield f"{where}: must be {sign} {_show(bound)}"
         step = schema.get("multipleOf")
-        if _is(step, "number") and step > 0 and not _is_multiple(instance, step):
+        if _is_number(step) and step > 0 and not _is_multiple(instance, step):
             yield f"{where}: must be a multiple of {_show(step)}"
     elif isinstance(instance, list):
         prefix, rest = _item_schemas(schema)
@@ -337,8 +339,12 @@ def _is(value: object, name: str) -> bool:
     if name == "integer" and isinstance(value, float):
         return value.is_integer()
     if name == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
+        return _is_number(value)
     return _kind(value) == name
+
+
+def _is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _kind(value: object) -> str:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agent_harness.errors import PreconditionFailedError, StoreError
 
 if TYPE_CHECKING:
+    import builtins
     from datetime import datetime
 
     from agent_harness.ids import User
@@ -105,7 +106,8 @@ class WorkspaceStore(Protocol):
 
     def list(self, user: User, prefix: str, *, recursive: bool = True) -> list[ObjectInfo]: ...
 
-    def list_versions(self, user: User, path: str) -> list[VersionInfo]: ...
+    # builtins.list: the method above shadows list in the rest of the class body
+    def list_versions(self, user: User, path: str) -> builtins.list[VersionInfo]: ...
 
     def get_version(self, user: User, path: str, version_id: str) -> StoredObject | None: ...
 

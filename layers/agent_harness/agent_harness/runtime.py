@@ -70,9 +70,12 @@ class Runtime:
         *,
         session: boto3.Session | None = None,
         clients: dict[str, Any] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
         **model_deps: Any,
     ) -> Runtime:
-        """Wire the AWS implementations. Creates clients, nothing else: no I/O."""
+        """Wire the AWS implementations. Creates clients, nothing else: no I/O. ``sleep``
+        is the one wait every backoff uses (S3 appends, DynamoDB retries, model retries,
+        a busy session's lease), so a test can run them without waiting."""
         from agent_harness.aws.clients import aws_clients
         from agent_harness.aws.queues import SqsJobQueue
         from agent_harness.aws.state import DynamoStateTable
@@ -90,13 +93,16 @@ class Runtime:
         deadline = Deadline(settings.deadline_margin_seconds)
         return cls(
             settings=settings,
-            store=S3WorkspaceStore(made["s3"], settings.bucket),
-            table=DynamoStateTable(made["dynamodb"], settings.table),
+            store=S3WorkspaceStore(made["s3"], settings.bucket, sleep=sleep),
+            table=DynamoStateTable(made["dynamodb"], settings.table, sleep=sleep),
             queue=SqsJobQueue(
                 made["sqs"], settings.flush_queue_url, settings.consolidation_queue_url
             ),
-            models=ModelRegistry(settings, counter=counter, deadline=deadline, **model_deps),
+            models=ModelRegistry(
+                settings, counter=counter, deadline=deadline, sleep=sleep, **model_deps
+            ),
             counter=counter,
+            sleep=sleep,
             clients=made,
             deadline=deadline,
         )

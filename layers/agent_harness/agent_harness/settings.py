@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from agent_harness.errors import ConfigError
+from agent_harness.mcp_config import McpServerConfig, check_deployed_credentials
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -46,7 +47,8 @@ __all__ = [
 #: Providers a model string may name (``provider:model``); ``offline`` stands alone.
 PROVIDERS = ("offline", "openai", "ollama", "anthropic", "bedrock")
 
-#: field name -> environment variable. The README configuration table mirrors this.
+#: field name -> environment variable; docs/configuration.md lists each one
+#: (tests/unit/test_docs.py checks it)
 ENV: dict[str, str] = {
     "bucket": "HARNESS_BUCKET",
     "table": "HARNESS_TABLE",
@@ -158,7 +160,7 @@ def parse_duration(value: str) -> float:
 
 @dataclass(frozen=True)
 class FlushTrigger:
-    """When a post-turn job runs the memory model (spec §2.4, cases §4.7).
+    """When a post-turn job runs the memory model (docs/architecture.md#never-and-on-compact).
 
     ``always``: every job. ``throttled``: the first eligible job at once, then at most one
     per ``gap_seconds`` per session (a skipped job's turns wait for the next flush, which a
@@ -175,12 +177,19 @@ class FlushTrigger:
         return self.mode
 
 
+_PLAIN_TRIGGERS = {
+    "always": FlushTrigger("always"),
+    "never": FlushTrigger("never"),
+    "on_compact": FlushTrigger("on_compact"),
+}
+
+
 def parse_flush_trigger(value: str) -> FlushTrigger:
     """``always`` | ``never`` | ``on_compact`` | ``throttled:<duration>``; a zero gap is
     ``always`` (as in the reference); a negative or missing one is an error."""
     text = value.strip().lower()
-    if text in ("always", "never", "on_compact"):
-        return FlushTrigger(text)  # type: ignore[arg-type]
+    if text in _PLAIN_TRIGGERS:
+        return _PLAIN_TRIGGERS[text]
     mode, sep, gap = text.partition(":")
     if mode != "throttled" or not sep:
         raise ValueError(
@@ -192,85 +201,6 @@ def parse_flush_trigger(value: str) -> FlushTrigger:
 
 
 #: header names whose values are credentials: never plain text in a deployed stack
-_CREDENTIAL_HEADER = re.compile(r"auth|token|secret|key|password|cookie|credential", re.I)
-_SERVER_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}")
-
-
-class McpServerConfig(BaseModel):
-    """One remote tool server of ``HARNESS_MCP_SERVERS`` (Streamable HTTP). Its tools are
-    offered to the model as ``<name>__<tool>``; credentials in headers come from
-    ``headers_secret`` (Secrets Manager) or ``headers_parameter`` (SSM SecureString), each a
-    JSON object of header names and values, read on first use."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str
-    url: str
-    headers: dict[str, str] = Field(default_factory=dict)
-    headers_secret: str | None = None
-    headers_parameter: str | None = None
-    #: only these tools of the server are offered (None: all of them)
-    tools: tuple[str, ...] | None = None
-    timeout_seconds: float = Field(default=20.0, gt=0, le=300)
-    #: send the caller's user id to the server (X-Harness-User-Id) on tools/call
-    forward_user: bool = False
-    #: how long a container keeps the server's tool list
-    cache_seconds: float = Field(default=300.0, ge=0, le=86_400)
-
-    @field_validator("name")
-    @classmethod
-    def _check_name(cls, value: str) -> str:
-        if not _SERVER_NAME.fullmatch(value):
-            raise ValueError(
-                f"server name {value!r} must be 1-32 letters, digits, '-' or single '_', "
-                "starting with a letter or digit"
-            )
-        return value
-
-    @field_validator("url")
-    @classmethod
-    def _check_url(cls, value: str) -> str:
-        if not re.fullmatch(r"https?://[^\s/?#]+[^\s]*", value):
-            raise ValueError(f"server url {value!r} must be an http(s) URL")
-        return value
-
-    @field_validator("headers")
-    @classmethod
-    def _check_headers(cls, value: dict[str, str]) -> dict[str, str]:
-        for name in value:
-            if not re.fullmatch(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+", name):
-                raise ValueError(f"{name!r} is not an HTTP header name")
-        return value
-
-
-#: the names a deployed stack may read header credentials from (its IAM policy says so)
-MCP_SECRET_PREFIX = "agent-harness/mcp/"
-MCP_PARAMETER_PREFIX = "/agent-harness/mcp/"
-
-
-def _check_deployed_credentials(server: McpServerConfig) -> None:
-    """In a deployed stack credentials come from Secrets Manager or SSM, under the names
-    the functions may read; a plain header that looks like one is refused."""
-    for header in server.headers:
-        if _CREDENTIAL_HEADER.search(header):
-            raise ValueError(
-                f"header {header!r} of server {server.name!r} looks like a credential; put it "
-                "in headers_secret (Secrets Manager) or headers_parameter (SSM), never in a "
-                "plain parameter"
-            )
-    if server.headers_secret and not server.headers_secret.startswith(MCP_SECRET_PREFIX):
-        raise ValueError(
-            f"headers_secret of server {server.name!r} must be named {MCP_SECRET_PREFIX}...: "
-            "the functions may read only those secrets"
-        )
-    parameter = server.headers_parameter
-    if parameter and not parameter.startswith(MCP_PARAMETER_PREFIX):
-        raise ValueError(
-            f"headers_parameter of server {server.name!r} must be named "
-            f"{MCP_PARAMETER_PREFIX}...: the functions may read only those parameters"
-        )
-
-
 def _placeholders(template: str) -> list[str]:
     return re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", template)
 
@@ -289,7 +219,7 @@ class Settings(BaseModel):
     # identity: "jwt" reads the authorizer's `sub` claim; "dev" trusts the X-User-Id header
     auth_mode: Literal["jwt", "dev"] = "jwt"
 
-    # models (DESIGN §5): unset roles fall back to the agent model
+    # models (docs/design.md#models): unset roles fall back to the agent model
     agent_model: str = "offline"
     memory_model: str | None = None
     compaction_model: str | None = None
@@ -346,7 +276,7 @@ class Settings(BaseModel):
     #: the agent model's context window in tokens; 0 = unknown (fixed fallbacks apply)
     model_context_window: int = Field(default=0, ge=0)
 
-    # compaction (spec §2.5; on by default)
+    # compaction (on by default; docs/architecture.md#compaction-at-turn-start)
     compaction_enabled: bool = True
     compaction_trigger_messages: int = Field(default=50, ge=0)  # 0 = off
     compaction_trigger_tokens: int = Field(default=0, ge=0)  # 0 = window - reserve
@@ -476,7 +406,7 @@ class Settings(BaseModel):
             raise ValueError(f"server name {duplicates[0]!r} is used twice")
         if not info.data.get("allow_plain_secrets", True):
             for server in value:
-                _check_deployed_credentials(server)
+                check_deployed_credentials(server)
         return value
 
     @classmethod
@@ -485,7 +415,7 @@ class Settings(BaseModel):
         env = os.environ if environ is None else environ
         values = {field: env[var] for field, var in ENV.items() if env.get(var, "").strip()}
         try:
-            return cls(**values)
+            return cls.model_validate(values)
         except ValidationError as exc:
             first = exc.errors()[0]
             field = str(first["loc"][0]) if first["loc"] else "?"

@@ -57,9 +57,10 @@ class TokenCounter:
     def head_tail(self, text: str, max_tokens: int, notice: str) -> Truncated:
         """Fit ``text`` in ``max_tokens``: keep the head and the tail, ``notice`` between.
 
-        The head of MEMORY.md holds its curated sections and the tail the newest
-        saves, so both ends survive (the reference kept only the head, §5 B10).
-        Cuts fall on line boundaries where possible so no fact is half kept.
+        The head of MEMORY.md holds its curated sections and the tail the newest saves,
+        so both ends survive (the reference kept only the head:
+        docs/design.md#uncapped-memory-injection). Cuts fall on line boundaries where
+        possible so no fact is half kept.
         """
         tokens = self._enc.encode(text, disallowed_special=())
         total = len(tokens)

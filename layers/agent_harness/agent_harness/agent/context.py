@@ -3,8 +3,8 @@ session's working context, the new message.
 
 MEMORY.md does not go into the system prompt. It enters as a separate reference
 message, marked as data rather than instructions, with its source, version and load
-time, and always capped at ``consolidation_max_tokens`` (DESIGN §7); beyond the cap a
-notice tells the model to search for the rest.
+time, and always capped at ``consolidation_max_tokens`` (docs/design.md#budgets); beyond
+the cap a notice tells the model to search for the rest.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ size, its path and a ~2,000-character head and tail.
 
 The key depends on the content, so a retry after a crash writes the same key with the
 same content: a 412 on the create-only write means "already there" (the reference failed
-there and kept the huge result, §5 B13). Search and read tools are excluded: their output
-is what the model asked to see, and it is bounded already.
+there and kept the huge result: docs/design.md#eviction-retry-fails). Search and read
+tools are excluded: their output is what the model asked to see, and it is bounded already.
 """
 
 from __future__ import annotations

@@ -12,9 +12,10 @@
     6 DynamoDB UpdateItem   turn := n and lease released, in one conditional write
     7 SQS SendMessage       post-turn job (FlushQueue, group = user)
 
-Seven AWS requests (DESIGN §7). Until step 4 nothing durable is written, so a model
-failure leaves no trace but a released lease. The turn object is written before the
-reply is returned: every completed turn has its thread-log object.
+Seven AWS requests (docs/design.md#budgets); steps 4, 7 and the saves are
+``agent.commit``. Until step 4 nothing durable is written, so a model failure leaves no
+trace but a released lease (docs/design.md#failed-model-writes-nothing). The turn object
+is written before the reply is returned (docs/design.md#no-lost-turn).
 
 When the model calls one of the caller's own tools the turn pauses instead (agent/pause):
 4 PUT context.json with the turn so far, 5 UpdateItem pause mark + release; the answer is
@@ -26,13 +27,14 @@ on, then 4-7 as above, or another pause.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.agent import pause
 from agent_harness.agent.client_tools import ClientTools, declare_tools
+from agent_harness.agent.commit import TurnResult, apply_saves, enqueue_post_turn, write_turn
 from agent_harness.agent.compaction import compact, shorten_old_arguments
 from agent_harness.agent.context import (
     build_messages,
@@ -46,26 +48,18 @@ from agent_harness.agent.history import turn_numbers
 from agent_harness.agent.importer import check_history, extend_context, history_records, put_records
 from agent_harness.agent.lease import session_lease
 from agent_harness.agent.loop import LoopResult, LoopState, run_loop
-from agent_harness.agent.tools import saved_lines
 from agent_harness.agent.toolset import turn_tools
 from agent_harness.clock import epoch_ms, iso
 from agent_harness.errors import (
-    ConflictError,
     ContextOverflowError,
-    HarnessError,
     ModelOutputError,
     PayloadTooLargeError,
-    PreconditionFailedError,
     SessionNotFoundError,
     ValidationFailedError,
 )
 from agent_harness.ids import validate_session_id
-from agent_harness.jobs import PostTurnJob
-from agent_harness.memory.files import save_memories
-from agent_harness.memory.flush import extracts, flush_throttled
-from agent_harness.memory.ledger import Source, day_of
-from agent_harness.models.base import Message, ToolCall, ToolSpec, Usage
-from agent_harness.paths import AGENTS_FILE, MEMORY_FILE, context_path, ledger_path, turn_path
+from agent_harness.models.base import Message, ToolSpec, Usage
+from agent_harness.paths import AGENTS_FILE, MEMORY_FILE, context_path, turn_path
 from agent_harness.ports import PauseMark
 from agent_harness.records import MemoryInjection, PendingTurn, TurnRecord, WorkingContext
 
@@ -80,32 +74,10 @@ if TYPE_CHECKING:
     from agent_harness.ports import SessionState, StoredObject
     from agent_harness.runtime import Runtime
 
-__all__ = ["TurnResult", "run_turn"]
+__all__ = ["run_turn"]
 
 logger = Logger(child=True)
 metrics = Metrics()
-
-FlushState = Literal["queued", "skipped", "throttled"]
-Status = Literal["completed", "requires_action"]
-TURN_NUMBER_ATTEMPTS = 5
-
-
-@dataclass
-class TurnResult:
-    session_id: str
-    turn: int
-    reply: str | None  # None while the turn awaits the caller's tool results
-    usage: Usage  # the agent role's calls of this turn, pauses included
-    memory_tokens: int
-    compacted: bool
-    flush: FlushState | None  # None: nothing completed, nothing queued
-    model: str
-    compaction_usage: Usage = field(default_factory=Usage)  # the compaction role's
-    status: Status = "completed"
-    #: the caller's tool calls the turn awaits (``requires_action``)
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    #: the last turn this request completed: the post-turn job covers up to it
-    job_turn: int | None = None
 
 
 def run_turn(
@@ -140,7 +112,7 @@ def run_turn(
     except SessionNotFoundError:
         raise pause.no_pending(session_id) from None
     if result.job_turn is not None:
-        result.flush = _enqueue_post_turn(rt, user, session_id, result, lease.state, started)
+        result.flush = enqueue_post_turn(rt, user, session_id, result, lease.state, started)
     return result
 
 
@@ -459,8 +431,8 @@ class _Turn:
             pauses=draft.pauses,
         )
         self._write_history()
-        record, fresh = self._write_turn(record)
-        self._apply_saves(record, fresh)
+        record, fresh = write_turn(self.rt, self.user, record)
+        apply_saves(self.rt, self.user, record, fresh)
         self.context.messages = [*self.context.messages, *record.messages]
         self.context.last_turn = record.turn
         self.context.pending = None
@@ -501,72 +473,3 @@ class _Turn:
             compaction_usage=record.compaction_usage,
             job_turn=self.completed,
         )
-
-    def _write_turn(self, record: TurnRecord) -> tuple[TurnRecord, bool]:
-        """Create the turn's log object; returns the record kept and whether it is ours.
-
-        A number already taken belongs to a call that crashed after writing it and before
-        committing. A paused turn keeps the number it announced: when the object there is
-        this same turn (the same pauses), that earlier completion is kept, so a retry never
-        doubles it; any other such turn is kept and skipped."""
-        for attempt in range(TURN_NUMBER_ATTEMPTS):
-            numbered = record.model_copy(update={"turn": record.turn + attempt})
-            path = turn_path(self.session_id, numbered.turn)
-            try:
-                self.rt.store.put(self.user, path, numbered.model_dump_json(), create_only=True)
-                return numbered, True
-            except PreconditionFailedError:
-                logger.warning("turn number taken by an uncommitted call", extra={"turn": path})
-            if record.pauses:
-                stored = self.rt.store.get(self.user, path)
-                earlier = TurnRecord.parse_or_none(stored.content) if stored else None
-                if earlier is not None and earlier.pauses == record.pauses:
-                    return earlier, False
-        raise ConflictError(f"could not allocate a turn number in session {self.session_id}")
-
-    def _apply_saves(self, record: TurnRecord, fresh: bool) -> None:
-        """The turn's memory_save calls, into MEMORY.md and the ledger of its day. A turn
-        kept from an earlier, crashed completion may have saved already: its ledger says."""
-        saves = saved_lines(record.messages)
-        if not saves:
-            return
-        provenance = Source(self.session_id, (record.turn,), via="memory_save").render()
-        at = record.created()
-        if not fresh:
-            ledger = self.rt.store.get(self.user, ledger_path(day_of(at, self.settings.zone)))
-            if ledger is not None and provenance in ledger.content:
-                return
-        for lines in saves:
-            save_memories(self.rt, self.user, lines, provenance=provenance, at=at)
-
-
-def _enqueue_post_turn(
-    rt: Runtime, user: User, session_id: str, result: TurnResult, state: SessionState, now: datetime
-) -> FlushState:
-    """Queue the post-turn job; report what the flush trigger will do with it. After a
-    compaction it is a "compaction" flush: every unflushed turn, past any throttle."""
-    settings = rt.settings
-    turn = result.job_turn or result.turn
-    forced = result.compacted and (
-        settings.compaction_flush_before or settings.trigger.mode == "on_compact"
-    )
-    reason = "compaction" if forced else "turn"
-    job = PostTurnJob(
-        user_id=user.id,
-        session_id=session_id,
-        turn=turn,
-        reason=reason,
-        queued_at=iso(now),
-    )
-    try:
-        rt.queue.send_post_turn(user, job)
-    except HarnessError:
-        # the turn is saved; the next turn's job of this session flushes it too
-        logger.exception("queueing the post-turn job failed", extra={"turn": turn})
-        metrics.add_metric("PostTurnEnqueueFailures", MetricUnit.Count, 1)
-        return "skipped"
-    if not extracts(settings, reason):
-        return "skipped"  # the job still indexes the turn for thread search
-    if reason == "turn" and flush_throttled(state, now, settings):
-        return "throttled"
-    return "queued"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import binascii
 import json
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -18,6 +18,7 @@ from agent_harness.ids import User, validate_session_id
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler.api_gateway import Router
+    from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
     from agent_harness.runtime import Runtime
 
@@ -63,7 +64,8 @@ class Http:
             if not user_id:
                 raise UnauthorizedError("dev mode: send the user id in the X-User-Id header")
         else:
-            event = self._router.current_event
+            # the routers are included in an APIGatewayHttpResolver: HTTP API events (v2)
+            event = cast("APIGatewayProxyEventV2", self._router.current_event)
             claims = event.request_context.authorizer.jwt_claim or {}
             user_id = claims.get("sub")
             if not user_id:

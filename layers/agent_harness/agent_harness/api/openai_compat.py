@@ -32,7 +32,7 @@ from agent_harness.api.schemas import ToolDeclaration  # noqa: TC001 (pydantic r
 from agent_harness.errors import HarnessError, InvalidRequestError, ValidationFailedError
 
 if TYPE_CHECKING:
-    from agent_harness.agent.turn import TurnResult
+    from agent_harness.agent.commit import TurnResult
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 

@@ -36,13 +36,13 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
     """All routes, bound to one ``Runtime``."""
     app = APIGatewayHttpResolver()
 
-    @app.exception_handler(HarnessError)
+    @app.exception_handler(HarnessError)  # type: ignore[untyped-decorator]  # Powertools' is unannotated
     def harness_error(exc: HarnessError) -> Response[str]:
         if exc.status >= 500:
             logger.warning("request failed", extra={"code": exc.code, "error": exc.message})
         return json_response(exc.status, exc.to_body(), exc.headers())
 
-    @app.exception_handler(Exception)
+    @app.exception_handler(Exception)  # type: ignore[untyped-decorator]  # Powertools' is unannotated
     def unexpected_error(exc: Exception) -> Response[str]:
         # a bug: keep the error contract, log the traceback, show nothing internal
         logger.exception("unhandled error")

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from aws_lambda_powertools.event_handler import Response
 
-    from agent_harness.agent.turn import TurnResult
+    from agent_harness.agent.commit import TurnResult
     from agent_harness.runtime import Runtime
 
 __all__ = ["search_response", "session_routes", "usage_view"]

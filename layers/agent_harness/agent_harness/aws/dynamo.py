@@ -68,7 +68,8 @@ def user_state(item: dict[str, Any]) -> UserState:
 
 
 def is_condition_failure(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+    code: str | None = exc.response.get("Error", {}).get("Code")
+    return code == "ConditionalCheckFailedException"
 
 
 class DynamoItems:
@@ -91,9 +92,10 @@ class DynamoItems:
 
     def _update(self, **kwargs: Any) -> dict[str, Any]:
         try:
-            return self._ddb.update_item(TableName=self._table, **kwargs)  # type: ignore[no-any-return]
+            response: dict[str, Any] = self._ddb.update_item(TableName=self._table, **kwargs)
         except BotoCoreError as exc:
             raise StoreError("state table update failed") from exc
+        return response
 
     def _acquire(
         self,

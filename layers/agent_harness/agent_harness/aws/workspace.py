@@ -24,6 +24,7 @@ from agent_harness.paths import user_root
 from agent_harness.ports import ObjectInfo, StoredObject, VersionInfo, cas_append
 
 if TYPE_CHECKING:
+    import builtins
     from collections.abc import Callable
 
     from agent_harness.ids import User
@@ -149,7 +150,8 @@ class S3WorkspaceStore:
             raise StoreError(f"listing {prefix or '/'} failed") from exc
         return out
 
-    def list_versions(self, user: User, path: str) -> list[VersionInfo]:
+    # builtins.list: the method above shadows list in the rest of the class body
+    def list_versions(self, user: User, path: str) -> builtins.list[VersionInfo]:
         key = self._key(user, path)
         out: list[VersionInfo] = []
         try:

@@ -35,7 +35,7 @@ from agent_harness.mcp.client import McpClient, McpError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from agent_harness.settings import McpServerConfig
+    from agent_harness.mcp_config import McpServerConfig
 
 __all__ = ["McpCredentialError", "RemoteTool", "RemoteToolServers", "result_text"]
 

@@ -83,7 +83,10 @@ INSTRUCTIONS = (
 )
 #: the listing and discovery are the same for every user and change only with a deploy
 _CACHE_HINT = {"ttlMs": 300_000, "cacheScope": "public"}
-_DISCOVERY = {"supportedVersions": list(MODERN_VERSIONS), "capabilities": CAPABILITIES}
+_DISCOVERY: dict[str, object] = {
+    "supportedVersions": list(MODERN_VERSIONS),
+    "capabilities": CAPABILITIES,
+}
 _DISCOVERY |= {"instructions": INSTRUCTIONS} | _CACHE_HINT
 _ONE_MESSAGE = "Body must be a single JSON-RPC request or notification object"
 

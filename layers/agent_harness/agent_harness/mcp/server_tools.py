@@ -211,8 +211,11 @@ def tools() -> dict[str, _Tool]:
     record_args = create_model("RecordArgs", __base__=ImportBody, session_id=(StrictStr, ...))
     memory_hits = create_model("MemoryHits", hits=(list[Hit], ...), match_mode=(Mode, ...))
     thread_hits = create_model("ThreadHits", hits=(list[ThreadHit], ...), match_mode=(Mode, ...))
-    etag = (str | None, Field(None, description="absent while MEMORY.md does not exist"))
-    document = create_model("MemoryDocument", content=(str, ...), etag=etag)
+    document = create_model(
+        "MemoryDocument",
+        content=(str, ...),
+        etag=(str | None, Field(None, description="absent while MEMORY.md does not exist")),
+    )
     saved = create_model("SaveResult", saved=(int, ...))
     return {
         tool.name: tool

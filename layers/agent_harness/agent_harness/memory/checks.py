@@ -19,7 +19,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = [
     "INSTRUCTION_MARK",
@@ -40,10 +43,23 @@ class _lazy:
         self._args = (pattern, flags)
         self._compiled: re.Pattern[str] | None = None
 
-    def __getattr__(self, name: str) -> Any:
+    @property
+    def compiled(self) -> re.Pattern[str]:
         if self._compiled is None:
             self._compiled = re.compile(*self._args)
-        return getattr(self._compiled, name)
+        return self._compiled
+
+    def match(self, string: str) -> re.Match[str] | None:
+        return self.compiled.match(string)
+
+    def search(self, string: str) -> re.Match[str] | None:
+        return self.compiled.search(string)
+
+    def sub(self, repl: str | Callable[[re.Match[str]], str], string: str) -> str:
+        return self.compiled.sub(repl, string)
+
+    def subn(self, repl: str | Callable[[re.Match[str]], str], string: str) -> tuple[str, int]:
+        return self.compiled.subn(repl, string)
 
 
 SECRET_MARK = "[redacted secret]"
@@ -120,7 +136,7 @@ def redact_secrets(text: str) -> tuple[str, int]:
     """Replace credentials with ``[redacted secret]``; returns (text, replacements)."""
     count = 0
 
-    def sub(pattern: re.Pattern[str], repl: str, value: str) -> str:
+    def sub(pattern: _lazy, repl: str, value: str) -> str:
         nonlocal count
         value, n = pattern.subn(repl, value)
         count += n

@@ -14,7 +14,8 @@
 Appends that land while a run is going are past the bytes it read, so the next run
 gets them. A failed or malformed model answer raises before anything is written.
 An empty MEMORY.md with an old watermark is rebuilt from the newest ledgers, bounded
-by ``consolidation_max_input_bytes`` (the reference lost history there, §5 B16).
+by ``consolidation_max_input_bytes`` (the reference lost history there:
+docs/design.md#blank-memory-loses-history).
 """
 
 from __future__ import annotations

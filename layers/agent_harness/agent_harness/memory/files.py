@@ -1,6 +1,6 @@
 """MEMORY.md and the ledgers as a person sees them: read, edit (If-Match), versions,
 rollback, ledger days. Writes are conditional so an edit never silently overwrites a
-consolidation, and a consolidation never overwrites an edit (DESIGN §3.5).
+consolidation, and a consolidation never overwrites an edit (docs/design.md#consolidation-safe).
 """
 
 from __future__ import annotations
@@ -137,9 +137,9 @@ def read_lines(
     """memory_get: lines ``start..end`` (1-based, inclusive) as ``N|text`` rows.
 
     The file is split on newlines, so a trailing newline counts as a last, empty line
-    (spec §4.12 #88). ``start`` below 1 reads from 1; ``end`` before ``start`` is empty;
-    ``start`` past the end is an error. The path may be any file of the caller's own
-    workspace and nothing else."""
+    (numbered as the reference numbers them). ``start`` below 1 reads from 1; ``end``
+    before ``start`` is empty; ``start`` past the end is an error. The path may be any
+    file of the caller's own workspace and nothing else."""
     validate_relative_path(path)
     obj = rt.store.get(user, path)
     if obj is None or not obj.content.strip():

@@ -79,7 +79,7 @@ def parse_match_mode(value: object) -> Mode:
     if value is None:
         return "phrase"
     if isinstance(value, str) and value in MATCH_MODES:
-        return value  # type: ignore[return-value]
+        return value
     raise ValueError(f"matchMode must be one of {', '.join(MATCH_MODES)} (or null)")
 
 
@@ -258,7 +258,7 @@ class LinkedTexts(Protocol):
     turns' own messages (for ledger facts), or the ledger facts naming them (for messages)."""
 
     #: where ranked search keeps its join of records with these texts
-    joins: dict[Any, Any]
+    joins: dict[_JoinKey, _Join]
 
     def counts(self, term: str) -> dict[tuple[str, int], int]:
         """(session, turn) -> how often ``term`` occurs in the texts about that turn."""
@@ -332,6 +332,10 @@ def search_files(
     return hits
 
 
+#: a join's weight and the ids of the file indexes it joined
+_JoinKey = tuple[float, tuple[int, ...]]
+
+
 @dataclass
 class _Join:
     """Records joined with the linked texts about their turns, for one list of files."""
@@ -349,7 +353,7 @@ def _join(files: list[tuple[str, FileIndex]], linked: LinkedTexts | None, weight
     texts object keeps the last one (warm queries over unchanged files reuse it)."""
     indexes = [f for _, f in files]
     signature = (weight, tuple(id(f) for f in indexes))
-    memo = linked.joins if linked is not None else {}
+    memo: dict[_JoinKey, _Join] = linked.joins if linked is not None else {}
     known = memo.get(signature)
     if known is not None and all(a is b for a, b in zip(known.files, indexes, strict=True)):
         return known
@@ -394,10 +398,10 @@ def rank(
     for term in wanted:
         weighted = [f.weights(term) for _, f in files]
         if join.cited and linked is not None:
-            for key, tf in linked.counts(term).items():
-                for file_no, number in join.cited.get(key, ()):
+            for turn, count in linked.counts(term).items():
+                for file_no, number in join.cited.get(turn, ()):
                     by_line = weighted[file_no]
-                    by_line[number] = by_line.get(number, 0.0) + weight * tf
+                    by_line[number] = by_line.get(number, 0.0) + weight * count
         df = sum(len(w) for w in weighted)
         if not df:
             continue
@@ -413,10 +417,10 @@ def rank(
     for (file_no, number), score in ordered:
         path, f = files[file_no]
         text = f.lines[number]
-        key = " ".join(WORD.findall(fold(text.lstrip("-*• "))))
-        if key in seen:
+        words = " ".join(WORD.findall(fold(text.lstrip("-*• "))))
+        if words in seen:
             continue
-        seen.add(key)
+        seen.add(words)
         hits.append(Hit(path, number + 1, text, round(score, 4)))
         if len(hits) >= limit:
             break
@@ -450,7 +454,7 @@ class LinkedIndexes:
             for key, records in f.cited().items():
                 added = sum(f.own_length(n) for n in records)
                 self._lengths[key] = self._lengths.get(key, 0) + added
-        self.joins: dict[Any, Any] = {}
+        self.joins: dict[_JoinKey, _Join] = {}
         # for the cache's bound: the indexes it keeps alive, and its own dict roughly
         self.size = sum(f.size for f in indexes) + 64 * len(self._lengths)
 
@@ -472,7 +476,7 @@ def linked_texts(
     """The ``LinkedTexts`` of ``indexes`` (cached files): while none of them changes, the
     same object, with the joins ranked search made."""
     key = (user_key, name, ",".join(str(id(f)) for f in indexes))
-    known = cache.get(key)
+    known: LinkedIndexes | None = cache.get(key)
     if known is not None and all(a is b for a, b in zip(known.indexes, indexes, strict=True)):
         return known
     made = LinkedIndexes(indexes)

@@ -110,7 +110,7 @@ def parse_source(line: str) -> Source | None:
 
 def _source_of(fields: str) -> Source | None:
     """The ``key=value`` fields after ``> source:`` as a Source (if they name turns)."""
-    found = dict(_FIELD.findall(fields))
+    found: dict[str, str] = dict(_FIELD.findall(fields))
     session, turns = found.get("session"), parse_turns(found.get("turns", found.get("turn", "")))
     if not session or not turns:
         return None

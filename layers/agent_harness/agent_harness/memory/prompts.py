@@ -2,7 +2,8 @@
 
 Templates use named ``{placeholders}`` filled by plain replacement, so a ``%`` or a
 stray brace in a custom prompt can never break rendering at run time (the reference
-crashed on those, §5 B11). Custom templates are checked when they are configured.
+crashed on those: docs/design.md#format-string-prompts). Custom templates are checked
+when they are configured.
 """
 
 from __future__ import annotations

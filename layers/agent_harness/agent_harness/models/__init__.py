@@ -1,7 +1,7 @@
 """Chat models: the interface, the providers, and the per-role registry.
 
 ``ModelRegistry.for_role("memory")`` returns the model configured for that role
-(DESIGN §5), building each distinct model once per container and only when first
+(docs/design.md#models), building each distinct model once per container and only when first
 used, so importing a handler never imports httpx or reads a secret. Every built model
 is wrapped for its role in ``ResilientModel`` (deadline, retries, usage, metrics).
 """
@@ -9,6 +9,7 @@ is wrapped for its role in ``ResilientModel`` (deadline, retries, usage, metrics
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent_harness.errors import ConfigError
@@ -205,7 +206,6 @@ class ModelRegistry:
                         spec, self._settings, counter=self._counter, **self._deps
                     )
                     self._built[str(spec)] = model
-                extra = {"sleep": self._sleep} if self._sleep else {}
                 wrapped = ResilientModel(
                     model,
                     role=role,
@@ -213,7 +213,7 @@ class ModelRegistry:
                     deadline=self._deadline,
                     policy=RetryPolicy(max_attempts=self._settings.model_max_attempts),
                     counter=self._counter,
-                    **extra,
+                    sleep=self._sleep or time.sleep,
                 )
                 self._wrapped[role] = wrapped
             return wrapped

@@ -3,7 +3,7 @@
 A ``ChatModel`` takes a ``ChatRequest`` (messages, optional tools, and the purpose of
 the call) and returns a ``ChatResponse``. Providers translate to and from their wire
 format; nothing else in the package knows one. ``purpose`` tells which of the three
-roles of DESIGN §5 is calling (agent, flush/consolidate = memory, compact); real
+roles of docs/design.md#models is calling (agent, flush/consolidate = memory, compact); real
 providers only log it, the offline model uses it to pick its deterministic behaviour.
 """
 

@@ -1,4 +1,5 @@
-"""Context windows per model, for dynamic compaction (spec §2.5).
+"""Context windows per model, for dynamic compaction
+(docs/architecture.md#compaction-at-turn-start).
 
 ``HARNESS_MODEL_CONTEXT_WINDOW`` wins when set; otherwise the agent model's name is
 looked up here by prefix (the first, most specific match wins). Bedrock inference
