@@ -12,7 +12,7 @@ PY312 := $(or $(lastword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12
 export SAM_CLI_TELEMETRY := 0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test reliability test-unit test-integration test-e2e lint format dev moto demo mcp-demo cli bench bench-quick \
+.PHONY: help venv test reliability test-unit test-contract test-integration test-e2e lint format dev moto demo mcp-demo cli bench bench-quick \
         sam validate build deploy tiktoken-cache env-file clean
 
 help: ## Show the targets
@@ -25,8 +25,8 @@ $(VENV)/.installed: tests/requirements.txt
 
 venv: $(VENV)/.installed ## Create .venv with the pinned dependencies
 
-test: venv ## Run all tests: unit, integration (moto) and e2e (local stack over HTTP)
-	$(PY) -m pytest tests/unit tests/integration tests/e2e
+test: venv ## Run all tests: unit, contract (each port on its fake and on moto), integration and e2e
+	$(PY) -m pytest tests/unit tests/contract tests/integration tests/e2e
 
 reliability: venv ## The invariants under concurrency, redelivery, crashes and poison jobs, with figures
 	RELIABILITY_REPORT=bench/results/reliability.json $(PY) -m pytest tests/reliability -q
@@ -34,15 +34,19 @@ reliability: venv ## The invariants under concurrency, redelivery, crashes and p
 test-unit: venv ## Unit tests only (no AWS, no network)
 	$(PY) -m pytest tests/unit
 
+test-contract: venv ## Each port's contract, on its in-memory fake and on its AWS adapter (moto)
+	$(PY) -m pytest tests/contract
+
 test-integration: venv ## Handlers on events/ with moto
 	$(PY) -m pytest tests/integration
 
 test-e2e: venv ## The local stack over HTTP
 	$(PY) -m pytest tests/e2e
 
-lint: venv ## ruff check and format check
+lint: venv ## ruff check, format check and mypy --strict (settings in pyproject.toml)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 format: venv ## Format and autofix with ruff
 	$(VENV)/bin/ruff format .
@@ -57,10 +61,10 @@ moto: venv ## Run only the embedded AWS with the template's resources (for `sam 
 demo: venv ## Two sessions against the local stack: the second answers from the first
 	$(PY) -m local_stack.demo
 
-mcp-demo: venv ## A small MCP tool server on 127.0.0.1:8765 for `make dev` (see README)
+mcp-demo: venv ## A small MCP tool server on 127.0.0.1:8765 for `make dev` (see docs/api.md)
 	$(PY) -m local_stack.mcp_demo
 
-cli: venv ## Operator CLI against the local stack: make cli ARGS="show alice" (see README)
+cli: venv ## Operator CLI against the local stack: make cli ARGS="show alice" (see docs/operations.md)
 	PYTHONPATH=layers/agent_harness $(PY) -m agent_harness.cli --env-file local_stack/sam-env.json $(ARGS)
 
 $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt

@@ -65,12 +65,18 @@ class _Version:
 
 
 class MemoryStore:
-    """A versioned bucket in memory: If-Match, If-None-Match, ranges, versions."""
+    """A versioned bucket in memory: If-Match, If-None-Match, ranges, versions.
+
+    Every rule follows S3WorkspaceStore on S3 (tests/contract/test_workspace_store.py)."""
 
     def __init__(self, clock: ManualClock | None = None) -> None:
+        #: keys that exist: every version of the key, oldest first, the last one current
+        #: (versions from before a delete included: S3 keeps them as noncurrent versions)
         self.objects: dict[str, list[_Version]] = {}
-        #: versions of deleted objects (a versioned bucket keeps them behind a marker)
+        #: keys whose latest is a delete marker: their versions, still listed and readable
         self.deleted: dict[str, list[_Version]] = {}
+        #: delete markers per key: S3 writes one on every delete (moto: of a key it has)
+        self.markers: dict[str, int] = {}
         self.clock = clock or ManualClock()
         self.lock = threading.Lock()
         self.calls: list[tuple[str, str]] = []
@@ -89,7 +95,9 @@ class MemoryStore:
 
     def _obj(self, path: str, v: _Version, data: bytes | None = None) -> StoredObject:
         body = v.data if data is None else data
-        return StoredObject(path, body.decode(), v.etag, len(v.data), v.at, v.version_id)
+        # the adapter decodes with errors="replace": a split character becomes U+FFFD
+        text = body.decode("utf-8", errors="replace")
+        return StoredObject(path, text, v.etag, len(v.data), v.at, v.version_id)
 
     def get(self, user: User, path: str) -> StoredObject | None:
         self.calls.append(("get", path))
@@ -100,12 +108,17 @@ class MemoryStore:
             return self._obj(path, versions[-1]) if versions else None
 
     def get_from(self, user: User, path: str, offset: int) -> StoredObject | None:
+        if offset <= 0:  # the adapter sends no Range then: the whole object, not the tail
+            return self.get(user, path)
         self.calls.append(("get_from", path))
         with self.lock:
             versions = self.objects.get(self.key(user, path))
             if not versions:
                 return None
-            return self._obj(path, versions[-1], versions[-1].data[offset:])
+            v = versions[-1]
+            if offset >= len(v.data):  # S3's 416: the adapter's empty read has no version id
+                return StoredObject(path, "", v.etag, len(v.data), v.at)
+            return self._obj(path, v, v.data[offset:])
 
     def get_many(self, user: User, paths: list[str]) -> dict[str, StoredObject]:
         found = {p: self.get(user, p) for p in paths}
@@ -120,6 +133,8 @@ class MemoryStore:
         if_match: str | None = None,
         create_only: bool = False,
     ) -> str:
+        if if_match and create_only:  # the adapter refuses the pair before any request
+            raise ValueError("if_match and create_only are exclusive")
         key = self.key(user, path)
         self.calls.append(("put", path))
         if self.latency:
@@ -130,12 +145,15 @@ class MemoryStore:
             versions = self.objects.get(key)
             if create_only and versions:
                 raise PreconditionFailedError(f"{path} exists")
-            if if_match is not None and (not versions or versions[-1].etag != if_match):
+            if if_match and (not versions or versions[-1].etag != if_match):
                 raise PreconditionFailedError(f"{path} changed")
             data = content.encode()
-            etag = '"' + hashlib.md5(data + str(next(self._ids)).encode()).hexdigest() + '"'
+            # S3 (SSE-S3, single-part PUT): the ETag is the MD5 of the bytes, so the same
+            # content has the same ETag; every write is still a new version
+            etag = '"' + hashlib.md5(data).hexdigest() + '"'
             version = _Version(data, etag, f"v{next(self._ids)}", self.clock.now())
-            self.objects.setdefault(key, []).append(version)
+            # a rewrite after a delete keeps the versions from before it (noncurrent)
+            self.objects[key] = [*(versions or self.deleted.pop(key, [])), version]
             return etag
 
     def delete(self, user: User, path: str, *, if_match: str | None = None) -> None:
@@ -144,19 +162,24 @@ class MemoryStore:
         with self.lock:
             versions = self.objects.get(key)
             if not versions:
+                if key in self.deleted:  # deleting a deleted key stacks one more marker
+                    self.markers[key] += 1
                 return
-            if if_match is not None and versions[-1].etag != if_match:
+            if if_match and versions[-1].etag != if_match:
                 raise PreconditionFailedError(f"{path} changed")
-            self.deleted.setdefault(key, []).extend(self.objects.pop(key))
+            # a versioned bucket puts a delete marker on top and keeps every version
+            self.deleted[key] = self.objects.pop(key)
+            self.markers[key] = self.markers.get(key, 0) + 1
 
     def purge(self, user: User) -> int:
         base = f"users/{user.key}/"
         with self.lock:
-            count = 0
-            for store in (self.objects, self.deleted):
-                for key in [k for k in store if k.startswith(base)]:
-                    count += len(store.pop(key)) + (store is self.deleted)  # + delete marker
-            return count
+            # S3 deletes (and the adapter counts) every version and every delete marker
+            keys = [k for k in {*self.objects, *self.deleted, *self.markers} if k.startswith(base)]
+            return sum(
+                len(self.objects.pop(k, [])) + len(self.deleted.pop(k, [])) + self.markers.pop(k, 0)
+                for k in keys
+            )
 
     def append(self, user: User, path: str, build: Callable[[str], str | None]) -> str | None:
         # the production CAS loop, on this store's atomic conditional put
@@ -164,7 +187,8 @@ class MemoryStore:
 
     def list(self, user: User, prefix: str, *, recursive: bool = True) -> list[ObjectInfo]:
         base = f"users/{user.key}/"
-        full = base + (prefix.rstrip("/") + "/" if prefix else "")
+        # the adapter validates the prefix like a path: no "..", no leading "/"
+        full = base + (validate_relative_path(prefix.rstrip("/")) + "/" if prefix else "")
         out = []
         for key in sorted(self.objects):
             if not key.startswith(full):
@@ -176,15 +200,22 @@ class MemoryStore:
             out.append(ObjectInfo(key[len(base) :], len(v.data), v.etag, v.at))
         return out
 
+    def _versions(self, key: str) -> list[_Version]:
+        """Every version of the key, oldest first, whether it exists or is deleted."""
+        return self.objects.get(key) or self.deleted.get(key, [])
+
     def list_versions(self, user: User, path: str) -> list[VersionInfo]:
-        versions = self.objects.get(self.key(user, path), [])
+        key = self.key(user, path)
+        versions = self._versions(key)
+        latest = versions[-1] if key in self.objects else None  # a delete marker is latest
         return [
-            VersionInfo(v.version_id, v.at, v.etag, len(v.data), i == len(versions) - 1)
-            for i, v in reversed(list(enumerate(versions)))
+            VersionInfo(v.version_id, v.at, v.etag, len(v.data), v is latest)
+            for v in reversed(versions)
         ]
 
     def get_version(self, user: User, path: str, version_id: str) -> StoredObject | None:
-        for v in self.objects.get(self.key(user, path), []):
+        # S3 reads any version by id, a deleted object's too
+        for v in self._versions(self.key(user, path)):
             if v.version_id == version_id:
                 return self._obj(path, v)
         return None
@@ -198,6 +229,8 @@ class _SessionItem:
     user_id: str = ""
     flush_shard: str | None = None
     flush_due_at: str | None = None
+    #: the cursors ever set: a DynamoDB item has no cursor attribute until the first advance
+    cursors: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -211,7 +244,11 @@ class _UserItem:
 
 
 class MemoryTable:
-    """The state table in memory, with the conditions DynamoStateTable sends."""
+    """The state table in memory, with the conditions DynamoStateTable sends.
+
+    On an item that does not exist a condition fails as on DynamoDB (never a KeyError),
+    and an update whose condition allows a missing item (the cursors) creates it.
+    """
 
     def __init__(self) -> None:
         self.sessions: dict[tuple[str, str], _SessionItem] = {}
@@ -243,8 +280,8 @@ class MemoryTable:
     def commit_turn(self, user: User, session_id: str, owner: str, turn: int, now_iso: str) -> None:
         self.calls.append("commit_turn")
         with self.lock:
-            item = self.sessions[(user.key, session_id)]
-            if item.lease_owner != owner:
+            item = self.sessions.get((user.key, session_id))
+            if item is None or item.lease_owner != owner:  # lease_owner = :o fails on no item
                 raise ConflictError("lease lost")
             item.state = replace(item.state, turn=turn, pause=None)
             item.lease_owner = None
@@ -254,8 +291,8 @@ class MemoryTable:
     ) -> None:
         self.calls.append("pause_turn")
         with self.lock:
-            item = self.sessions[(user.key, session_id)]
-            if item.lease_owner != owner:
+            item = self.sessions.get((user.key, session_id))
+            if item is None or item.lease_owner != owner:
                 raise ConflictError("lease lost")
             item.state = replace(item.state, pause=mark, turn=turn)
             item.lease_owner = None
@@ -274,18 +311,31 @@ class MemoryTable:
     def advance_flush_cursor(
         self, user: User, session_id: str, to_turn: int, now_iso: str, *, clear_due: bool = False
     ) -> bool:
+        return self._advance(user, session_id, "flush_cursor", to_turn, clear_due)
+
+    def advance_index_cursor(self, user: User, session_id: str, to_turn: int) -> bool:
+        return self._advance(user, session_id, "index_cursor", to_turn)
+
+    def _advance(
+        self, user: User, session_id: str, cursor: str, to_turn: int, clear_due: bool = False
+    ) -> bool:
         with self.lock:
-            item = self.sessions[(user.key, session_id)]
-            if item.state.flush_cursor >= to_turn:
+            # UpdateItem upserts: a session never written (or purged) gets an item
+            item = self.sessions.setdefault((user.key, session_id), _SessionItem())
+            # attribute_not_exists(cursor) OR cursor < :t (so a fresh cursor moves to 0)
+            if cursor in item.cursors and getattr(item.state, cursor) >= to_turn:
                 return False
-            item.state = replace(item.state, flush_cursor=to_turn)
+            item.cursors.add(cursor)
+            item.state = replace(item.state, **{cursor: to_turn})
             if clear_due:
                 item.flush_shard = item.flush_due_at = None
             return True
 
     def claim_flush_gate(self, user: User, session_id: str, now_ms: int, gap_ms: int) -> GateClaim:
         with self.lock:
-            item = self.sessions[(user.key, session_id)]
+            item = self.sessions.get((user.key, session_id))
+            if item is None:  # attribute_exists(pk) fails; no old item, so nothing held
+                return GateClaim(False, now_ms, held_ms=None)
             held = item.state.flush_gate_ms
             if held is not None and held > now_ms - gap_ms:
                 return GateClaim(False, now_ms, held_ms=held)
@@ -294,8 +344,8 @@ class MemoryTable:
 
     def release_flush_gate(self, user: User, session_id: str, claim: GateClaim) -> None:
         with self.lock:
-            item = self.sessions[(user.key, session_id)]
-            if item.state.flush_gate_ms == claim.claimed_ms:
+            item = self.sessions.get((user.key, session_id))
+            if item is not None and item.state.flush_gate_ms == claim.claimed_ms:
                 item.state = replace(item.state, flush_gate_ms=claim.previous_ms)
 
     def mark_flush_due(self, user: User, session_id: str, due_at_iso: str, shards: int) -> None:
@@ -318,14 +368,6 @@ class MemoryTable:
             for (_, session_id), item in sorted(self.sessions.items())
             if item.flush_shard == shard and item.flush_due_at and item.flush_due_at <= now_iso
         ]
-
-    def advance_index_cursor(self, user: User, session_id: str, to_turn: int) -> bool:
-        with self.lock:
-            item = self.sessions[(user.key, session_id)]
-            if item.state.index_cursor >= to_turn:
-                return False
-            item.state = replace(item.state, index_cursor=to_turn)
-            return True
 
     def mark_consolidation_due(self, user: User, now_iso: str, shards: int) -> None:
         with self.lock:
@@ -353,8 +395,8 @@ class MemoryTable:
         self, user: User, owner: str, consumed: dict[str, int], due_seq: int, now_iso: str
     ) -> bool:
         with self.lock:
-            item = self.users[user.key]
-            if item.cons_owner != owner:
+            item = self.users.get(user.key)
+            if item is None or item.cons_owner != owner:  # cons_owner = :o fails on no item
                 raise ConflictError("lease lost")
             item.cons_owner = None
             cleared = item.state.due_seq == due_seq
@@ -398,15 +440,35 @@ class MemoryTable:
         ]
 
 
+#: SQS FIFO's deduplication interval
+DEDUP_WINDOW = timedelta(minutes=5)
+
+
 class RecordingQueue:
-    def __init__(self) -> None:
+    """The two queues as lists of what a consumer receives (tests pop jobs off them).
+
+    The post-turn queue dedupes like SQS FIFO without content-based deduplication: a send
+    whose MessageDeduplicationId (SqsJobQueue's: user key, session, turn, reason, after)
+    was delivered less than five minutes ago, by ``clock``, is accepted and dropped, even
+    if that job was consumed since. The consolidation queue (standard) keeps duplicates."""
+
+    def __init__(self, clock: ManualClock | None = None) -> None:
         self.post_turn: list[PostTurnJob] = []
         self.consolidation: list[ConsolidationJob] = []
         self.fail = False
+        self.clock = clock or ManualClock()
+        #: deduplication id -> when a send with it was delivered
+        self.delivered_at: dict[tuple[str, str, int, str, int], datetime] = {}
 
     def send_post_turn(self, user: User, job: PostTurnJob) -> None:
         if self.fail:
             raise StoreError("injected queue failure")
+        dedup = (user.key, job.session_id, job.turn, job.reason, job.after)
+        now = self.clock.now()
+        first = self.delivered_at.get(dedup)
+        if first is not None and now - first < DEDUP_WINDOW:
+            return  # a duplicate does not restart the interval
+        self.delivered_at[dedup] = now
         self.post_turn.append(job)
 
     def send_consolidation(self, jobs: list[ConsolidationJob]) -> None:
@@ -475,20 +537,23 @@ def make_runtime(
     settings: Settings | None = None,
     agent: object | None = None,
     memory: object | None = None,
+    compaction: object | None = None,
     clock: ManualClock | None = None,
     **overrides: object,
 ) -> Runtime:
-    """A Runtime on in-memory fakes; ``agent``/``memory`` replace those roles' models."""
+    """A Runtime on in-memory fakes; ``agent``, ``memory`` and ``compaction`` replace
+    those roles' models (an unset role uses the configured model, as deployed)."""
     settings = settings or Settings(consolidation_min_gap_seconds=0)
     clock = clock or ManualClock()
     counter = TokenCounter()
-    roles = {k: v for k, v in {"agent": agent, "memory": memory}.items() if v is not None}
+    chosen = {"agent": agent, "memory": memory, "compaction": compaction}
+    roles = {k: v for k, v in chosen.items() if v is not None}
     ids = itertools.count(1)
     rt = Runtime(
         settings=settings,
         store=MemoryStore(clock),
         table=MemoryTable(),
-        queue=RecordingQueue(),
+        queue=RecordingQueue(clock),
         models=ModelRegistry(settings, counter=counter, overrides=roles),  # type: ignore[arg-type]
         counter=counter,
         clock=clock,

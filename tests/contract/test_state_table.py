@@ -1,0 +1,643 @@
+"""The ``StateTable`` contract: ``MemoryTable`` (the fake) and ``DynamoStateTable`` on a
+moto table (with its sparse ``due-index`` GSI) must agree on leases, counters, cursors,
+the flush gate, due marks, the consolidation watermark and forgetting a user.
+
+moto differs from DynamoDB in one way these tests rely on: its GSI is read-after-write
+consistent, while a DynamoDB GSI is eventually consistent (a mark may take a moment to
+show in ``query_due`` / ``query_flush_due``). The contract asserts immediate visibility
+because both backends have it; the schedule tick tolerates the lag on AWS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from agent_harness.aws.state import DynamoStateTable
+from agent_harness.errors import ConflictError, SessionBusyError, SessionNotFoundError
+from agent_harness.ids import User
+from agent_harness.keys import due_shard, shard_name
+from agent_harness.ports import (
+    DueUser,
+    FlushDue,
+    GateClaim,
+    PauseMark,
+    SessionState,
+    StateTable,
+    UserState,
+)
+from tests.fakes import MemoryTable
+
+ALICE = User.from_id("alice")
+AL = User.from_id("al")  # a user whose key is a prefix of alice's
+BOB = User.from_id("bob@example.com")  # id and key differ: "bob%40example.com"
+
+T0 = 1_000_000  # epoch ms
+LEASE = 60_000
+NOW = "2026-11-30T09:00:00Z"
+LATER = "2026-11-30T09:05:00Z"
+
+
+@pytest.fixture
+def table(backend: str, request: pytest.FixtureRequest) -> StateTable:
+    if backend == "fake":
+        return MemoryTable()
+    stack = request.getfixturevalue("stack")
+    return DynamoStateTable(stack.clients["dynamodb"], stack.table, sleep=lambda s: None)
+
+
+def new_session(table: StateTable, user: User = ALICE, session: str = "s1", turn: int = 0) -> None:
+    """A session that exists with ``turn`` committed and its lease free."""
+    table.acquire_session_lease(user, session, "setup", T0, LEASE)
+    table.commit_turn(user, session, "setup", turn, NOW)
+
+
+# -- the session lease ---------------------------------------------------------------------
+
+
+def test_a_first_lease_creates_the_session_at_turn_zero(table: StateTable) -> None:
+    assert table.get_session(ALICE, "s1") is None
+    assert table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE) == SessionState()
+    assert table.get_session(ALICE, "s1") == SessionState()
+
+
+def test_a_held_lease_is_busy_with_the_remaining_seconds_as_retry_after(
+    table: StateTable,
+) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    for now, retry_after in ((T0 + 10_000, 50), (T0 + 59_500, 1), (T0 + 1, 60)):
+        with pytest.raises(SessionBusyError) as busy:
+            table.acquire_session_lease(ALICE, "s1", "b", now, LEASE)
+        assert busy.value.retry_after == retry_after
+    with pytest.raises(SessionBusyError):  # the holder itself cannot take it twice
+        table.acquire_session_lease(ALICE, "s1", "a", T0 + 1, LEASE)
+
+
+def test_a_lease_is_held_until_past_its_expiry_then_another_owner_takes_it(
+    table: StateTable,
+) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    with pytest.raises(SessionBusyError) as busy:  # expires_ms itself is still held
+        table.acquire_session_lease(ALICE, "s1", "b", T0 + LEASE, LEASE)
+    assert busy.value.retry_after == 1
+    table.acquire_session_lease(ALICE, "s1", "b", T0 + LEASE + 1, LEASE)
+    with pytest.raises(ConflictError):  # a lost the lease
+        table.commit_turn(ALICE, "s1", "a", 1, NOW)
+    table.commit_turn(ALICE, "s1", "b", 1, NOW)
+    state = table.get_session(ALICE, "s1")
+    assert state is not None and state.turn == 1
+
+
+def test_a_released_lease_is_free_at_once(table: StateTable) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    table.release_session_lease(ALICE, "s1", "a")
+    table.release_session_lease(ALICE, "s1", "a")  # twice is harmless
+    table.acquire_session_lease(ALICE, "s1", "b", T0 + 1, LEASE)
+
+
+def test_releasing_someone_elses_lease_changes_nothing(table: StateTable) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    table.release_session_lease(ALICE, "s1", "b")
+    with pytest.raises(SessionBusyError):
+        table.acquire_session_lease(ALICE, "s1", "c", T0 + 1, LEASE)
+
+
+def test_releasing_the_lease_of_a_missing_session_creates_nothing(table: StateTable) -> None:
+    table.release_session_lease(ALICE, "s1", "a")
+    assert table.get_session(ALICE, "s1") is None
+
+
+def test_must_exist_on_a_session_never_written_is_not_found_and_creates_nothing(
+    table: StateTable,
+) -> None:
+    with pytest.raises(SessionNotFoundError):
+        table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE, must_exist=True)
+    assert table.get_session(ALICE, "s1") is None
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)  # and nothing is held
+
+
+def test_must_exist_on_an_existing_session_takes_the_lease(table: StateTable) -> None:
+    new_session(table, turn=3)
+    state = table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE, must_exist=True)
+    assert state.turn == 3
+    with pytest.raises(SessionBusyError):  # busy, not missing
+        table.acquire_session_lease(ALICE, "s1", "b", T0 + 1, LEASE, must_exist=True)
+
+
+def test_sessions_and_users_are_leased_independently(table: StateTable) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    table.acquire_session_lease(ALICE, "s2", "a", T0, LEASE)
+    table.acquire_session_lease(AL, "s1", "a", T0, LEASE)
+    table.acquire_session_lease(BOB, "s1", "a", T0, LEASE)
+    table.acquire_consolidation_lease(ALICE, "a", T0, LEASE)
+
+
+# -- turns and pauses ----------------------------------------------------------------------
+
+
+def test_commit_turn_records_the_turn_and_releases_the_lease(table: StateTable) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    table.commit_turn(ALICE, "s1", "a", 1, NOW)
+    state = table.get_session(ALICE, "s1")
+    assert state is not None and state.turn == 1
+    assert table.acquire_session_lease(ALICE, "s1", "b", T0 + 1, LEASE).turn == 1
+
+
+def test_commit_turn_by_a_non_holder_is_a_conflict_and_changes_nothing(
+    table: StateTable,
+) -> None:
+    new_session(table, turn=1)
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    with pytest.raises(ConflictError) as raised:
+        table.commit_turn(ALICE, "s1", "b", 2, NOW)
+    assert raised.type is ConflictError  # not SessionBusyError: nothing to retry
+    state = table.get_session(ALICE, "s1")
+    assert state is not None and state.turn == 1
+    with pytest.raises(SessionBusyError):  # a still holds it
+        table.acquire_session_lease(ALICE, "s1", "c", T0 + 1, LEASE)
+
+
+def test_commit_turn_after_releasing_is_a_conflict(table: StateTable) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    table.commit_turn(ALICE, "s1", "a", 1, NOW)
+    with pytest.raises(ConflictError):
+        table.commit_turn(ALICE, "s1", "a", 2, NOW)
+    state = table.get_session(ALICE, "s1")
+    assert state is not None and state.turn == 1
+
+
+def test_pause_turn_records_the_mark_and_turn_and_releases_the_lease(
+    table: StateTable,
+) -> None:
+    new_session(table, turn=2)
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    mark = PauseMark("p-1", turn=3, paused_at_ms=T0 + 500)
+    table.pause_turn(ALICE, "s1", "a", mark, 2)
+
+    state = table.get_session(ALICE, "s1")
+    assert state is not None and (state.pause, state.turn) == (mark, 2)
+    resumed = table.acquire_session_lease(ALICE, "s1", "b", T0 + 1, LEASE, must_exist=True)
+    assert resumed.pause == mark
+
+
+def test_commit_turn_clears_the_pause_mark(table: StateTable) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    table.pause_turn(ALICE, "s1", "a", PauseMark("p-1", 1, T0), 0)
+    table.acquire_session_lease(ALICE, "s1", "b", T0 + 1, LEASE)
+    table.commit_turn(ALICE, "s1", "b", 1, NOW)
+    state = table.get_session(ALICE, "s1")
+    assert state is not None and (state.pause, state.turn) == (None, 1)
+
+
+def test_pause_turn_by_a_non_holder_is_a_conflict_and_changes_nothing(
+    table: StateTable,
+) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    with pytest.raises(ConflictError) as raised:
+        table.pause_turn(ALICE, "s1", "b", PauseMark("p-1", 1, T0), 1)
+    assert raised.type is ConflictError
+    assert table.get_session(ALICE, "s1") == SessionState()
+    with pytest.raises(SessionBusyError):
+        table.acquire_session_lease(ALICE, "s1", "c", T0 + 1, LEASE)
+
+
+# -- flush and index cursors ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cursor", ["flush_cursor", "index_cursor"])
+def test_a_cursor_only_moves_forward(table: StateTable, cursor: str) -> None:
+    new_session(table, turn=9)
+    advance: Callable[[int], bool] = (
+        (lambda t: table.advance_flush_cursor(ALICE, "s1", t, NOW))
+        if cursor == "flush_cursor"
+        else (lambda t: table.advance_index_cursor(ALICE, "s1", t))
+    )
+    assert [advance(t) for t in (3, 2, 3, 5)] == [True, False, False, True]
+    state = table.get_session(ALICE, "s1")
+    assert state is not None and getattr(state, cursor) == 5
+
+
+def test_the_flush_and_index_cursors_are_independent(table: StateTable) -> None:
+    new_session(table, turn=9)
+    assert table.advance_flush_cursor(ALICE, "s1", 4, NOW)
+    assert table.advance_index_cursor(ALICE, "s1", 2)
+    assert table.advance_index_cursor(ALICE, "s1", 3)  # below the flush cursor: still moves
+    state = table.get_session(ALICE, "s1")
+    assert state is not None and (state.turn, state.flush_cursor, state.index_cursor) == (9, 4, 3)
+
+
+def test_advancing_a_cursor_keeps_the_lease(table: StateTable) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    table.advance_flush_cursor(ALICE, "s1", 1, NOW)
+    with pytest.raises(SessionBusyError):
+        table.acquire_session_lease(ALICE, "s1", "b", T0 + 1, LEASE)
+
+
+@pytest.mark.parametrize("cursor", ["flush_cursor", "index_cursor"])
+def test_advancing_a_fresh_cursor_to_zero_reports_a_move(table: StateTable, cursor: str) -> None:
+    new_session(table)
+    if cursor == "flush_cursor":
+        assert table.advance_flush_cursor(ALICE, "s1", 0, NOW) is True
+    else:
+        assert table.advance_index_cursor(ALICE, "s1", 0) is True
+
+
+@pytest.mark.parametrize("cursor", ["flush_cursor", "index_cursor"])
+def test_advancing_a_cursor_of_a_missing_session_creates_it(table: StateTable, cursor: str) -> None:
+    if cursor == "flush_cursor":
+        assert table.advance_flush_cursor(ALICE, "s1", 2, NOW) is True
+    else:
+        assert table.advance_index_cursor(ALICE, "s1", 2) is True
+    state = table.get_session(ALICE, "s1")
+    assert state is not None and getattr(state, cursor) == 2 and state.turn == 0
+
+
+# -- operations on a missing session or user -----------------------------------------------
+
+MISSING_ITEM_OPERATIONS: dict[str, tuple[Callable[[StateTable], Any], Any]] = {
+    # operation -> (call, what it returns; an exception class: what it raises)
+    "commit_turn": (lambda t: t.commit_turn(ALICE, "s1", "a", 1, NOW), ConflictError),
+    "pause_turn": (
+        lambda t: t.pause_turn(ALICE, "s1", "a", PauseMark("p", 1, T0), 1),
+        ConflictError,
+    ),
+    "claim_flush_gate": (
+        lambda t: t.claim_flush_gate(ALICE, "s1", T0, 5_000),
+        GateClaim(False, T0, held_ms=None),
+    ),
+    "release_flush_gate": (
+        lambda t: t.release_flush_gate(ALICE, "s1", GateClaim(True, T0)),
+        None,
+    ),
+    "complete_consolidation": (
+        lambda t: t.complete_consolidation(ALICE, "a", {}, 0, NOW),
+        ConflictError,
+    ),
+}
+
+
+@pytest.mark.parametrize("operation", sorted(MISSING_ITEM_OPERATIONS))
+def test_operations_on_a_missing_item_fail_cleanly_and_create_nothing(
+    table: StateTable, operation: str
+) -> None:
+    call, outcome = MISSING_ITEM_OPERATIONS[operation]
+    if isinstance(outcome, type) and issubclass(outcome, Exception):
+        with pytest.raises(outcome) as raised:
+            call(table)
+        assert raised.type is outcome
+    else:
+        assert call(table) == outcome
+    assert table.get_session(ALICE, "s1") is None
+    assert table.get_user(ALICE) == UserState()
+    assert table.purge_user(ALICE) == 0
+
+
+# -- the flush throttle gate ---------------------------------------------------------------
+
+
+def test_the_first_gate_claim_wins(table: StateTable) -> None:
+    new_session(table)
+    assert table.claim_flush_gate(ALICE, "s1", T0, 5_000) == GateClaim(True, T0, previous_ms=None)
+    state = table.get_session(ALICE, "s1")
+    assert state is not None and state.flush_gate_ms == T0
+
+
+def test_a_gate_claim_within_the_gap_loses_and_reports_the_held_claim(
+    table: StateTable,
+) -> None:
+    new_session(table)
+    table.claim_flush_gate(ALICE, "s1", T0, 5_000)
+    lost = table.claim_flush_gate(ALICE, "s1", T0 + 4_999, 5_000)
+    assert lost == GateClaim(False, T0 + 4_999, held_ms=T0)
+    state = table.get_session(ALICE, "s1")
+    assert state is not None and state.flush_gate_ms == T0
+
+
+def test_a_gate_claim_a_full_gap_later_wins_and_reports_the_previous_claim(
+    table: StateTable,
+) -> None:
+    new_session(table)
+    table.claim_flush_gate(ALICE, "s1", T0, 5_000)
+    won = table.claim_flush_gate(ALICE, "s1", T0 + 5_000, 5_000)  # exactly the gap
+    assert won == GateClaim(True, T0 + 5_000, previous_ms=T0)
+    state = table.get_session(ALICE, "s1")
+    assert state is not None and state.flush_gate_ms == T0 + 5_000
+
+
+def test_releasing_a_claim_restores_the_previous_one(table: StateTable) -> None:
+    new_session(table)
+    table.claim_flush_gate(ALICE, "s1", T0, 5_000)
+    second = table.claim_flush_gate(ALICE, "s1", T0 + 10_000, 5_000)
+    table.release_flush_gate(ALICE, "s1", second)
+    state = table.get_session(ALICE, "s1")
+    assert state is not None and state.flush_gate_ms == T0
+    # the retry is throttled only by the claim before ours
+    assert table.claim_flush_gate(ALICE, "s1", T0 + 10_000, 5_000).claimed
+
+
+def test_releasing_a_first_claim_opens_the_gate(table: StateTable) -> None:
+    new_session(table)
+    first = table.claim_flush_gate(ALICE, "s1", T0, 5_000)
+    table.release_flush_gate(ALICE, "s1", first)
+    state = table.get_session(ALICE, "s1")
+    assert state is not None and state.flush_gate_ms is None
+    assert table.claim_flush_gate(ALICE, "s1", T0 + 1, 5_000).claimed
+
+
+def test_releasing_a_claim_no_longer_in_force_changes_nothing(table: StateTable) -> None:
+    new_session(table)
+    first = table.claim_flush_gate(ALICE, "s1", T0, 5_000)
+    table.claim_flush_gate(ALICE, "s1", T0 + 10_000, 5_000)
+    table.release_flush_gate(ALICE, "s1", first)  # superseded
+    lost = table.claim_flush_gate(ALICE, "s1", T0 + 10_001, 5_000)
+    table.release_flush_gate(ALICE, "s1", lost)  # a lost claim holds nothing
+    state = table.get_session(ALICE, "s1")
+    assert state is not None and state.flush_gate_ms == T0 + 10_000
+
+
+# -- flush due marks (the tail sweep) ------------------------------------------------------
+
+
+def test_a_flush_due_mark_is_found_in_its_shard_once_due(table: StateTable) -> None:
+    new_session(table, BOB, "s1", turn=4)
+    table.mark_flush_due(BOB, "s1", LATER, shards=4)
+    shard = due_shard(BOB.key, 4, "flush")
+
+    assert table.query_flush_due(shard, NOW) == []  # not yet due
+    due = [FlushDue(user_id=BOB.id, session_id="s1", turn=4, due_at=LATER)]
+    assert table.query_flush_due(shard, LATER) == due  # due_at <= now
+    assert table.query_flush_due(shard, "2026-12-01T00:00:00Z") == due
+    others = [shard_name("flush", k) for k in range(4) if shard_name("flush", k) != shard]
+    assert all(table.query_flush_due(s, LATER) == [] for s in others)
+
+
+def test_a_flush_due_query_returns_every_due_session_of_the_shard(table: StateTable) -> None:
+    for user, session in ((ALICE, "s1"), (ALICE, "s2"), (AL, "s1"), (BOB, "s1")):
+        new_session(table, user, session, turn=2)
+        table.mark_flush_due(user, session, NOW, shards=1)
+    table.mark_flush_due(ALICE, "s2", LATER, shards=1)  # marking again moves due_at
+
+    found = table.query_flush_due(shard_name("flush", 0), NOW)
+    assert sorted((d.user_id, d.session_id, d.due_at) for d in found) == [
+        (AL.id, "s1", NOW),
+        (ALICE.id, "s1", NOW),
+        (BOB.id, "s1", NOW),
+    ]
+    later = table.query_flush_due(shard_name("flush", 0), LATER)
+    assert (ALICE.id, "s2", LATER) in {(d.user_id, d.session_id, d.due_at) for d in later}
+
+
+def test_marking_a_session_never_written_flush_due_does_nothing(table: StateTable) -> None:
+    table.mark_flush_due(ALICE, "s1", NOW, shards=1)
+    assert table.get_session(ALICE, "s1") is None
+    assert table.query_flush_due(shard_name("flush", 0), LATER) == []
+
+
+def test_clearing_a_flush_due_mark_removes_it(table: StateTable) -> None:
+    new_session(table)
+    table.mark_flush_due(ALICE, "s1", NOW, shards=1)
+    table.clear_flush_due(ALICE, "s1")
+    table.clear_flush_due(ALICE, "s1")  # twice is harmless
+    assert table.query_flush_due(shard_name("flush", 0), LATER) == []
+    table.clear_flush_due(ALICE, "s9")  # a missing session: nothing is created
+    assert table.get_session(ALICE, "s9") is None
+
+
+def test_advancing_the_flush_cursor_with_clear_due_removes_the_mark(table: StateTable) -> None:
+    new_session(table, turn=3)
+    table.mark_flush_due(ALICE, "s1", NOW, shards=1)
+    assert table.advance_flush_cursor(ALICE, "s1", 3, NOW, clear_due=True)
+    assert table.query_flush_due(shard_name("flush", 0), LATER) == []
+
+
+def test_advancing_the_flush_cursor_keeps_the_mark_without_clear_due_or_a_move(
+    table: StateTable,
+) -> None:
+    new_session(table, turn=3)
+    table.mark_flush_due(ALICE, "s1", NOW, shards=1)
+    assert table.advance_flush_cursor(ALICE, "s1", 2, NOW)  # moved, clear_due not asked
+    assert not table.advance_flush_cursor(ALICE, "s1", 2, NOW, clear_due=True)  # no move
+    assert [d.session_id for d in table.query_flush_due(shard_name("flush", 0), LATER)] == ["s1"]
+
+
+def test_flush_and_consolidation_marks_do_not_mix(table: StateTable) -> None:
+    new_session(table)
+    table.mark_flush_due(ALICE, "s1", NOW, shards=1)
+    table.mark_consolidation_due(BOB, NOW, shards=1)
+    assert [d.user_key for d in table.query_due(shard_name("due", 0))] == [BOB.key]
+    assert [d.user_id for d in table.query_flush_due(shard_name("flush", 0), LATER)] == [ALICE.id]
+
+
+# -- consolidation: due marks --------------------------------------------------------------
+
+
+def test_marking_a_user_due_puts_it_in_its_shard(table: StateTable) -> None:
+    assert table.get_user(BOB) == UserState()
+    table.mark_consolidation_due(BOB, NOW, shards=4)
+    shard = due_shard(BOB.key, 4)
+
+    assert table.query_due(shard) == [DueUser(BOB.key, NOW, None)]  # the key, not the id
+    others = [shard_name("due", k) for k in range(4) if shard_name("due", k) != shard]
+    assert all(table.query_due(s) == [] for s in others)
+    state = table.get_user(BOB)
+    assert (state.is_due, state.due_seq, state.consumed) == (True, 1, {})
+
+
+def test_marking_a_due_user_again_counts_and_keeps_the_first_due_at(table: StateTable) -> None:
+    table.mark_consolidation_due(ALICE, NOW, shards=1)
+    table.mark_consolidation_due(ALICE, LATER, shards=1)
+    assert table.get_user(ALICE).due_seq == 2
+    assert table.query_due(shard_name("due", 0)) == [DueUser(ALICE.key, NOW, None)]
+
+
+def test_query_due_returns_every_due_user_of_the_shard(table: StateTable) -> None:
+    for user in (ALICE, AL, BOB):
+        table.mark_consolidation_due(user, NOW, shards=1)
+    found = table.query_due(shard_name("due", 0))
+    assert sorted(d.user_key for d in found) == sorted([ALICE.key, AL.key, BOB.key])
+
+
+# -- consolidation: the lease, the watermark ------------------------------------------------
+
+
+def test_a_consolidation_lease_returns_the_users_state(table: StateTable) -> None:
+    assert table.acquire_consolidation_lease(ALICE, "run-1", T0, LEASE) == UserState()
+    table.release_consolidation_lease(ALICE, "run-1")
+    table.mark_consolidation_due(ALICE, NOW, shards=1)
+    state = table.acquire_consolidation_lease(ALICE, "run-2", T0, LEASE)
+    assert (state.is_due, state.due_seq) == (True, 1)
+
+
+def test_a_held_consolidation_lease_is_a_conflict_until_past_expiry(table: StateTable) -> None:
+    table.acquire_consolidation_lease(ALICE, "run-1", T0, LEASE)
+    for now in (T0 + 1, T0 + LEASE):
+        with pytest.raises(ConflictError) as raised:
+            table.acquire_consolidation_lease(ALICE, "run-2", now, LEASE)
+        assert raised.type is ConflictError
+    table.acquire_consolidation_lease(ALICE, "run-2", T0 + LEASE + 1, LEASE)
+    with pytest.raises(ConflictError):  # run-1 lost it
+        table.complete_consolidation(ALICE, "run-1", {"2026-11-30": 1}, 0, NOW)
+
+
+def test_releasing_a_consolidation_lease_frees_it_for_its_holder_only(table: StateTable) -> None:
+    table.acquire_consolidation_lease(ALICE, "run-1", T0, LEASE)
+    table.release_consolidation_lease(ALICE, "run-2")  # not the holder
+    with pytest.raises(ConflictError):
+        table.acquire_consolidation_lease(ALICE, "run-3", T0 + 1, LEASE)
+    table.release_consolidation_lease(ALICE, "run-1")
+    table.release_consolidation_lease(ALICE, "run-1")  # twice is harmless
+    table.acquire_consolidation_lease(ALICE, "run-3", T0 + 1, LEASE)
+    table.release_consolidation_lease(BOB, "run-1")  # a user never seen: nothing happens
+    assert table.get_user(BOB) == UserState()
+
+
+def test_completing_a_consolidation_advances_the_watermark_and_clears_the_mark(
+    table: StateTable,
+) -> None:
+    table.mark_consolidation_due(ALICE, NOW, shards=1)
+    state = table.acquire_consolidation_lease(ALICE, "run-1", T0, LEASE)
+
+    consumed = {"2026-11-29": 300, "2026-11-30": 120}
+    assert table.complete_consolidation(ALICE, "run-1", consumed, state.due_seq, LATER)
+
+    after = table.get_user(ALICE)
+    assert after == UserState(
+        consumed=consumed, due_seq=1, is_due=False, last_consolidated_at=LATER
+    )
+    assert table.query_due(shard_name("due", 0)) == []
+    table.acquire_consolidation_lease(ALICE, "run-2", T0 + 1, LEASE)  # released
+
+
+def test_a_mark_made_during_the_run_keeps_the_user_due(table: StateTable) -> None:
+    table.mark_consolidation_due(ALICE, NOW, shards=1)
+    state = table.acquire_consolidation_lease(ALICE, "run-1", T0, LEASE)
+    table.mark_consolidation_due(ALICE, LATER, shards=1)  # a flush while the run works
+
+    assert not table.complete_consolidation(ALICE, "run-1", {"d": 120}, state.due_seq, LATER)
+
+    after = table.get_user(ALICE)
+    assert after == UserState(
+        consumed={"d": 120}, due_seq=2, is_due=True, last_consolidated_at=LATER
+    )
+    # still due, since its first mark, with the run's completion time
+    assert table.query_due(shard_name("due", 0)) == [DueUser(ALICE.key, NOW, LATER)]
+    # the lease was released all the same, and the next run clears the mark
+    again = table.acquire_consolidation_lease(ALICE, "run-2", T0 + 1, LEASE)
+    assert table.complete_consolidation(ALICE, "run-2", {"d": 200}, again.due_seq, LATER)
+    assert table.query_due(shard_name("due", 0)) == []
+
+
+def test_a_user_marked_again_after_completion_gets_a_new_due_at(table: StateTable) -> None:
+    table.mark_consolidation_due(ALICE, NOW, shards=1)
+    state = table.acquire_consolidation_lease(ALICE, "run-1", T0, LEASE)
+    table.complete_consolidation(ALICE, "run-1", {}, state.due_seq, NOW)
+    table.mark_consolidation_due(ALICE, LATER, shards=1)
+    assert table.query_due(shard_name("due", 0)) == [DueUser(ALICE.key, LATER, NOW)]
+    assert table.get_user(ALICE).due_seq == 2
+
+
+def test_the_watermark_is_replaced_not_merged(table: StateTable) -> None:
+    table.acquire_consolidation_lease(ALICE, "run-1", T0, LEASE)
+    table.complete_consolidation(ALICE, "run-1", {"d1": 10, "d2": 5}, 0, NOW)
+    table.acquire_consolidation_lease(ALICE, "run-2", T0, LEASE)
+    table.complete_consolidation(ALICE, "run-2", {"d2": 7}, 0, LATER)
+    assert table.get_user(ALICE).consumed == {"d2": 7}
+
+
+def test_completing_without_the_lease_is_a_conflict_and_changes_nothing(
+    table: StateTable,
+) -> None:
+    table.mark_consolidation_due(ALICE, NOW, shards=1)
+    table.acquire_consolidation_lease(ALICE, "run-1", T0, LEASE)
+    before = table.get_user(ALICE)
+    with pytest.raises(ConflictError) as raised:
+        table.complete_consolidation(ALICE, "run-2", {"d": 1}, before.due_seq, LATER)
+    assert raised.type is ConflictError
+    assert table.get_user(ALICE) == before
+    assert [d.user_key for d in table.query_due(shard_name("due", 0))] == [ALICE.key]
+
+
+def test_a_user_never_seen_has_the_empty_state(table: StateTable) -> None:
+    assert table.get_user(ALICE) == UserState()
+    assert table.query_due(shard_name("due", 0)) == []
+
+
+# -- consolidation: abandoning a run for a user with nothing --------------------------------
+
+
+def test_abandoning_removes_a_user_item_only_the_lease_made(table: StateTable) -> None:
+    table.acquire_consolidation_lease(ALICE, "run-1", T0, LEASE)
+    assert table.abandon_consolidation(ALICE, "run-1")
+    assert table.get_user(ALICE) == UserState()
+    assert table.purge_user(ALICE) == 0  # no trace is left
+    table.acquire_consolidation_lease(ALICE, "run-2", T0 + 1, LEASE)  # and no lease
+
+
+def test_abandoning_someone_elses_run_does_nothing(table: StateTable) -> None:
+    table.acquire_consolidation_lease(ALICE, "run-1", T0, LEASE)
+    assert not table.abandon_consolidation(ALICE, "run-2")
+    with pytest.raises(ConflictError):
+        table.acquire_consolidation_lease(ALICE, "run-3", T0 + 1, LEASE)
+    assert not table.abandon_consolidation(BOB, "run-1")  # a user never seen
+
+
+def test_abandoning_keeps_a_user_with_a_due_mark(table: StateTable) -> None:
+    table.mark_consolidation_due(ALICE, NOW, shards=1)
+    table.acquire_consolidation_lease(ALICE, "run-1", T0, LEASE)
+    assert not table.abandon_consolidation(ALICE, "run-1")
+    assert table.get_user(ALICE).due_seq == 1
+    with pytest.raises(ConflictError):  # the lease is not released either
+        table.acquire_consolidation_lease(ALICE, "run-2", T0 + 1, LEASE)
+
+
+def test_abandoning_keeps_a_user_with_a_watermark(table: StateTable) -> None:
+    table.acquire_consolidation_lease(ALICE, "run-1", T0, LEASE)
+    table.complete_consolidation(ALICE, "run-1", {}, 0, NOW)  # an empty watermark, but a run
+    table.acquire_consolidation_lease(ALICE, "run-2", T0 + 1, LEASE)
+    assert not table.abandon_consolidation(ALICE, "run-2")
+    assert table.get_user(ALICE).last_consolidated_at == NOW
+
+
+# -- forgetting a user ---------------------------------------------------------------------
+
+
+def test_purge_user_removes_every_item_of_one_user_only(table: StateTable) -> None:
+    new_session(table, ALICE, "s1", turn=2)
+    new_session(table, ALICE, "s2", turn=1)
+    table.claim_flush_gate(ALICE, "s1", T0, 5_000)
+    table.mark_flush_due(ALICE, "s1", NOW, shards=1)
+    table.acquire_session_lease(ALICE, "s2", "a", T0, LEASE)
+    table.mark_consolidation_due(ALICE, NOW, shards=1)
+    table.acquire_consolidation_lease(ALICE, "run-1", T0, LEASE)
+    for user in (AL, BOB):  # others, one of them sharing alice's key prefix
+        new_session(table, user, "s1", turn=5)
+        table.mark_flush_due(user, "s1", NOW, shards=1)
+        table.mark_consolidation_due(user, NOW, shards=1)
+
+    assert table.purge_user(ALICE) == 3  # two sessions and the user item
+
+    assert table.get_session(ALICE, "s1") is None
+    assert table.get_session(ALICE, "s2") is None
+    assert table.get_user(ALICE) == UserState()
+    assert sorted(d.user_key for d in table.query_due(shard_name("due", 0))) == sorted(
+        [AL.key, BOB.key]
+    )
+    assert sorted(d.user_id for d in table.query_flush_due(shard_name("flush", 0), LATER)) == (
+        sorted([AL.id, BOB.id])
+    )
+    for user in (AL, BOB):
+        state = table.get_session(user, "s1")
+        assert state is not None and state.turn == 5
+        assert table.get_user(user).due_seq == 1
+    # leases went with the items
+    table.acquire_session_lease(ALICE, "s2", "b", T0 + 1, LEASE)
+    table.acquire_consolidation_lease(ALICE, "run-2", T0 + 1, LEASE)
+
+
+def test_purging_a_user_twice_removes_nothing_the_second_time(table: StateTable) -> None:
+    new_session(table)
+    assert table.purge_user(ALICE) == 1
+    assert table.purge_user(ALICE) == 0
+    assert table.purge_user(BOB) == 0
