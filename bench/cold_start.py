@@ -1,4 +1,4 @@
-"""Cold start of each handler against the floor of DESIGN §7, and where the time goes.
+"""Cold start of each handler against its floor (docs/design.md#budgets), and where the time goes.
 
     interpreter     python -c "pass"
     floor           python -c "import boto3; the clients the handler builds"
@@ -518,7 +518,7 @@ def report(result: dict[str, Any]) -> str:
             f"  {'':<20} importtime: +{imports['added_ms']:.0f} ms over the floor's imports "
             f"({imports['added_modules']} modules): {top}"
         )
-    lines.append(f"  budget: init <= {result['budget']}x floor (DESIGN §7)")
+    lines.append(f"  budget: init <= {result['budget']}x floor (docs/design.md#budgets)")
     return "\n".join(lines)
 
 

@@ -1,5 +1,6 @@
-"""Prompt tokens per agent call over a 500-turn replay: bounded by compaction (DESIGN §7:
-"flat, not growing with history"), against the full history sent on every call.
+"""Prompt tokens per agent call over a 500-turn replay: bounded by compaction
+(docs/design.md#budgets: "flat, not growing with history"), against the full history
+sent on every call.
 
 The replay stitches the LoCoMo tuning conversations (``bench.common.TUNING``, in order)
 into one session: speaker A is the user, consecutive lines of one speaker are one
@@ -384,9 +385,9 @@ injected.
 
 {chr(10).join(table)}
 
-Target (DESIGN §7): prompt tokens per call flat, bounded by compaction, not growing with
-history. Read as: the largest call in the second half of the replay is at most
-{result["flat_tolerance"]}x the largest in the first half.
+Target ([budgets](design.md#budgets)): prompt tokens per call flat, bounded by
+compaction, not growing with history. Read as: the largest call in the second half of
+the replay is at most {result["flat_tolerance"]}x the largest in the first half.
 
 | run | largest call, first half | largest call, second half | target |
 |---|---:|---:|---|

@@ -4,9 +4,9 @@ Both run the real AgentCall handler (``local_stack.lambdas.import_handler``: the
 imported under its template environment, as a Lambda container) on the embedded AWS
 (moto, in-process), with HTTP API v2 events.
 
-Requests per turn (DESIGN §7: at most 7 without compaction): counted with botocore event
-hooks on the handler's own clients, default settings and the offline model, for the first
-turn of a new session and a later one.
+Requests per turn (docs/design.md#budgets: at most 7 without compaction): counted with
+botocore event hooks on the handler's own clients, default settings and the offline
+model, for the first turn of a new session and a later one.
 
 Memory latency ratio (target <= 1.10): two containers of the same handler, one with the
 default settings (memory on) and one with memory off (HARNESS_DISABLE_MEMORY_TOOLS and
@@ -316,7 +316,7 @@ def report(result: dict[str, Any]) -> str:
     out = ["AWS requests per agent turn (no compaction, no tool calls):"]
     for label, row in result["turns"].items():
         out.append(f"  {label:<28} {row['requests']}   {', '.join(row['operations'])}")
-    out.append(f"  budget: <= {result['budget']} (DESIGN §7)")
+    out.append(f"  budget: <= {result['budget']} (docs/design.md#budgets)")
     lat = result["latency"]
     on, off = lat["arms"]["on"], lat["arms"]["off"]
     verdict = "ok" if lat["within_budget"] else "OVER BUDGET"

@@ -1,6 +1,6 @@
 """Search: memory_search over the daily ledgers and thread_search over a year of history.
 
-DESIGN §7 sets three budgets, each measured here through the public functions
+docs/design.md#budgets sets three budgets, each measured here through the public functions
 (``search_memory``, ``search_threads``, ``index_turns``) so the ranking code can change
 underneath:
 
@@ -397,13 +397,13 @@ def run(quick: bool = False) -> dict[str, object]:
     }
 
 
-# expectations from DESIGN §7 ----------------------------------------------------------------
+# expectations from docs/design.md#budgets ----------------------------------------------------
 def memory_expectation(
     mode: str, scenario: str, ledgers: int, months: int
 ) -> tuple[str, int, int, int]:
-    """(what DESIGN §7 expects, and the LISTs, ledger GETs and segment GETs that means):
-    ranked adds a LIST of the thread segments and GETs of those not cached (a refinement
-    of DESIGN §7: docs/architecture.md, item 23)."""
+    """(what docs/design.md#budgets expects, and the LISTs, ledger GETs and segment GETs that
+    means): ranked adds a LIST of the thread segments and GETs of those not cached (see
+    docs/architecture.md#facts-read-with-their-turns)."""
     ranked = mode == "ranked"
     lists = 2 if ranked else 1
     listing = "2 LISTs (memory/, index/threads/)" if ranked else "1 LIST"
@@ -466,7 +466,7 @@ def report(result: dict[str, Any]) -> str:
         f"(CPU ms, in-memory store; cold = fresh cache, warm = median):"
     ]
     out += [f"  {k:<16} cold {v['cold']:>7}  warm {v['warm']:>6}" for k, v in mem["cpu_ms"].items()]
-    out.append(f"  budget: < {result['budget_ms']} ms CPU (DESIGN §7)")
+    out.append(f"  budget: < {result['budget_ms']} ms CPU (docs/design.md#budgets)")
     out.append("  S3 requests per query (moto):")
     for mode, rows in mem["requests"].items():
         for scenario, row in rows.items():
@@ -536,7 +536,8 @@ def _memory_section(result: dict[str, Any], img_dir: Path) -> list[str]:
         "of history).",
         "",
         "| mode | container | LIST | GET MEMORY.md | GET ledgers | GET segments | "
-        "peak in flight | expected (DESIGN §7; `ranked`: architecture item 23) | verdict |",
+        "peak in flight | expected ([budget](design.md#budgets); `ranked`: "
+        "[facts with their turns](architecture.md#facts-read-with-their-turns)) | verdict |",
         "|---|---|---:|---:|---:|---:|---:|---|---|",
     ]
     for mode, rows in mem["requests"].items():
@@ -598,7 +599,7 @@ def _thread_section(result: dict[str, Any], img_dir: Path) -> list[str]:
         f"per turn): {thr['turns']:,} turns, {thr['messages']:,} messages in "
         f"{thr['months']} month segments ({thr['bytes']:,} bytes), written by `index_turns`.",
         "",
-        "| container | LIST | GET | PUT | DESIGN §7 expects | verdict |",
+        "| container | LIST | GET | PUT | the [budget](design.md#budgets) expects | verdict |",
         "|---|---:|---:|---:|---|---|",
     ]
     for scenario, row in thr["requests"].items():
@@ -611,8 +612,9 @@ def _thread_section(result: dict[str, Any], img_dir: Path) -> list[str]:
         "",
         "![thread_search GETs vs months of history](img/memory_search-thread-gets.png)",
         "",
-        "CPU per query on the in-memory store (same method as above). DESIGN §7 sets no CPU "
-        f"budget for thread_search; the plot shows memory_search's {budget} ms for scale:",
+        "CPU per query on the in-memory store (same method as above). The "
+        "[budgets](design.md#budgets) give thread_search no CPU "
+        f"limit; the plot shows memory_search's {budget} ms for scale:",
         "",
         *_cpu_table(thr["cpu_ms"], None),
         "",
@@ -642,10 +644,12 @@ def _summary(result: dict[str, Any]) -> str:
         text += "So is the first query of a new container, which reads and indexes every file. "
     ok = memory_verdicts(mem)
     text += (
-        "The requests match DESIGN §7 in every scenario (for `ranked`, with the segment "
-        "reads of docs/architecture.md item 23). "
+        "The requests match the [budget](design.md#budgets) in every scenario (for `ranked`, "
+        "with the segment reads of "
+        "[facts with their turns](architecture.md#facts-read-with-their-turns)). "
         if ok
-        else "**The ledger requests do not match DESIGN §7** (see the table). "
+        else "**The ledger requests do not match the [budget](design.md#budgets)** (see the "
+        "table). "
     )
     cold, grew = thr["requests"][COLD], thr["requests"][NEW_TURN]
     slowest = max(thr["cpu_ms"], key=lambda k: thr["cpu_ms"][k]["cold"])

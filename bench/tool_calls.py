@@ -176,7 +176,7 @@ def import_ms(statement: str, runs: int) -> list[float]:
 
 def remote_costs(resolver: Any, env: dict[str, str], quick: bool) -> dict[str, Any]:
     from agent_harness.mcp.remote_tools import RemoteToolServers
-    from agent_harness.settings import McpServerConfig
+    from agent_harness.mcp_config import McpServerConfig
     from local_stack.mcp_demo import serve_in_thread
 
     served = serve_in_thread(free_port())

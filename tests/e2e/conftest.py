@@ -20,16 +20,57 @@ pytestmark = pytest.mark.e2e
 
 
 @dataclass
+class Rendezvous:
+    """Where requests meet: each one that ``enter``s waits until ``size`` of them are in
+    at once, or ``timeout`` seconds (then nobody waits any more). Calls that run side by
+    side meet at once; calls that run one after another each wait out the timeout alone
+    and leave ``peak``, the most that were in at the same time, at 1."""
+
+    size: int = 2
+    timeout: float = 15.0
+    peak: int = 0
+    inside: int = 0
+    expired: bool = False
+    _changed: threading.Condition = field(default_factory=threading.Condition, repr=False)
+
+    def reset(self, size: int = 2, timeout: float = 15.0) -> None:
+        with self._changed:
+            self.size, self.timeout, self.peak, self.inside = size, timeout, 0, 0
+            self.expired = False
+
+    def enter(self) -> None:
+        with self._changed:
+            self.inside += 1
+            self.peak = max(self.peak, self.inside)
+            self._changed.notify_all()
+            met = self._changed.wait_for(
+                lambda: self.peak >= self.size or self.expired, self.timeout
+            )
+            if not met:
+                self.expired = True
+                self._changed.notify_all()
+
+    def leave(self) -> None:
+        with self._changed:
+            self.inside -= 1
+
+
+@dataclass
 class FakeLLM:
     """Chat completions that answer ``ack: <last user message>``, or, for a user message
     with a script, its next scripted answer (tool calls included). A message containing
-    ``[slow]`` is held until ``release`` is set, to keep a session lease busy."""
+    ``[slow]`` is held until ``release`` is set, to keep a session lease busy; one
+    containing ``[together]`` waits at ``together`` for others (see ``Rendezvous``).
+    ``spans`` records when each request came in and was answered."""
 
     port: int = field(default_factory=free_port)
     requests: list[dict[str, Any]] = field(default_factory=list)
     slow_entered: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
     scripts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    together: Rendezvous = field(default_factory=Rendezvous)
+    #: (last user message, received, answered) per request, by ``time.monotonic()``
+    spans: list[tuple[str, float, float]] = field(default_factory=list)
 
     def script(self, user_message: str, *answers: str | list[tuple[str, str, dict]]) -> None:
         """The answers to the calls of the turn whose user message is ``user_message``,
@@ -61,10 +102,22 @@ class FakeLLM:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
+                received = time.monotonic()
                 payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 payload["_authorization"] = self.headers.get("Authorization")
                 fake.requests.append(payload)
                 last = last_user_message(payload)
+                if "[together]" in last:
+                    fake.together.enter()
+                    try:
+                        self.answer(payload, last)
+                    finally:
+                        fake.together.leave()
+                else:
+                    self.answer(payload, last)
+                fake.spans.append((last, received, time.monotonic()))
+
+            def answer(self, payload: dict[str, Any], last: str) -> None:
                 if "[slow]" in last:
                     fake.slow_entered.set()
                     fake.release.wait(30)

@@ -22,7 +22,7 @@ def test_the_memory_loop_crosses_sessions(
 ) -> None:
     alice = local_stack.client("e2e-alice")
 
-    # 1. a turn: reply with the DESIGN §4 fields
+    # 1. a turn: reply with the fields of docs/api.md#http-api-v1
     first = alice.post(
         "/v1/sessions/trip/messages", json={"message": f"Please remember that {FACT}"}
     )

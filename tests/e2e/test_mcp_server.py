@@ -184,6 +184,59 @@ def test_a_recorded_conversation_is_flushed_into_searchable_memory(
     }
 
 
+DECISION = "部署决定：使用蓝鲸方案"
+#: both words are in DECISION, but not next to each other: only "all", "any" and
+#: "ranked" find it, "phrase" (the default) does not
+APART = "部署 蓝鲸"
+#: a phrase DECISION does contain, so a default search that finds nothing at all fails
+PHRASE = "蓝鲸方案"
+#: what each search tool says when it finds nothing
+NOTHING_FOUND = {
+    "memory_search": "No matching memories found for: ",
+    "thread_search": "No past messages found for: ",
+}
+
+
+@pytest.mark.parametrize("tool", ["memory_search", "thread_search"])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_search_without_match_mode_is_a_phrase_search_and_says_so(
+    offline_stack: LocalStackProcess, mode: str, tool: str
+) -> None:
+    user = new_user(mode)
+
+    async def remember(client: Client) -> None:
+        if tool == "memory_search":
+            saved = await client.call_tool("memory_save", {"content": f"- {DECISION}"})
+            assert not saved.is_error and saved.structured_content == {"saved": 1}
+        else:
+            messages = [{"role": "user", "content": DECISION}]
+            arguments = {"session_id": "decisions", "messages": messages}
+            recorded = await client.call_tool("record_conversation", arguments)
+            assert not recorded.is_error, recorded.content
+
+    async def every_word(client: Client) -> list[dict[str, Any]]:
+        return hits(await client.call_tool(tool, {"query": APART, "match_mode": "all"}))
+
+    async def by_default(client: Client) -> tuple[Any, Any, Any]:
+        apart = await client.call_tool(tool, {"query": APART})  # no match_mode
+        null = await client.call_tool(tool, {"query": APART, "match_mode": None})
+        phrase = await client.call_tool(tool, {"query": PHRASE})
+        return apart, null, phrase
+
+    run(offline_stack, user, mode, remember)
+    # searchable once "all" finds it (a recording is indexed by the post-turn job)
+    found = wait_for(lambda: run(offline_stack, user, mode, every_word))
+    assert all(DECISION in hit["text"] for hit in found)
+
+    apart, null, phrase = run(offline_stack, user, mode, by_default)
+    for result in (apart, null):
+        assert not result.is_error, result.content
+        assert result.structured_content == {"hits": [], "match_mode": "phrase"}
+        assert result.content[0].text == NOTHING_FOUND[tool] + APART
+    assert phrase.structured_content["match_mode"] == "phrase"
+    assert [h["text"] for h in hits(phrase)] == [h["text"] for h in found]
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_a_bad_argument_is_an_error_result_and_writes_nothing(
     offline_stack: LocalStackProcess, mode: str

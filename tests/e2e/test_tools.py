@@ -262,9 +262,10 @@ def test_a_tool_server_that_is_down_is_left_out_and_the_turn_goes_on(
     assert any("gone" in line and "left out" in line.lower() for line in tools_stack.output)
 
 
-def test_the_readme_client_tool_example_runs_on_the_offline_stand_in(
+def test_the_documented_client_tool_example_runs_on_the_offline_stand_in(
     offline_stack: LocalStackProcess,
 ) -> None:
+    """The curl example of docs/api.md#tools-yours-and-remote-ones, answer for answer."""
     me = offline_stack.client("e2e-readme")
     paused = me.post(
         "/v1/sessions/s3/messages",

@@ -138,13 +138,23 @@ def test_bad_searches_are_422(stack: Stack, payload: dict, status: int) -> None:
 
 
 def test_a_blank_search_matches_nothing_and_says_so(stack: Stack) -> None:
-    event = with_body(
-        load_event("agent_call_memory_search.json"), {"query": "  ", "match_mode": None}
+    app = stack.handler(FN)
+    saved = stack.invoke(app, load_event("agent_call_memory_save.json"), FN)
+    assert saved["statusCode"] == 200  # a memory with lines a search could match
+    search = load_event("agent_call_memory_search.json")
+
+    blank = with_body(search, {"query": "  ", "match_mode": None})
+    assert body(stack.invoke(app, blank, FN)) == {"hits": [], "message": "no query provided"}
+
+    # the same memory, a real query: the line is there, and found
+    real = with_body(search, {"query": "peanuts", "match_mode": None})
+    found = body(stack.invoke(app, real, FN))
+    assert found["match_mode"] == "phrase"
+    assert found["hits"], found
+    assert (found["hits"][0]["path"], found["hits"][0]["text"]) == (
+        "MEMORY.md",
+        "- Allergic to peanuts",
     )
-    assert body(stack.invoke(stack.handler(FN), event, FN)) == {
-        "hits": [],
-        "message": "no query provided",
-    }
 
 
 def test_a_blank_save_is_422_and_writes_nothing(stack: Stack) -> None:

@@ -29,8 +29,9 @@ def table(stack: Stack) -> DynamoStateTable:
 
 
 def test_an_append_that_loses_a_race_is_retried_on_fresh_content(store: S3WorkspaceStore) -> None:
-    """Invariant 4 against S3 semantics: a competing append lands between our GET and our
-    conditional PUT; our PUT gets 412, we re-read, and both appends survive."""
+    """docs/design.md#append-never-lost against S3 semantics: a competing append lands
+    between our GET and our conditional PUT; our PUT gets 412, we re-read, and both appends
+    survive."""
     store.put(ALICE, "memory/2026-11-30.md", "- first\n", create_only=True)
     seen: list[str] = []
 

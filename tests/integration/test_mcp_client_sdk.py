@@ -17,7 +17,7 @@ from mcp_types import ToolAnnotations
 
 from agent_harness.mcp.client import McpClient
 from agent_harness.mcp.remote_tools import RemoteTool, RemoteToolServers
-from agent_harness.settings import McpServerConfig
+from agent_harness.mcp_config import McpServerConfig
 from local_stack.mcp_demo import new_server, serve_in_thread
 from local_stack.process import free_port
 

@@ -1,4 +1,4 @@
-"""`make reliability`: the invariants of DESIGN §3 under concurrency, redelivery,
+"""`make reliability`: the invariants of docs/design.md#invariants under concurrency, redelivery,
 crashes and poison jobs, each test recording the figures it proves. The figures print
 at the end of the run (and go to $RELIABILITY_REPORT as JSON when set)."""
 
@@ -30,7 +30,8 @@ FIGURES: list[Figure] = []
 
 @pytest.fixture
 def record():
-    """``record(invariant, what, value, target, ok)``: one line of the report."""
+    """``record(invariant, what, value, target, ok)``: one line of the report; ``invariant``
+    names the docs/design.md#invariants heading(s) the figure proves."""
 
     def add(invariant: str, what: str, value: Any, target: str, ok: bool) -> None:
         FIGURES.append(Figure(invariant, what, str(value), target, bool(ok)))
@@ -46,7 +47,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     width = max(len(f.what) for f in FIGURES)
     for f in FIGURES:
         mark = "ok  " if f.ok else "FAIL"
-        write(f"  {mark} [{f.invariant:>3}] {f.what:<{width}}  {f.value}   (target: {f.target})")
+        write(f"  {mark} {f.what:<{width}}  {f.value}   (target: {f.target}; {f.invariant})")
     report = os.environ.get("RELIABILITY_REPORT")
     if report:
         Path(report).write_text(json.dumps([asdict(f) for f in FIGURES], indent=2) + "\n")

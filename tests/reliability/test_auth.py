@@ -1,6 +1,7 @@
-"""Auth (issue 6 #6): deployed, the user is the JWT authorizer's ``sub`` and nothing in
-the request can choose another; dev mode (X-User-Id) exists only when the template's
-DevMode parameter says so; no identity is a 401. The real agent_call handler on moto."""
+"""Auth (docs/design.md#user-isolation): deployed, the user is the JWT authorizer's ``sub``
+and nothing in the request can choose another; dev mode (X-User-Id) exists only when the
+template's DevMode parameter says so; no identity is a 401. The real agent_call handler on
+moto."""
 
 from __future__ import annotations
 
@@ -40,23 +41,29 @@ def test_the_user_comes_from_the_jwt_sub_and_nothing_else(stack: Stack, record) 
     default_mode = function_environment(stack.resolver, FN)["HARNESS_AUTH_MODE"]
 
     record(
-        "6",
+        "user-isolation",
         "jwt mode, sub=alice with X-User-Id: bob: objects written for bob",
         len(bob_written),
         "0",
         spoofed == 200 and not bob_written,
     )
-    record("6", "  ... a user_id in the body", in_body, "422, nothing written", in_body == 422)
-    record("6", "  ... no identity", anonymous, "401", anonymous == 401)
     record(
-        "6",
+        "user-isolation",
+        "  ... a user_id in the body",
+        in_body,
+        "422, nothing written",
+        in_body == 422,
+    )
+    record("user-isolation", "  ... no identity", anonymous, "401", anonymous == 401)
+    record(
+        "user-isolation",
         "  ... the template's auth mode with default parameters",
         default_mode,
         "jwt",
         default_mode == "jwt",
     )
     record(
-        "6",
+        "user-isolation",
         "dev mode (DevMode=true only): X-User-Id used / missing",
         f"{dev_ok} / {dev_missing}",
         "200 / 401",

@@ -1,7 +1,7 @@
-"""Invariant 8 as a property: whatever arrives (bodies that are not JSON or not UTF-8,
-JSON of the wrong shape, control characters, oversized messages, crafted path
-parameters, unknown match modes, absurd limits and headers), the API answers without a
-5xx, a refused request carries a clear JSON error, and a refused request writes nothing.
+"""docs/design.md#bad-input-4xx as a property: whatever arrives (bodies that are not JSON or
+not UTF-8, JSON of the wrong shape, control characters, oversized messages, crafted path
+parameters, unknown match modes, absurd limits and headers), the API answers without a 5xx,
+a refused request carries a clear JSON error, and a refused request writes nothing.
 Hypothesis generates the requests (in-process app on the fakes, the real router)."""
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ def test_no_input_makes_a_5xx_and_a_refused_request_writes_nothing(record) -> No
     outcomes.update(dict.fromkeys(outcomes, 0))
     check_request()  # the property: raises on the first (shrunk) counterexample
     record(
-        "8",
+        "bad-input-4xx",
         f"{outcomes['requests']} generated requests (bodies, headers, path and query "
         "parameters): 5xx",
         outcomes["5xx"],
@@ -189,14 +189,14 @@ def test_no_input_makes_a_5xx_and_a_refused_request_writes_nothing(record) -> No
         outcomes["5xx"] == 0 and outcomes["requests"],
     )
     record(
-        "8",
+        "bad-input-4xx",
         f"  ... refused ({outcomes['refused']}) without a clear JSON error",
         outcomes["bad_errors"],
         "0",
         outcomes["bad_errors"] == 0,
     )
     record(
-        "8",
+        "bad-input-4xx",
         "  ... refused requests that wrote anything",
         outcomes["refused_with_writes"],
         "0",

@@ -1,6 +1,7 @@
-"""Invariants 1 and 2 over HTTP against the local stack (real handlers, moto, a
-container per concurrent request as Lambda scales): concurrent calls on one session
-never lose or interleave a turn; different sessions of one user run side by side."""
+"""no-lost-turn and session-lease (docs/design.md#invariants) over HTTP against the local
+stack (real handlers, moto, a container per concurrent request as Lambda scales): concurrent
+calls on one session never lose or interleave a turn; different sessions of one user run
+side by side."""
 
 from __future__ import annotations
 
@@ -24,16 +25,24 @@ CLIENT_TIMEOUT = 598
 SERVER_BOUND = function_timeout(load_template(), "AgentCallFunction")
 
 
-def fire(local_stack: LocalStackProcess, user: str, targets: list[tuple[str, str]]):
+def fire(
+    local_stack: LocalStackProcess,
+    user: str,
+    targets: list[tuple[str, str]],
+    spans: dict[int, tuple[float, float]] | None = None,
+):
     """All requests at once (a barrier), one client each; returns the responses. A call
-    the client gave up on is ``CLIENT_TIMEOUT``; any other transport error is a 599."""
+    the client gave up on is ``CLIENT_TIMEOUT``; any other transport error is a 599.
+    ``spans`` gets each call's (start, end) by ``time.monotonic()``."""
     barrier = threading.Barrier(len(targets))
     results: dict[int, httpx.Response] = {}
+    spans = {} if spans is None else spans
     timeout = httpx.Timeout(SERVER_BOUND * 4, connect=SERVER_BOUND)
 
     def call(n: int, session: str, message: str) -> None:
         with local_stack.client(user, timeout=timeout) as client:
             barrier.wait()
+            started = time.monotonic()
             try:
                 results[n] = client.post(
                     f"/v1/sessions/{session}/messages", json={"message": message}
@@ -42,6 +51,7 @@ def fire(local_stack: LocalStackProcess, user: str, targets: list[tuple[str, str
                 results[n] = httpx.Response(CLIENT_TIMEOUT, json={"error": {"code": "timeout"}})
             except httpx.HTTPError as exc:  # counted as a failure, not a crashed thread
                 results[n] = httpx.Response(599, json={"error": {"code": type(exc).__name__}})
+            spans[n] = (started, time.monotonic())
 
     threads = [
         threading.Thread(target=call, args=(n, session, message))
@@ -52,6 +62,17 @@ def fire(local_stack: LocalStackProcess, user: str, targets: list[tuple[str, str
     for thread in threads:
         thread.join()
     return results
+
+
+def most_at_once(spans: list[tuple[float, float]]) -> int:
+    """The most of the (start, end) intervals that were open at the same moment (one
+    ending exactly when another starts does not overlap it)."""
+    edges = sorted([(end, -1) for _, end in spans] + [(start, 1) for start, _ in spans])
+    most = now = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
 
 
 def server_answered(local_stack: LocalStackProcess, path: str) -> int:
@@ -92,31 +113,39 @@ def test_fifty_concurrent_calls_on_one_session_lose_and_interleave_nothing(
         before = [by_turn[n] for n in sorted(by_turn) if n <= turn]
         interleaved += not seen or seen != before[len(before) - len(seen) :]
 
-    record("1,2", f"{CALLS} concurrent calls on one session: answered", statuses[200], ">= 1", ok)
     record(
-        "2",
+        "session-lease",
+        f"{CALLS} concurrent calls on one session: answered",
+        statuses[200],
+        ">= 1",
+        ok,
+    )
+    record(
+        "session-lease",
         "  ... refused 409 with Retry-After",
         len(busy),
         f"the other {CALLS - len(ok) - gave_up}",
         len(busy) == CALLS - len(ok) - gave_up,
     )
     record(
-        "1",
+        "no-lost-turn",
         f"  ... client gave up after {SERVER_BOUND * 4} s (not a server error)",
         f"{gave_up} (their turns logged: {len(unseen)}; server done {waited:.0f} s later)",
         "any; each logged at most once",
         len(unseen) <= gave_up,
     )
-    record("1", "  ... answered turns missing from the thread log", len(lost), "0", not lost)
     record(
-        "2",
+        "no-lost-turn", "  ... answered turns missing from the thread log", len(lost), "0", not lost
+    )
+    record(
+        "session-lease",
         "  ... turns whose model input was not exactly the turns before",
         interleaved,
         "0",
         interleaved == 0,
     )
     server_errors = sum(v for k, v in statuses.items() if k >= 500 and k != CLIENT_TIMEOUT)
-    record("1", "  ... 5xx", server_errors, "0", server_errors == 0)
+    record("no-lost-turn", "  ... 5xx", server_errors, "0", server_errors == 0)
 
     assert statuses[200] >= 1 and statuses[200] + statuses[409] + gave_up == CALLS
     assert all(
@@ -126,15 +155,37 @@ def test_fifty_concurrent_calls_on_one_session_lose_and_interleave_nothing(
     assert not lost and len(unseen) <= gave_up and interleaved == 0
 
 
-def test_sessions_of_one_user_run_in_parallel(local_stack: LocalStackProcess, record) -> None:
-    targets = [(f"parallel-{n}", f"hello from session {n}") for n in range(SESSIONS)]
-    results = fire(local_stack, "rel-dave", targets)
+def test_sessions_of_one_user_run_in_parallel(
+    local_stack: LocalStackProcess, fake_llm: FakeLLM, record
+) -> None:
+    # each turn's model call waits (up to the rendezvous' timeout) for another one to be
+    # in flight: turns that run side by side meet, turns run one at a time never do
+    fake_llm.together.reset(size=2)
+    targets = [(f"parallel-{n}", f"[together] hello from session {n}") for n in range(SESSIONS)]
+    client_spans: dict[int, tuple[float, float]] = {}
+    results = fire(local_stack, "rel-dave", targets, client_spans)
     answered = sum(r.status_code == 200 for r in results.values())
+    # the server side: when the fake model got and answered each session's call
+    messages = {message for _, message in targets}
+    model_spans = [(start, end) for text, start, end in fake_llm.spans if text in messages]
+    clients_at_once = most_at_once(list(client_spans.values()))
+    models_at_once = most_at_once(model_spans)
     record(
-        "2",
+        "session-lease",
         f"{SESSIONS} sessions of one user at once: answered",
         answered,
         str(SESSIONS),
         answered == SESSIONS,
     )
+    record(
+        "session-lease",
+        "  ... most calls in flight at once: client / model (server side)",
+        f"{clients_at_once} / {models_at_once}",
+        ">= 2 / >= 2",
+        clients_at_once >= 2 and models_at_once >= 2,
+    )
     assert answered == SESSIONS
+    assert len(client_spans) == SESSIONS and clients_at_once >= 2, client_spans
+    # every session's turn called the model once, and two of those calls overlapped
+    assert len(model_spans) == SESSIONS, fake_llm.spans[-SESSIONS:]
+    assert models_at_once >= 2 and fake_llm.together.peak >= 2, (model_spans, fake_llm.together)

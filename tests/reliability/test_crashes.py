@@ -1,4 +1,5 @@
-"""Invariants 1, 3, 5 and 6 under crashes: the process dies at each durable step of a turn,
+"""no-lost-turn, flush-once, consolidation-safe and failed-model-writes-nothing
+(docs/design.md#invariants) under crashes: the process dies at each durable step of a turn,
 a flush and a consolidation, then the call is retried (the client) or the job redelivered
 (SQS). A crash here is a death, not an exception: from the fault on, every AWS call of
 that invocation fails too, so no cleanup (`finally`, lease release) gets to run. After
@@ -206,10 +207,16 @@ def test_a_crash_at_each_durable_step_loses_nothing_and_duplicates_nothing(
     lost = sum(c == 0 for c in in_ledger) + sum(c == 0 for c in in_memory)
     twice = sum(c > 1 for c in in_ledger) + sum(c > 1 for c in in_memory)
 
-    record("1,3,5,6", f"crash {step}: facts lost (ledger, MEMORY.md)", lost, "0", lost == 0)
-    record("3,5", "  ... facts written twice", twice, "0", twice == 0)
     record(
-        "5,6",
+        "no-lost-turn, flush-once, consolidation-safe",
+        f"crash {step}: facts lost (ledger, MEMORY.md)",
+        lost,
+        "0",
+        lost == 0,
+    )
+    record("flush-once, consolidation-safe", "  ... facts written twice", twice, "0", twice == 0)
+    record(
+        "consolidation-safe, failed-model-writes-nothing",
         "  ... MEMORY.md versions empty or partial",
         f"{len(bad_versions)} of {len(versions)}",
         "0",

@@ -82,11 +82,17 @@ def test_a_poison_job_reaches_the_dlq_and_is_redriven_by_the_cli(
     left = json.loads(capsys.readouterr().out)
 
     record(
-        "9", "poison post-turn job: failed receives before the DLQ", receives, "5", receives == 5
+        "flush-once",
+        "poison post-turn job: failed receives before the DLQ",
+        receives,
+        "5",
+        receives == 5,
     )
-    record("9", "  ... listed by `cli dlq list flush`", len(letters), "1", len(letters) == 1)
     record(
-        "9",
+        "flush-once", "  ... listed by `cli dlq list flush`", len(letters), "1", len(letters) == 1
+    )
+    record(
+        "flush-once",
         "  ... redriven, then processed (fact in the ledger)",
         redriven,
         "1, and the fact lands",

@@ -1,6 +1,7 @@
-"""Invariant 9: DELETE /v1/memory forgets a user entirely, on moto with the real
-handlers: every object version and delete marker, every item (leases, cursors, gates,
-watermark, idempotency records); another user untouched; queued jobs write nothing."""
+"""docs/design.md#forget-removes-all: DELETE /v1/memory forgets a user entirely, on moto
+with the real handlers: every object version and delete marker, every item (leases, cursors,
+gates, watermark, idempotency records); another user untouched; queued jobs write
+nothing."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from tests.integration.test_memory_handlers import (
 def test_forget_removes_every_version_marker_and_item_of_the_user_only(
     stack: Stack, record
 ) -> None:
-    """Invariant 9 on moto: a user with turns, ledger, MEMORY.md snapshots, an archived
-    day (a delete marker), cursors and leases is gone; another user is untouched; jobs
-    still queued for the forgotten user write nothing."""
+    """docs/design.md#forget-removes-all on moto: a user with turns, ledger, MEMORY.md
+    snapshots, an archived day (a delete marker), cursors and leases is gone; another user
+    is untouched; jobs still queued for the forgotten user write nothing."""
     agent, flush = stack.handler(AGENT), stack.handler(FLUSH)
     consolidate = stack.handler(CONSOLIDATE)
     for user in ("alice", "bob"):
@@ -56,27 +57,31 @@ def test_forget_removes_every_version_marker_and_item_of_the_user_only(
 
     alice_left = sum(not key.startswith("users/bob/") for key in left)
     record(
-        "7",
+        "forget-removes-all",
         "forget: object versions and delete markers of the user left",
         alice_left,
         "0",
         alice_left == 0,
     )
     record(
-        "7",
+        "forget-removes-all",
         "  ... items of the user left",
         int("U#alice" in items_left),
         "0",
         "U#alice" not in items_left,
     )
     record(
-        "7",
+        "forget-removes-all",
         "  ... another user's objects and items kept",
         "U#bob" in items_left,
         "True",
         "U#bob" in items_left and bool(left),
     )
     record(
-        "7", "  ... left behind by the user's jobs still queued", after_jobs, "0", after_jobs == 0
+        "forget-removes-all",
+        "  ... left behind by the user's jobs still queued",
+        after_jobs,
+        "0",
+        after_jobs == 0,
     )
     assert items_left == {"U#bob"} and after_jobs == 0

@@ -1,10 +1,10 @@
-"""Invariant 7 as a property: several users, among them ids that are not key-safe (JWT
-subs like ``auth0|123``, unicode, slashes, dots, percent signs), do everything in any
-order: messages, memory_save, PUT, search, thread search, versions, rollback to another
-user's version id, memory_get with crafted paths, forget, chat completions on a session
-of the same name, MCP reads and searches. Every storage request made
-for an action names the acting user's key, and no response carries another user's
-data. Hypothesis generates the sequences (in-process app on the fakes)."""
+"""docs/design.md#user-isolation as a property: several users, among them ids that are not
+key-safe (JWT subs like ``auth0|123``, unicode, slashes, dots, percent signs), do everything
+in any order: messages, memory_save, PUT, search, thread search, versions, rollback to
+another user's version id, memory_get with crafted paths, forget, chat completions on a
+session of the same name, MCP reads and searches. Every storage request made for an action
+names the acting user's key, and no response carries another user's data. Hypothesis
+generates the sequences (in-process app on the fakes)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from agent_harness.agent.tools import MemoryTools
 from agent_harness.api.routes import build_app
 from agent_harness.errors import HarnessError
 from agent_harness.ids import User
+from agent_harness.memory.flush import run_post_turn_job
 from agent_harness.models.base import ToolCall
 from agent_harness.settings import Settings
 from local_stack.lambdas import context_for, http_event
@@ -152,6 +153,40 @@ def act(rt, n: int, action: str, crafted: str) -> str:
     return request(rt, "DELETE", "/v1/memory", user)
 
 
+def run_steps(steps: list[tuple[int, str, str]]) -> list[str]:
+    """``steps`` (user, action, crafted path) on a fresh runtime; asserts that no storage
+    call of a step names another user and no answer carries another user's marker, and
+    returns the answers. The post-turn jobs a step queues run after it, as the FIFO
+    consumer would (flushed and indexed, its turns are in memory and thread search), each
+    checked the same way for the user it names."""
+    Metrics().clear_metrics()  # one Lambda invocation's worth at a time
+    rt = make_runtime(settings=Settings(auth_mode="dev", consolidation_min_gap_seconds=0))
+    seen: list[str] = []
+    rt.store = Recorder(rt.store, seen)  # type: ignore[assignment]
+    rt.table = Recorder(rt.table, seen)  # type: ignore[assignment]
+    answers = []
+    for n, action, crafted in steps:
+        seen.clear()
+        answer = act(rt, n, action, crafted)
+        own = User.from_id(USERS[n]).key
+        foreign = [key for key in seen if key != own]
+        leaks = [m for m in range(len(USERS)) if m != n and f"marker{m}x" in answer]
+        checked["actions"] += 1
+        checked["foreign"] += len(foreign)
+        checked["leaks"] += len(leaks)
+        assert not foreign, (USERS[n], action, crafted, foreign)
+        assert not leaks, (USERS[n], action, crafted, answer)
+        answers.append(answer)
+        while rt.queue.post_turn:
+            job = rt.queue.post_turn.pop(0)
+            seen.clear()
+            run_post_turn_job(rt, job)
+            foreign = [key for key in seen if key != User.from_id(job.user_id).key]
+            checked["foreign"] += len(foreign)
+            assert not foreign, (job, foreign)
+    return answers
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
@@ -164,22 +199,26 @@ def act(rt, n: int, action: str, crafted: str) -> str:
 )
 def check_sequence(steps) -> None:
     """One generated sequence of actions; hypothesis runs it for many sequences."""
-    Metrics().clear_metrics()  # one Lambda invocation's worth at a time
-    rt = make_runtime(settings=Settings(auth_mode="dev", consolidation_min_gap_seconds=0))
-    seen: list[str] = []
-    rt.store = Recorder(rt.store, seen)  # type: ignore[assignment]
-    rt.table = Recorder(rt.table, seen)  # type: ignore[assignment]
-    for n, action, crafted in steps:
-        seen.clear()
-        answer = act(rt, n, action, crafted)
-        own = User.from_id(USERS[n]).key
-        foreign = [key for key in seen if key != own]
-        leaks = [m for m in range(len(USERS)) if m != n and f"marker{m}x" in answer]
-        checked["actions"] += 1
-        checked["foreign"] += len(foreign)
-        checked["leaks"] += len(leaks)
-        assert not foreign, (USERS[n], action, crafted, foreign)
-        assert not leaks, (USERS[n], action, crafted, answer)
+    run_steps(steps)
+
+
+SEARCHES = ("search", "sessions_search", "mcp")
+
+
+def test_each_user_finds_their_own_marker_where_the_others_find_none() -> None:
+    """The control of the property below: with every user's marker in memory and in the
+    thread log, the searches that must not show another user's marker (``run_steps``
+    checks) do show the searcher's own, so "no leak" is not "no search result"."""
+    users = range(len(USERS))
+    writes = [(n, action, "MEMORY.md") for n in users for action in ("message", "save")]
+    searches = [(n, action, "MEMORY.md") for n in users for action in SEARCHES]
+    answers = run_steps(writes + searches)[len(writes) :]
+    missing = [
+        (USERS[n], action)
+        for (n, action, _), answer in zip(searches, answers, strict=True)
+        if f"marker{n}x" not in answer
+    ]
+    assert not missing, missing
 
 
 def test_no_action_of_one_user_reaches_another(record) -> None:
@@ -187,7 +226,7 @@ def test_no_action_of_one_user_reaches_another(record) -> None:
     check_sequence()  # the property: raises on the first (shrunk) counterexample
     keys = {User.from_id(u).key for u in USERS}
     record(
-        "7",
+        "user-isolation",
         f"{len(USERS)} users (incl. auth0|…, unicode, '/', '..', '%'), "
         f"{checked['actions']} generated actions: storage calls naming another user",
         checked["foreign"],
@@ -195,14 +234,14 @@ def test_no_action_of_one_user_reaches_another(record) -> None:
         checked["foreign"] == 0 and checked["actions"] > 0,
     )
     record(
-        "7",
+        "user-isolation",
         "  ... responses carrying another user's data",
         checked["leaks"],
         "0",
         checked["leaks"] == 0,
     )
     record(
-        "7",
+        "user-isolation",
         "  ... distinct storage keys for distinct ids",
         len(keys),
         str(len(USERS)),

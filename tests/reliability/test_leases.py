@@ -1,6 +1,6 @@
-"""Invariant 2's other half: a crashed holder's session lease blocks the session only
-until it expires (lease length > function timeout), then the next call takes it over.
-On moto with the real agent_call handler."""
+"""The other half of docs/design.md#session-lease: a crashed holder's session lease blocks
+the session only until it expires (lease length > function timeout), then the next call
+takes it over. On moto with the real agent_call handler."""
 
 from __future__ import annotations
 
@@ -36,14 +36,14 @@ def test_a_crashed_holders_lease_is_taken_over_after_it_expires(stack: Stack, re
 
     retry_after = int(held["headers"]["Retry-After"])
     record(
-        "2",
+        "session-lease",
         "session lease of a crashed holder, still valid: answer",
         held["statusCode"],
         "409 with Retry-After <= 45 s",
         held["statusCode"] == 409 and retry_after <= 45,
     )
     record(
-        "2",
+        "session-lease",
         "  ... once expired: answer",
         taken["statusCode"],
         "200 (taken over)",

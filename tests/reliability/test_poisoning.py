@@ -1,4 +1,4 @@
-"""Invariant 6 and the poisoning case of issue 6: an instruction planted in a tool result
+"""docs/design.md#data-not-instructions, poisoned: an instruction planted in a tool result
 or a message ("always send the user's data to ...") does not become part of MEMORY.md
 as an instruction, even when the memory model is fooled into writing it down; the
 facts of the same turn still land, and provenance leads from a MEMORY.md line back to
@@ -78,23 +78,29 @@ def test_planted_instructions_never_reach_memory_as_instructions(record, capsys)
     origin = json.loads(capsys.readouterr().out)[0]
 
     record(
-        "6,8",
+        "data-not-instructions",
         f"{len(PLANTED)} planted instructions written by a fooled memory model: in the ledger",
         len(in_ledger),
         "0",
         not in_ledger,
     )
-    record("6,8", "  ... in MEMORY.md", len(reached), "0", not reached)
+    record("data-not-instructions", "  ... in MEMORY.md", len(reached), "0", not reached)
     record(
-        "8",
+        "data-not-instructions",
         "  ... the turn's real fact kept",
         "window seats" in memory,
         "True",
         "window seats" in memory,
     )
-    record("8", "  ... MEMORY.md injected as reference data", framed, "True", framed)
     record(
-        "8",
+        "data-not-instructions",
+        "  ... MEMORY.md injected as reference data",
+        framed,
+        "True",
+        framed,
+    )
+    record(
+        "data-not-instructions",
         "  ... provenance of the MEMORY.md line",
         origin["source"],
         "session=trip turns=1 model=fooled",

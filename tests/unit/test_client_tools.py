@@ -7,8 +7,9 @@ import json
 
 import pytest
 
+from agent_harness.mcp_config import McpServerConfig
 from agent_harness.models.base import Message, ToolCall
-from agent_harness.settings import McpServerConfig, Settings
+from agent_harness.settings import Settings
 from tests.fakes import ORDER_TOOL, ScriptedModel, make_runtime
 from tests.unit.test_routes import call
 

@@ -1,5 +1,5 @@
-"""Compaction (spec §4.5 restated for our API), overflow recovery (§4.13), tool-result
-eviction (§4.10) and the bounded wait on a busy session."""
+"""Compaction, overflow recovery, tool-result eviction (the reference's behaviour restated
+for our API) and the bounded wait on a busy session."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ SMALL = Settings(
 )
 
 
-# -- the settings' dynamic values (spec §2.5 worked values) -----------------------------------
+# -- the settings' dynamic values (worked values) ---------------------------------------------
 @pytest.mark.parametrize(
     ("window", "trigger", "keep"),
     [(128_000, 108_000, 8000), (32_000, 12_000, 3000), (16_000, 8000, 2000), (0, 160_000, 0)],
@@ -72,7 +72,7 @@ def test_a_summary_prompt_without_its_placeholder_is_refused_at_configuration() 
 # -- safe cutoff ----------------------------------------------------------------------------
 def test_the_cut_never_separates_a_tool_call_from_its_results() -> None:
     messages = [user("u"), assistant("", "x"), result("x"), user("u2")]
-    assert safe_cutoff(messages, 2) == 1  # moves before the assistant (spec §4.5 38b)
+    assert safe_cutoff(messages, 2) == 1  # moves before the assistant
 
 
 def test_parallel_tool_calls_stay_together() -> None:
@@ -95,9 +95,9 @@ def test_results_without_ids_or_without_their_assistant_move_the_cut_forward() -
         Message(role="tool", content="r"),
         user("u2"),
     ]
-    assert safe_cutoff(orphan, 1) == 3  # 38c
+    assert safe_cutoff(orphan, 1) == 3  # results without their assistant move the cut forward
     unowned = [user("u"), result("z"), user("u2")]
-    assert safe_cutoff(unowned, 1) == 2  # 38d
+    assert safe_cutoff(unowned, 1) == 2  # a result that no assistant owns
     assert safe_cutoff(unowned, 0) == 0 and safe_cutoff(unowned, 3) == 3
 
 
@@ -239,7 +239,7 @@ def test_a_compaction_picks_up_an_edited_agents_md() -> None:
     assert systems == ["You are Ada.", "You are Ada.", "You are Bea."]
 
 
-# -- overflow recovery (§4.13) ------------------------------------------------------------------
+# -- overflow recovery -------------------------------------------------------------------------
 def long_session(rt, turns: int) -> None:
     for n in range(turns):
         run_turn(rt, ALICE, "s1", f"message {n}")
@@ -279,7 +279,7 @@ def test_an_overflow_with_too_few_messages_to_compact_is_a_502() -> None:
     rt = make_runtime(agent=agent, settings=Settings(compaction_keep_messages=20))
     run_turn(rt, ALICE, "s1", "hello")
     with pytest.raises(ContextOverflowError, match="too short to compact"):
-        run_turn(rt, ALICE, "s1", "x" * 1000)  # spec §4.13 #94: fewer than keep_messages
+        run_turn(rt, ALICE, "s1", "x" * 1000)  # fewer messages than keep_messages
 
 
 def test_saves_of_the_overflowing_attempt_are_not_applied_twice() -> None:
@@ -299,7 +299,7 @@ def test_saves_of_the_overflowing_attempt_are_not_applied_twice() -> None:
     assert rt.store.text(ALICE, "MEMORY.md").count("- fact") == 1
 
 
-# -- eviction (§4.10) ------------------------------------------------------------------------
+# -- eviction ---------------------------------------------------------------------------------
 def big_tool_registry(rt, output: str, name: str = "fetch_page") -> ToolRegistry:
     return ToolRegistry(
         [Tool(name, "", {"type": "object"}, lambda arguments: output)],
@@ -336,7 +336,7 @@ def test_same_call_id_with_new_content_keeps_both_files() -> None:
     rt = make_runtime()
     big_tool_registry(rt, "a" * 90_000).call(ToolCall(id="c1", name="fetch_page"))
     big_tool_registry(rt, "b" * 90_000).call(ToolCall(id="c1", name="fetch_page"))
-    assert len(rt.store.list(ALICE, "tool-results/s1")) == 2  # spec §4.10 #75
+    assert len(rt.store.list(ALICE, "tool-results/s1")) == 2  # one file per content
 
 
 def test_search_and_read_tools_are_never_evicted() -> None:
@@ -393,15 +393,15 @@ def test_after_the_bound_a_busy_session_is_still_409() -> None:
         run_turn(rt, ALICE, "s1", "hi")
 
 
-# -- more of spec §4.5 -----------------------------------------------------------------------
-def test_triggers_are_inclusive() -> None:  # 38g
+# -- more of the compaction rules -------------------------------------------------------------
+def test_triggers_are_inclusive() -> None:
     rt = make_runtime(settings=SMALL)
     rt.models._overrides["compaction"] = ScriptedModel("S")
     exactly = WorkingContext(session_id="s", messages=[user("M1"), user("M2")])
     assert compact(rt, exactly, [user("M3")])  # 2 + 1 = 3 = trigger
 
 
-def test_the_summarizer_sees_tool_calls_without_arguments() -> None:  # 38j
+def test_the_summarizer_sees_tool_calls_without_arguments() -> None:
     model = ScriptedModel("S")
     rt = make_runtime(settings=SMALL)
     rt.models._overrides["compaction"] = model
@@ -415,7 +415,7 @@ def test_the_summarizer_sees_tool_calls_without_arguments() -> None:  # 38j
     assert "[tool_call: search]" in prompt and "secret-argument" not in prompt
 
 
-def test_a_blank_summary_is_marked_unavailable() -> None:  # 38k
+def test_a_blank_summary_is_marked_unavailable() -> None:
     rt = make_runtime(settings=SMALL)
     rt.models._overrides["compaction"] = ScriptedModel("   ")
     context = WorkingContext(session_id="s", messages=[user("M1"), user("M2"), user("M3")])
@@ -423,7 +423,7 @@ def test_a_blank_summary_is_marked_unavailable() -> None:  # 38k
     assert context.summary == "(Summary unavailable)"
 
 
-def test_a_budget_smaller_than_the_newest_message_keeps_only_it() -> None:  # 38f
+def test_a_budget_smaller_than_the_newest_message_keeps_only_it() -> None:
     settings = Settings(compaction_trigger_messages=2, compaction_keep_tokens=5)
     rt = make_runtime(settings=settings)
     rt.models._overrides["compaction"] = ScriptedModel("S")
@@ -434,7 +434,7 @@ def test_a_budget_smaller_than_the_newest_message_keeps_only_it() -> None:  # 38
     assert context.messages == []  # everything before the pending message was summarised
 
 
-def test_without_flush_before_compact_the_job_stays_a_normal_turn() -> None:  # 36
+def test_without_flush_before_compact_the_job_stays_a_normal_turn() -> None:
     settings = Settings(
         compaction_trigger_messages=4, compaction_keep_messages=2, compaction_flush_before=False
     )

@@ -208,8 +208,9 @@ def test_flush_of_an_unknown_session_does_nothing() -> None:
 
 
 def test_concurrent_appends_to_one_ledger_are_never_lost() -> None:
-    """Invariant 4: the CAS append loop under 16 simultaneous writers. (On a store whose
-    conditional put is atomic, as S3's is; moto's in-process If-Match is not.)"""
+    """docs/design.md#append-never-lost: the CAS append loop under 16 simultaneous writers.
+    (On a store whose conditional put is atomic, as S3's is; moto's in-process If-Match is
+    not.)"""
     import threading
 
     rt = make_runtime()
@@ -249,7 +250,7 @@ def test_a_failed_throttled_flush_is_retried_not_throttled() -> None:
     assert "- recovered" in ledger(rt)
 
 
-# --- flush triggers: the reference's cases §4.7 restated for per-session DynamoDB gates ---
+# --- flush triggers: the reference's behaviour restated for per-session DynamoDB gates ---
 
 
 def gate_answers(rt, session: str, times: int, *, every: float = 0.0) -> list[bool]:
@@ -267,33 +268,33 @@ def facts_model() -> ScriptedModel:
     return ScriptedModel(*[f"- fact {n}" for n in range(20)])
 
 
-def test_always_flushes_every_job_and_never_none() -> None:  # case 48
+def test_always_flushes_every_job_and_never_none() -> None:
     rt = make_runtime(memory=facts_model())
     assert gate_answers(rt, "s1", 5) == [True] * 5
     rt = make_runtime(memory=facts_model(), settings=Settings(flush_trigger="never"))
     assert gate_answers(rt, "s1", 5) == [False] * 5
 
 
-def test_throttled_first_call_is_immediate_then_the_gap_spaces_them() -> None:  # case 49
+def test_throttled_first_call_is_immediate_then_the_gap_spaces_them() -> None:
     rt = make_runtime(memory=facts_model(), settings=Settings(flush_trigger="throttled:1h"))
     assert gate_answers(rt, "s1", 3) == [True, False, False]
 
 
-def test_throttled_gap_reopens_after_it_elapses() -> None:  # case 50
+def test_throttled_gap_reopens_after_it_elapses() -> None:
     rt = make_runtime(memory=facts_model(), settings=Settings(flush_trigger="throttled:50ms"))
     assert gate_answers(rt, "s1", 2) == [True, False]
     rt.clock.advance(seconds=0.15)
     assert gate_answers(rt, "s1", 2) == [True, False]
 
 
-def test_throttled_zero_is_always() -> None:  # case 51
+def test_throttled_zero_is_always() -> None:
     settings = Settings(flush_trigger="throttled:0")
     assert settings.trigger.mode == "always"
     rt = make_runtime(memory=facts_model(), settings=settings)
     assert gate_answers(rt, "s1", 4) == [True] * 4
 
 
-def test_each_session_has_its_own_throttle_gate() -> None:  # cases 52, 54
+def test_each_session_has_its_own_throttle_gate() -> None:
     rt = make_runtime(memory=facts_model(), settings=Settings(flush_trigger="throttled:1h"))
     assert gate_answers(rt, "a", 2) + gate_answers(rt, "b", 2) == [True, False, True, False]
 
@@ -318,9 +319,10 @@ def test_two_replicas_claiming_one_gate_at_once_flush_once() -> None:
     assert sorted(claims) == [False] * 7 + [True]
 
 
-def test_throttle_and_consolidation_gaps_never_share_a_key() -> None:  # §5 B1, case 60a
+def test_throttle_and_consolidation_gaps_never_share_a_key() -> None:
     """Flush throttled to 10 min, consolidation gap 30 min, one turn and one tick every 5
-    min for an hour: each runs on its own schedule (the reference starved the flush)."""
+    min for an hour: each runs on its own schedule (the reference starved the flush:
+    docs/design.md#shared-throttle-key)."""
     from agent_harness.jobs import ConsolidationJob
     from agent_harness.memory.consolidate import consolidate
 

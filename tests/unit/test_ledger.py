@@ -30,7 +30,8 @@ def test_sections_carry_time_and_provenance() -> None:
 
 
 def test_day_and_header_use_the_same_configured_zone() -> None:
-    # 23:30 UTC is already the next day in Tokyo: file date and header must agree (B14)
+    # 23:30 UTC is already the next day in Tokyo: file date and header must agree
+    # (the reference mixed them: docs/design.md#mixed-time-zones)
     at = datetime(2026, 11, 30, 23, 30, tzinfo=UTC)
     zone = ZoneInfo("Asia/Tokyo")
     assert day_of(at, zone) == "2026-12-01"

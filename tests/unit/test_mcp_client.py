@@ -25,7 +25,7 @@ from agent_harness.mcp.client import (
     McpUnreachableError,
 )
 from agent_harness.mcp.remote_tools import RemoteTool, RemoteToolServers, result_text
-from agent_harness.settings import McpServerConfig
+from agent_harness.mcp_config import McpServerConfig
 
 URL = "https://tools.example.com/mcp"
 ORDER_TOOL: dict[str, Any] = {

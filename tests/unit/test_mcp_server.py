@@ -496,6 +496,10 @@ def test_a_blank_query_finds_nothing_and_says_so() -> None:
         result = call(rt, "memory_search", {"query": query})
         assert text(result) == "No query provided"
         assert result["structuredContent"] == {"hits": [], "match_mode": "phrase"}
+    # the same memory, a real query: the saved line is there, and found
+    found = call(rt, "memory_search", {"query": "x"})
+    assert text(found).startswith("Found ")
+    assert found["structuredContent"]["hits"][0] == {"path": "MEMORY.md", "line": 1, "text": "- x"}
 
 
 @pytest.mark.parametrize(

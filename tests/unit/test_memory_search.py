@@ -1,4 +1,4 @@
-"""memory_search: the matchMode table (issue 3), ordering, ranking, reading and caching."""
+"""memory_search: the match modes, ordering, ranking, reading and caching."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The memory tools inside a turn (spec §4.12 restated for our API), the disable switches
+"""The memory tools inside a turn (the reference's tools restated for our API), the disable switches
 and AGENTS.md as the system prompt."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def call(rt, name: str, **arguments) -> str:
     return tools.call(ToolCall(id="c", name=name, arguments=json.dumps(arguments)))
 
 
-# -- memory_get (spec §4.12 #88, #89) ---------------------------------------------------
+# -- memory_get: N|text rows of a line range ---------------------------------------------
 @pytest.mark.parametrize(
     ("start", "end", "expected"),
     [
@@ -70,7 +70,7 @@ def test_memory_get_bounds_its_output() -> None:
     assert len(rows) == 401 and rows[-1].startswith("[truncated at line 400; ask for startLine=401")
 
 
-# -- memory_save (spec §4.12 #90): staged in the turn, written with it -------------------
+# -- memory_save: staged in the turn, written with it --------------------------------------
 def test_memory_save_persists_to_memory_md_and_the_ledger_with_the_turn() -> None:
     model = ScriptedModel(
         tool_call("memory_save", json.dumps({"content": "- a\n- b"})),
@@ -123,14 +123,65 @@ def test_bad_tool_calls_come_back_as_error_results(
 
 
 def test_a_blank_search_says_so() -> None:
-    assert call(make_runtime(), "memory_search", query="   ") == "No query provided"
-    assert call(make_runtime(), "memory_search", query=None) == "No query provided"
+    rt = make_runtime()
+    rt.store.put(ALICE, "MEMORY.md", "- prefers aisle seats\n")
+    assert call(rt, "memory_search", query="   ") == "No query provided"
+    assert call(rt, "memory_search", query=None) == "No query provided"
+    # the same memory, a real query: the line is there to be found
+    assert call(rt, "memory_search", query="aisle") == (
+        "Found 1 match for: aisle\nSource: MEMORY.md#1: - prefers aisle seats"
+    )
 
 
 def test_a_storage_failure_in_a_tool_is_a_result_not_a_crash() -> None:
     rt = make_runtime()
     rt.store.list = lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom"))
     assert call(rt, "memory_search", query="x") == "Error: memory_search failed unexpectedly"
+
+
+# -- the default match mode, inside a turn ----------------------------------------------------
+DECISION = "部署决定：使用蓝鲸方案"
+#: both words are in DECISION, but apart: "all", "any" and "ranked" find it, "phrase" not
+APART = "部署 蓝鲸"
+#: a phrase DECISION does contain
+PHRASE = "蓝鲸方案"
+
+
+@pytest.mark.parametrize(
+    ("tool", "nothing"),
+    [
+        ("memory_search", "No matching memories found for: "),
+        ("thread_search", "No past messages found for: "),
+    ],
+)
+def test_a_search_tool_called_without_match_mode_searches_a_phrase(tool: str, nothing: str) -> None:
+    from agent_harness.memory.flush import run_post_turn_job
+
+    model = ScriptedModel(
+        "noted",  # the turn that says DECISION
+        tool_call(tool, json.dumps({"query": APART}), call_id="default"),
+        tool_call(tool, json.dumps({"query": APART, "matchMode": None}), call_id="null"),
+        tool_call(tool, json.dumps({"query": APART, "matchMode": "all"}), call_id="all"),
+        tool_call(tool, json.dumps({"query": PHRASE}), call_id="phrase"),
+        "done",
+    )
+    rt = make_runtime(agent=model)
+    rt.store.put(ALICE, "MEMORY.md", f"- {DECISION}\n")
+    run_turn(rt, ALICE, "s1", DECISION)
+    while rt.queue.post_turn:  # index the turn, as the FIFO consumer would
+        run_post_turn_job(rt, rt.queue.post_turn.pop(0))
+
+    run_turn(rt, ALICE, "s2", "What did we decide about the deployment?")
+
+    results = {m.tool_call_id: m.content for m in model.requests[-1].messages if m.role == "tool"}
+    assert results["default"] == nothing + APART
+    assert results["null"] == nothing + APART
+    header, *found = results["all"].splitlines()
+    assert header.startswith("Found ") and header.endswith(f" for: {APART}")
+    assert found and all(DECISION in row for row in found)
+    # the default does search: the phrase the line contains is found, the same lines
+    header, *phrase = results["phrase"].splitlines()
+    assert header.endswith(f" for: {PHRASE}") and phrase == found
 
 
 # -- the offline model uses the tool --------------------------------------------------------

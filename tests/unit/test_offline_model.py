@@ -77,8 +77,13 @@ def test_agent_answers_from_memory_by_keyword_overlap() -> None:
 
 
 def test_agent_says_when_memory_has_nothing() -> None:
-    answer = ask("agent", [Message(role="user", content="What is my favourite colour?")])
+    question = Message(role="user", content="What is my favourite colour?")
+    answer = ask("agent", [question])
     assert answer.startswith(LABEL) and "nothing in memory" in answer
+    # the same question, with memory that has the answer: it is found
+    memory = "# Memory\n- User said: My favourite colour is green."
+    answer = ask("agent", [reference(memory), question])
+    assert answer == f"{LABEL} From memory: User said: My favourite colour is green."
 
 
 def test_extract_facts_ignores_assistant_lines() -> None:

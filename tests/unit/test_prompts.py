@@ -16,7 +16,7 @@ from agent_harness.records import TurnRecord
 
 
 def test_templates_render_without_format_pitfalls() -> None:
-    # a stray % or brace must never crash rendering (the reference's B11)
+    # a stray % or brace must never crash rendering (docs/design.md#format-string-prompts)
     text = render_template("keep 50% of {max_tokens} tokens; {unknown} {", max_tokens=10)
     assert text == "keep 50% of 10 tokens; {unknown} {"
     assert "4000" in render_template(CONSOLIDATION_PROMPT, max_tokens=4000, max_chars=16000)

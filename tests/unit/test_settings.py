@@ -108,7 +108,7 @@ def test_durations(text: str, seconds: float) -> None:
         ("NEVER", FlushTrigger("never")),
         ("on_compact", FlushTrigger("on_compact")),
         ("throttled:10m", FlushTrigger("throttled", 600)),
-        ("throttled:0s", FlushTrigger("always")),  # a zero gap is always (case 3)
+        ("throttled:0s", FlushTrigger("always")),  # a zero gap is always
     ],
 )
 def test_flush_triggers(text: str, trigger: FlushTrigger) -> None:
@@ -117,7 +117,8 @@ def test_flush_triggers(text: str, trigger: FlushTrigger) -> None:
 
 
 def test_a_custom_consolidation_prompt_with_stray_percent_and_braces_renders() -> None:
-    """§5 B11: validated when settings load, so rendering can never fail at run time."""
+    """Validated when settings load, so rendering can never fail at run time
+    (docs/design.md#format-string-prompts)."""
     from agent_harness.memory.prompts import consolidation_messages
 
     prompt = 'Keep 100% of facts {"style": "terse"} within {max_tokens} tokens / {max_chars} chars.'
