@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from agent_harness import markup
 from agent_harness.errors import ConflictError, PreconditionFailedError
 from agent_harness.models.base import Message
-from agent_harness.paths import AGENTS_FILE, context_path
+from agent_harness.paths import AGENTS_FILE, MEMORY_FILE, context_path
 from agent_harness.records import MemoryInjection
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def memory_reference(
     content = markup.wrap(
         markup.HARNESS_CONTEXT,
         f"{REFERENCE_INTRO}\n{body}",
-        source="MEMORY.md",
+        source=MEMORY_FILE,
         kind="reference-data",
         version=memory.etag.strip('"'),
         loaded_at=loaded_at,
