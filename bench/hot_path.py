@@ -4,9 +4,9 @@ Both run the real AgentCall handler (``local_stack.lambdas.import_handler``: the
 imported under its template environment, as a Lambda container) on the embedded AWS
 (moto, in-process), with HTTP API v2 events.
 
-Requests per turn (docs/design.md#budgets: at most 7 without compaction): counted with
-botocore event hooks on the handler's own clients, default settings and the offline
-model, for the first turn of a new session and a later one.
+Requests per turn (docs/design.md#budgets: at most 8 without compaction, 7 without
+automatic recall): counted with botocore event hooks on the handler's own clients, default
+settings and the offline model, for the first turn of a new session and a later one.
 
 Memory latency ratio (target <= 1.10): two containers of the same handler, one with the
 default settings (memory on) and one with memory off (HARNESS_DISABLE_MEMORY_TOOLS and
@@ -17,8 +17,11 @@ wrapped for its role as every model is (``ResilientModel``). The user has a synt
 MEMORY.md of about 3,500 tokens, near the 4,000-token injection cap (a mature memory, the
 worst case for memory on). Turns alternate between the containers (on, off, off, on, ...),
 each arm rotating to a new session every few turns so no compaction runs; warm-up turns
-are dropped; medians and p90 are kept. Each turn's time is split into the stub's sleep,
-the AWS calls (union of their intervals, as the two GETs run concurrently) and the rest.
+are dropped; medians and p90 are kept. Automatic recall is measured the same way: a third
+container with the defaults but HARNESS_RECALL_MAX_TOKENS=0, against memory on, with
+the user's ledgers (``LEDGER_DAYS`` days of dated facts) for recall to rank. Each turn's
+time is split into the stub's sleep, the AWS calls (union of their intervals, as the GETs
+run concurrently) and the rest.
 """
 
 from __future__ import annotations
@@ -54,13 +57,15 @@ if TYPE_CHECKING:
 TITLE = "Agent-call hot path: AWS requests and memory latency"
 FN = "AgentCallFunction"
 USER = "bench"
-REQUEST_BUDGET = 7
+REQUEST_BUDGET = 8
 RATIO_BUDGET = 1.10
 MEMORY_TOKENS = 3_500
 #: (stub model latency in seconds, measured turns per arm, warm-up turns per arm)
 SIZES = {True: (0.1, 8, 2), False: (0.3, 40, 3)}
 TURNS_PER_SESSION = 8  # 16 messages: far below the compaction trigger of 50
 MEMORY_OFF = {"HARNESS_DISABLE_MEMORY_TOOLS": "true", "HARNESS_DISABLE_MEMORY_HOOKS": "true"}
+RECALL_OFF = {"HARNESS_RECALL_MAX_TOKENS": "0"}
+LEDGER_DAYS = 90
 
 
 # -- the handler on the embedded AWS ------------------------------------------------------
@@ -253,6 +258,23 @@ def synthetic_memory(tokens: int, count: Any) -> str:
     return "\n".join(parts) + "\n"
 
 
+def synthetic_ledgers(days: int) -> dict[str, str]:
+    """``days`` daily ledgers of flushed facts (made up here), by path."""
+    things = ("green tea", "oolong", "espresso", "the Lisbon trip", "the garden", "cycling")
+    out = {}
+    for n in range(days):
+        month, day = 1 + n // 28 % 12, 1 + n % 28
+        facts = [
+            f"- The user said {things[(n + i) % len(things)]} helps in the afternoon ({i})"
+            for i in range(8)
+        ]
+        out[f"memory/2024-{month:02d}-{day:02d}.md"] = (
+            f"\n## Flush — 2024-{month:02d}-{day:02d}T18:00:00Z\n"
+            f"> source: session=s{n} turns=1 model=offline\n" + "\n".join(facts) + "\n"
+        )
+    return out
+
+
 def _stats(values: list[float]) -> dict[str, float]:
     p90 = statistics.quantiles(values, n=10)[-1] if len(values) > 1 else values[0]
     return {"median": round(statistics.median(values), 1), "p90": round(p90, 1)}
@@ -262,16 +284,21 @@ def measure_latency(resolver: Resolver, env: dict[str, str], quick: bool) -> dic
     seconds, turns, warmup = SIZES[quick]
     on = Arm.start("on", resolver, env, seconds)
     off = Arm.start("off", resolver, {**env, **MEMORY_OFF}, seconds)
+    no_recall = Arm.start("recall_off", resolver, {**env, **RECALL_OFF}, seconds)
     memory = synthetic_memory(MEMORY_TOKENS, on.app.runtime.counter.count)
-    on.app.runtime.store.put(User.from_id(USER), MEMORY_FILE, memory)
+    user = User.from_id(USER)
+    on.app.runtime.store.put(user, MEMORY_FILE, memory)
+    for path, text in synthetic_ledgers(LEDGER_DAYS).items():
+        on.app.runtime.store.put(user, path, text)
+    every = (on, off, no_recall)
     for i in range(warmup):
-        on.turn(i, warmup=True)
-        off.turn(i, warmup=True)
+        for arm in every:
+            arm.turn(i, warmup=True)
     for i in range(turns):
-        for arm in (on, off) if i % 2 == 0 else (off, on):
+        for arm in every[i % 3 :] + every[: i % 3]:  # each arm first as often as the others
             arm.turn(i)
     arms: dict[str, Any] = {}
-    for arm in (on, off):
+    for arm in every:
         series = {k: [t[k] for t in arm.turns] for k in ("total", "model", "aws", "harness")}
         without_aws = [t["total"] - t["aws"] for t in arm.turns]
         arms[arm.name] = {
@@ -285,8 +312,8 @@ def measure_latency(resolver: Resolver, env: dict[str, str], quick: bool) -> dic
             "samples_ms": [round(v, 1) for v in series["total"]],
         }
 
-    def ratio(key: str, stat: str = "median") -> float:
-        return round(arms["on"][key][stat] / arms["off"][key][stat], 3)
+    def ratio(key: str, stat: str = "median", base: str = "off") -> float:
+        return round(arms["on"][key][stat] / arms[base][key][stat], 3)
 
     return {
         "model_ms": round(seconds * 1000),
@@ -298,6 +325,10 @@ def measure_latency(resolver: Resolver, env: dict[str, str], quick: bool) -> dic
         "ratio_p90": ratio("total", "p90"),
         "ratio_without_aws": ratio("without_aws"),
         "within_budget": ratio("total") <= RATIO_BUDGET,
+        "ledgers": LEDGER_DAYS,
+        "recall_ratio": ratio("total", base="recall_off"),
+        "recall_ratio_p90": ratio("total", "p90", base="recall_off"),
+        "recall_within_budget": ratio("total", base="recall_off") <= RATIO_BUDGET,
         "arms": arms,
     }
 
@@ -330,6 +361,17 @@ def report(result: dict[str, Any]) -> str:
         f"  ratio {lat['ratio']:.3f} (p90 {lat['ratio_p90']:.3f}, without AWS time "
         f"{lat['ratio_without_aws']:.3f})   budget <= {lat['budget']}   {verdict}",
     ]
+    if "recall_ratio" in lat:
+        rec = lat["arms"]["recall_off"]
+        ok = "ok" if lat["recall_within_budget"] else "OVER BUDGET"
+        out += [
+            f"automatic recall on vs off ({lat['ledgers']} ledgers; memory on otherwise):",
+            f"  off  median {rec['total']['median']:7.1f} ms  p90 {rec['total']['p90']:7.1f}  "
+            f"requests {'/'.join(map(str, rec['requests']))} vs "
+            f"{'/'.join(map(str, on['requests']))} with recall",
+            f"  ratio {lat['recall_ratio']:.3f} (p90 {lat['recall_ratio_p90']:.3f})   "
+            f"budget <= {lat['budget']}   {ok}",
+        ]
     return "\n".join(out)
 
 
@@ -463,6 +505,26 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
             "",
             _interpretation(lat),
             "",
+            *_recall_section(lat),
             *_plots(lat, img_dir),
         ]
     )
+
+
+def _recall_section(lat: dict[str, Any]) -> list[str]:
+    """Automatic recall on vs off (results from before it existed have no such arm)."""
+    if "recall_ratio" not in lat:
+        return []
+    on, off = lat["arms"]["on"], lat["arms"]["recall_off"]
+    verdict = "within" if lat["recall_within_budget"] else "**over**"
+    return [
+        f"**Automatic recall on vs off** (target: median latency ratio ≤ {lat['budget']}). "
+        "A third container with the defaults but `HARNESS_RECALL_MAX_TOKENS=0`, in the same "
+        f"rotation, the user holding {lat['ledgers']} daily ledgers for recall to rank. "
+        f"Ratio of medians **{lat['recall_ratio']:.3f}** ({verdict} the budget), of p90s "
+        f"{lat['recall_ratio_p90']:.3f}; medians {on['total']['median']:.1f} ms with recall, "
+        f"{off['total']['median']:.1f} ms without; requests per turn "
+        f"{'/'.join(map(str, on['requests']))} with recall (the LIST of memory/), "
+        f"{'/'.join(map(str, off['requests']))} without.",
+        "",
+    ]

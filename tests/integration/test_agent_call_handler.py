@@ -67,35 +67,69 @@ def count_requests(app) -> list[str]:
     return calls
 
 
-def test_the_hot_path_makes_at_most_seven_aws_requests(stack: Stack) -> None:
-    app = stack.handler(FN)
-    stack.invoke(app, load_event("agent_call_post_message.json"), FN)  # a session that exists
+HOT_PATH = [
+    "UpdateItem",  # the session lease
+    "GetObject",  # MEMORY.md
+    "GetObject",  # the working context
+    "ListObjectsV2",  # memory/, for automatic recall (ledgers come from the cache)
+    "PutObject",  # the turn's log object
+    "PutObject",  # the working context
+    "UpdateItem",  # commit and release
+    "SendMessage",  # the post-turn job
+]
+
+
+def test_the_hot_path_makes_at_most_eight_aws_requests_when_warm(stack: Stack) -> None:
+    stack.clients["s3"].put_object(
+        Bucket=stack.bucket,
+        Key="users/alice/memory/2026-11-29.md",
+        Body=b"## Flush\n- Alice flies to Lisbon in June and prefers aisle seats\n",
+    )
+    app = stack.handler(FN, HARNESS_RECALL_LISTING_SECONDS="0")  # the worst case: LIST each turn
+    stack.invoke(app, load_event("agent_call_post_message.json"), FN)  # reads the ledger once
+    calls = count_requests(app)
+
+    response = stack.invoke(app, load_event("agent_call_post_message.json"), FN)
+
+    assert response["statusCode"] == 200
+    assert sorted(c.split(":")[0] for c in calls) == sorted(HOT_PATH)
+    assert not any("memory/2026-11-29.md" in c for c in calls)  # revalidated, not re-read
+
+
+def test_a_turn_soon_after_another_reuses_the_ledger_listing(stack: Stack) -> None:
+    app = stack.handler(FN)  # the default: a listing is reused for 30 s
+    stack.invoke(app, load_event("agent_call_post_message.json"), FN)
     calls = count_requests(app)
 
     response = stack.invoke(app, load_event("agent_call_post_message.json"), FN)
 
     assert response["statusCode"] == 200
     assert sorted(c.split(":")[0] for c in calls) == sorted(
-        [
-            "UpdateItem",
-            "GetObject",
-            "GetObject",
-            "PutObject",
-            "PutObject",
-            "UpdateItem",
-            "SendMessage",
-        ]
+        c for c in HOT_PATH if c != "ListObjectsV2"
     )
 
 
-def test_a_new_sessions_first_turn_also_makes_at_most_seven_requests(stack: Stack) -> None:
+def test_without_recall_the_hot_path_is_seven_requests(stack: Stack) -> None:
+    app = stack.handler(FN, HARNESS_RECALL_MAX_TOKENS="0")
+    stack.invoke(app, load_event("agent_call_post_message.json"), FN)
+    calls = count_requests(app)
+
+    response = stack.invoke(app, load_event("agent_call_post_message.json"), FN)
+
+    assert response["statusCode"] == 200
+    assert sorted(c.split(":")[0] for c in calls) == sorted(
+        c for c in HOT_PATH if c != "ListObjectsV2"
+    )
+
+
+def test_a_new_sessions_first_turn_also_makes_at_most_eight_requests(stack: Stack) -> None:
     app = stack.handler(FN)
     calls = count_requests(app)
 
     response = stack.invoke(app, load_event("agent_call_post_message.json"), FN)
 
     assert response["statusCode"] == 200
-    assert len(calls) == 7
+    assert len(calls) == 8
     assert "GetObject:users/alice/AGENTS.md" in calls  # the persona, instead of a context
 
 
@@ -427,7 +461,7 @@ def test_a_client_tool_round_trip_pauses_and_resumes_with_few_aws_requests(stack
         {"id": "call_order_42", "name": "lookup_order", "arguments": {"order_id": 42}}
     ]
     pause_requests = list(calls)
-    assert len(pause_requests) <= 7 and stack.receive("FlushQueue") == []
+    assert len(pause_requests) <= 8 and stack.receive("FlushQueue") == []
     assert stack.text("users/alice/sessions/support-42/turns/00000001.json") is None
     calls.clear()
 
@@ -443,5 +477,5 @@ def test_a_client_tool_round_trip_pauses_and_resumes_with_few_aws_requests(stack
     [job] = stack.receive("FlushQueue")
     assert json.loads(job["Body"])["turn"] == 1
     assert sorted(c.split(":")[0] for c in pause_requests) == sorted(
-        ["UpdateItem", "GetObject", "GetObject", "PutObject", "UpdateItem"]
+        ["UpdateItem", "GetObject", "GetObject", "ListObjectsV2", "PutObject", "UpdateItem"]
     )

@@ -114,7 +114,14 @@ def test_no_module_is_longer_than_a_sitting() -> None:
 
 
 #: modules that do pure computation: no AWS client, no Runtime, no network
-PURE = ["memory/index.py", "memory/ledger.py", "memory/segments.py", "paths.py", "keys.py"]
+PURE = [
+    "memory/index.py",
+    "memory/recall.py",
+    "memory/ledger.py",
+    "memory/segments.py",
+    "paths.py",
+    "keys.py",
+]
 
 
 @pytest.mark.parametrize("module", PURE)

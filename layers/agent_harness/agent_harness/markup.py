@@ -19,6 +19,7 @@ CURRENT_MEMORY = "current_memory"
 NEW_ENTRIES = "new_ledger_entries"
 HARNESS_CONTEXT = "harness_context"
 MEMORY = "memory"
+RECALLED = "recalled_memory"
 MESSAGES = "messages"
 
 

@@ -22,14 +22,23 @@ __all__ = ["MemoryInjection", "PendingTurn", "TurnRecord", "WorkingContext"]
 
 
 class MemoryInjection(BaseModel):
-    model_config = ConfigDict(defer_build=True)
+    """How memory entered this turn: MEMORY.md and the recalled lines (provenance of
+    what the model was shown)."""
 
-    """How MEMORY.md entered this turn (provenance of what the model was shown)."""
+    model_config = ConfigDict(defer_build=True)
 
     etag: str | None = None
     tokens: int = 0
     original_tokens: int = 0
     truncated: bool = False
+    #: automatic recall: the tokens of its reference message, and the lines it showed
+    recall_tokens: int = 0
+    recalled: list[str] = Field(default_factory=list)  # "memory/2026-11-30.md#4", ...
+
+    @property
+    def total_tokens(self) -> int:
+        """Every memory token the model was shown: MEMORY.md and the recalled lines."""
+        return self.tokens + self.recall_tokens
 
 
 class TurnRecord(BaseModel):
@@ -86,6 +95,8 @@ class PendingTurn(BaseModel):
     tools: list[ToolSpec] = Field(default_factory=list)
     #: MEMORY.md as the turn's first model call saw it (the prompt stays the same)
     reference: Message | None = None
+    #: the lines automatic recall injected for this turn (the same on every resume)
+    recall: Message | None = None
     memory: MemoryInjection = Field(default_factory=MemoryInjection)
     usage: Usage = Field(default_factory=Usage)
     compaction_usage: Usage = Field(default_factory=Usage)

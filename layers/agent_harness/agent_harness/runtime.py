@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from agent_harness.clock import Clock, SystemClock
 from agent_harness.errors import ConfigError
 from agent_harness.memory.index import MemoryIndexCache
+from agent_harness.memory.listings import RecentListings
 from agent_harness.models import ModelRegistry
 from agent_harness.models.resilience import Deadline
 from agent_harness.settings import ENV
@@ -47,6 +48,8 @@ class Runtime:
     new_id: Callable[[], str] = _new_id
     #: warm, bounded per-container cache of indexed memory files (keyed by user and ETag)
     search_cache: MemoryIndexCache = field(default_factory=MemoryIndexCache)
+    #: each user's last LIST of ledgers, which automatic recall reuses for a few seconds
+    listings: RecentListings = field(default_factory=RecentListings)
     sleep: Callable[[float], None] = time.sleep
     #: the boto3 clients behind the stores (for instrumentation: request counts)
     clients: dict[str, Any] = field(default_factory=dict)

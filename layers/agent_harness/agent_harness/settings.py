@@ -74,6 +74,9 @@ ENV: dict[str, str] = {
     "anthropic_api_key_secret": "HARNESS_ANTHROPIC_API_KEY_SECRET",
     "timezone": "HARNESS_TIMEZONE",
     "consolidation_max_tokens": "HARNESS_CONSOLIDATION_MAX_TOKENS",
+    "recall_max_tokens": "HARNESS_RECALL_MAX_TOKENS",
+    "recall_min_score": "HARNESS_RECALL_MIN_SCORE",
+    "recall_listing_seconds": "HARNESS_RECALL_LISTING_SECONDS",
     "consolidation_min_gap_seconds": "HARNESS_CONSOLIDATION_MIN_GAP_SECONDS",
     "consolidation_lease_seconds": "HARNESS_CONSOLIDATION_LEASE_SECONDS",
     "consolidation_max_input_bytes": "HARNESS_CONSOLIDATION_MAX_INPUT_BYTES",
@@ -245,6 +248,14 @@ class Settings(BaseModel):
     # memory
     timezone: str = "UTC"
     consolidation_max_tokens: int = Field(default=4000, gt=0)
+    #: automatic recall: ledger lines for the new message, injected before the first model
+    #: call (0 turns it off; so does disable_memory_hooks)
+    recall_max_tokens: int = Field(default=1000, ge=0, le=32_000)
+    #: the share of the message's words (weighted by rarity) a line must hold to be
+    #: recalled (abstention: no memory beats a wrong one)
+    recall_min_score: float = Field(default=0.3, ge=0, le=1)
+    #: how long a container reuses a user's last LIST of ledgers for recall (0: every turn)
+    recall_listing_seconds: float = Field(default=30.0, ge=0, le=3600)
     consolidation_min_gap_seconds: int = Field(default=1800, ge=0)
     consolidation_lease_seconds: int = Field(default=900, gt=0)
     consolidation_max_input_bytes: int = Field(default=200_000, ge=1_000)

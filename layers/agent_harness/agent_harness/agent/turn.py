@@ -48,14 +48,14 @@ from agent_harness.agent.history import turn_numbers
 from agent_harness.agent.importer import check_history, extend_context, history_records, put_records
 from agent_harness.agent.lease import session_lease
 from agent_harness.agent.loop import LoopResult, LoopState, run_loop
+from agent_harness.agent.recall import Recall, start_recall
+from agent_harness.agent.request import check_request
 from agent_harness.agent.toolset import turn_tools
 from agent_harness.clock import epoch_ms, iso
 from agent_harness.errors import (
     ContextOverflowError,
     ModelOutputError,
-    PayloadTooLargeError,
     SessionNotFoundError,
-    ValidationFailedError,
 )
 from agent_harness.ids import validate_session_id
 from agent_harness.models.base import Message, ToolSpec, Usage
@@ -99,7 +99,7 @@ def run_turn(
     becomes its first turns, as an import, and ``persona`` replaces AGENTS.md; both are
     written with the turn, so a failed model call leaves nothing."""
     validate_session_id(session_id)
-    _check_request(rt, message, tool_results, cancel)
+    check_request(rt, message, tool_results, cancel)
     if history:
         check_history(history)
     declared = declare_tools(tools, rt.settings) if tools is not None else None
@@ -116,35 +116,6 @@ def run_turn(
     return result
 
 
-def _check_request(
-    rt: Runtime, message: str | None, results: list[ToolResult] | None, cancel: bool
-) -> None:
-    if sum((message is not None, results is not None, cancel)) != 1:
-        raise ValidationFailedError("send exactly one of message, tool_results or cancel")
-    if message is not None:
-        if not message.strip():
-            raise ValidationFailedError("message must not be blank")
-        if len(message) > rt.settings.max_message_chars:
-            raise PayloadTooLargeError(
-                f"message is {len(message)} characters; the limit is "
-                f"{rt.settings.max_message_chars}"
-            )
-    if results is not None:
-        if not results:
-            raise ValidationFailedError("tool_results must not be empty")
-        ids = [r.tool_call_id for r in results]
-        twice = sorted({i for i in ids if ids.count(i) > 1})
-        if twice:
-            raise ValidationFailedError(f"tool_results: {twice[0]} is answered twice")
-        limit = rt.settings.max_tool_result_chars
-        for result in results:
-            if len(result.content) > limit:
-                raise PayloadTooLargeError(
-                    f"the result of {result.tool_call_id} is {len(result.content):,} "
-                    f"characters; the limit is {limit:,}"
-                )
-
-
 @dataclass
 class _Draft:
     """A turn in the making: what its next model call needs, and what it did so far."""
@@ -154,6 +125,7 @@ class _Draft:
     user_message: Message
     reference: Message | None
     memory: MemoryInjection
+    recall: Message | None = None
     loop: LoopState = field(default_factory=LoopState)
     client_tools: list[ToolSpec] = field(default_factory=list)
     compaction_usage: Usage = field(default_factory=Usage)
@@ -169,6 +141,7 @@ class _Draft:
             user_message=messages[0],
             reference=pending.reference,
             memory=pending.memory,
+            recall=pending.recall,
             loop=LoopState(messages[1:], pending.usage, pending.model_calls, pending.model),
             client_tools=list(pending.tools),
             compaction_usage=pending.compaction_usage,
@@ -208,6 +181,7 @@ class _Turn:
         state = self.lease.state
         if message is None and state.turn == 0 and state.pause is None:
             raise pause.no_pending(self.session_id)  # a new session awaits nothing
+        recall = start_recall(self.rt, self.user) if message is not None else None
         memory = self._load(state, with_memory=message is not None)
         pending = pause.effective_pending(state, self.context)
         self.context.pending = pending
@@ -219,7 +193,7 @@ class _Turn:
                 self._close(pending, commit=False)  # forgotten by the caller: closed first
             if state.turn == 0 and state.pause is None and self.context.last_turn == 0:
                 self._begin(history or [], persona)
-            return self._start(message, tools or [], memory)
+            return self._start(message, tools or [], memory, recall)
         if pending is None:
             return self._repeat(results or [])
         if cancel:
@@ -272,18 +246,27 @@ class _Turn:
             self.completed = self.history[-1].turn
             self.history = []
 
-    def _start(self, text: str, tools: list[ToolSpec], memory: StoredObject | None) -> TurnResult:
-        reference, injection = None, MemoryInjection()
+    def _start(
+        self, text: str, tools: list[ToolSpec], memory: StoredObject | None, recall: Recall | None
+    ) -> TurnResult:
+        reference, injection, recalled = None, MemoryInjection(), None
         if self.tools_on or self.hooks_on:
             reference, injection = memory_reference(
                 memory, self.rt.counter, self.settings.consolidation_max_tokens, iso(self.started)
             )
+        if recall is not None:
+            said = [m.content for m in self.context.messages if m.role == "user"]
+            recalled, tokens, sources = recall.message(
+                memory, reference, text, said[-1] if said else None, iso(self.started)
+            )
+            injection = injection.model_copy(update={"recall_tokens": tokens, "recalled": sources})
         draft = _Draft(
             number=self.last_turn + 1,
             started=iso(self.started),
             user_message=Message(role="user", content=text),
             reference=reference,
             memory=injection,
+            recall=recalled,
             client_tools=tools,
         )
         shorten_old_arguments(self.context, self.settings)
@@ -341,6 +324,7 @@ class _Turn:
                 draft.reference,
                 self.context,
                 draft.user_message,
+                draft.recall,
             )
             limit = draft.loop.model_calls + 1 if final else self.settings.max_model_calls
             return run_loop(
@@ -379,6 +363,7 @@ class _Turn:
             answered=draft.answered,
             tools=draft.client_tools,
             reference=draft.reference,
+            recall=draft.recall,
             memory=draft.memory,
             usage=result.usage,
             compaction_usage=draft.compaction_usage,
@@ -405,7 +390,7 @@ class _Turn:
             turn=pending.turn,
             reply=None,
             usage=result.usage,
-            memory_tokens=draft.memory.tokens,
+            memory_tokens=draft.memory.total_tokens,
             compacted=draft.compacted,
             flush=None,
             model=result.model,
@@ -443,7 +428,7 @@ class _Turn:
             self.lease.commit(record.turn)
         metrics.add_metric("Turns", MetricUnit.Count, 1)
         metrics.add_metric("ModelCalls", MetricUnit.Count, result.model_calls)
-        metrics.add_metric("MemoryTokens", MetricUnit.Count, draft.memory.tokens)
+        metrics.add_metric("MemoryTokens", MetricUnit.Count, draft.memory.total_tokens)
         logger.info(
             "turn",
             extra={
@@ -454,7 +439,7 @@ class _Turn:
                 "input_tokens": record.usage.input_tokens,
                 "output_tokens": record.usage.output_tokens,
                 "compaction_input_tokens": record.compaction_usage.input_tokens,
-                "memory_tokens": draft.memory.tokens,
+                "memory_tokens": draft.memory.total_tokens,
             },
         )
         return self._result(record)
@@ -466,7 +451,7 @@ class _Turn:
             turn=record.turn,
             reply=reply,
             usage=record.usage,
-            memory_tokens=record.memory.tokens,
+            memory_tokens=record.memory.total_tokens,
             compacted=record.compacted,
             flush="queued",
             model=record.model or "",

@@ -27,11 +27,16 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from agent_harness.ids import User
+    from agent_harness.memory.listings import RecentListings
+    from agent_harness.ports import ObjectInfo, StoredObject
     from agent_harness.runtime import Runtime
 
 __all__ = [
+    "index_read",
     "load_cached",
     "load_fact_texts",
+    "load_ledgers",
+    "load_listed",
     "load_memory_files",
     "load_segments",
     "load_turn_texts",
@@ -53,11 +58,23 @@ def load_cached(
     """The files under ``prefix`` ending in ``suffix`` (by path), parsed with
     ``parse(path, text)``, after the files ``first`` (always read): one LIST, then
     concurrent GETs of only what the cache does not hold for that (user, path, ETag)."""
-    listed = sorted(
-        (i for i in rt.store.list(user, prefix) if i.path.endswith(suffix)), key=lambda i: i.path
-    )
+    listed = [i for i in rt.store.list(user, prefix) if i.path.endswith(suffix)]
+    return load_listed(rt, user, cache, listed, parse, first=first)
+
+
+def load_listed(
+    rt: Runtime,
+    user: User,
+    cache: MemoryIndexCache,
+    listed: list[ObjectInfo],
+    parse: Callable[[str, str], T],
+    *,
+    first: tuple[str, ...] = (),
+) -> list[tuple[str, T]]:
+    """``listed`` (and ``first``), parsed: GETs of only what the cache does not hold."""
+    listed = sorted(listed, key=lambda i: i.path)
     missing = [i.path for i in listed if cache.get((user.key, i.path, i.etag)) is None]
-    fetched = rt.store.get_many(user, [*first, *missing])
+    fetched = rt.store.get_many(user, [*first, *missing]) if first or missing else {}
     out: list[tuple[str, T]] = []
     for path, etag in [*((p, None) for p in first), *((i.path, i.etag) for i in listed)]:
         obj = fetched.get(path)
@@ -79,6 +96,35 @@ def index_memory_file(path: str, text: str) -> FileIndex:
     return FileIndex.build(text, date_words(*day) if day else "")
 
 
+def load_ledgers(
+    rt: Runtime,
+    user: User,
+    cache: MemoryIndexCache,
+    listings: RecentListings | None = None,
+    max_age: float = 0.0,
+) -> list[tuple[str, FileIndex]]:
+    """Every memory/** ledger (archive included), by path, indexed: one LIST (or, with
+    ``listings``, the user's last one if younger than ``max_age`` seconds), GETs of the
+    ledgers not cached."""
+    now = rt.clock.now().timestamp()
+    listed = listings.get(user.key, now, max_age) if listings is not None else None
+    if listed is None:
+        listed = [i for i in rt.store.list(user, LEDGER_DIR) if i.path.endswith(".md")]
+        if listings is not None:
+            listings.put(user.key, now, listed)
+    return load_listed(rt, user, cache, listed, index_memory_file)
+
+
+def index_read(cache: MemoryIndexCache, user: User, obj: StoredObject) -> FileIndex:
+    """A file the caller has read already (the turn's MEMORY.md), indexed once per ETag."""
+    key = (user.key, obj.path, obj.etag)
+    known: FileIndex | None = cache.get(key)
+    if known is None:
+        known = index_memory_file(obj.path, obj.content)
+        cache.put(key, known)
+    return known
+
+
 def load_memory_files(
     rt: Runtime, user: User, cache: MemoryIndexCache
 ) -> list[tuple[str, FileIndex]]:
@@ -89,7 +135,7 @@ def load_memory_files(
 def load_fact_texts(rt: Runtime, user: User, cache: MemoryIndexCache) -> LinkedIndexes:
     """The facts of every ledger (archive included) that name their turns: one LIST of
     memory/, GETs of the ledgers not cached."""
-    ledgers = [f for _, f in load_cached(rt, user, cache, LEDGER_DIR, ".md", index_memory_file)]
+    ledgers = [f for _, f in load_ledgers(rt, user, cache)]
     return linked_texts(cache, user.key, "#fact-texts", [f for f in ledgers if f.cited()])
 
 

@@ -1,0 +1,91 @@
+"""Automatic recall inside a turn: the ledgers are read beside the turn's own reads, then
+the lines for the new message are chosen (memory.recall) and rendered as reference data
+(agent.context). At most one more request on a warm container: the LIST of memory/,
+which the container reuses for ``recall_listing_seconds`` (a flush lands seconds after
+its turn, and the session's own recent turns are in its context anyway); the ledgers come
+from the per-container cache while their ETags hold."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from agent_harness import markup
+from agent_harness.agent.context import recall_reference
+from agent_harness.errors import HarnessError
+from agent_harness.memory.corpus import index_read, load_ledgers
+from agent_harness.memory.recall import recall_query, select_lines
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from agent_harness.ids import User
+    from agent_harness.memory.index import FileIndex
+    from agent_harness.models.base import Message
+    from agent_harness.ports import StoredObject
+    from agent_harness.runtime import Runtime
+
+__all__ = ["Recall", "start_recall"]
+
+logger = Logger(child=True)
+metrics = Metrics()
+#: threads that read the ledgers while the turn reads its context and MEMORY.md
+_READERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall")
+
+
+class Recall:
+    """The ledgers being read for one turn; ``message`` waits for them."""
+
+    def __init__(self, rt: Runtime, user: User) -> None:
+        self._rt, self._user = rt, user
+        self._ledgers: Future[list[tuple[str, FileIndex]]] = _READERS.submit(
+            load_ledgers,
+            rt,
+            user,
+            rt.search_cache,
+            rt.listings,
+            rt.settings.recall_listing_seconds,
+        )
+
+    def message(
+        self,
+        memory: StoredObject | None,
+        reference: Message | None,
+        text: str,
+        previous: str | None,
+        loaded_at: str,
+    ) -> tuple[Message | None, int, list[str]]:
+        """The recall message, its tokens and the sources of its lines. A failed read
+        costs the turn its recall, never the turn itself."""
+        try:
+            files = self._ledgers.result()
+        except HarnessError as exc:
+            logger.warning("recall skipped: reading the ledgers failed", extra={"error": str(exc)})
+            metrics.add_metric("RecallFailures", MetricUnit.Count, 1)
+            return None, 0, []
+        if memory is not None:
+            files = [(memory.path, index_read(self._rt.search_cache, self._user, memory)), *files]
+        shown = markup.extract(reference.content, markup.MEMORY) or "" if reference else ""
+        settings = self._rt.settings
+        lines = select_lines(
+            files,
+            recall_query(text, previous),
+            shown=shown,
+            counter=self._rt.counter,
+            max_tokens=settings.recall_max_tokens,
+            min_score=settings.recall_min_score,
+        )
+        message, tokens = recall_reference(lines, self._rt.counter, loaded_at)
+        metrics.add_metric("RecalledLines", MetricUnit.Count, len(lines))
+        return message, tokens, [line.source for line in lines]
+
+
+def start_recall(rt: Runtime, user: User) -> Recall | None:
+    """Start reading for automatic recall, or None when it is off."""
+    settings = rt.settings
+    if settings.disable_memory_hooks or settings.recall_max_tokens <= 0:
+        return None
+    return Recall(rt, user)

@@ -1,0 +1,45 @@
+"""What a turn request may ask: exactly one of a new message, the results of the
+caller's tools, or a cancel, each within the configured limits."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent_harness.errors import PayloadTooLargeError, ValidationFailedError
+
+if TYPE_CHECKING:
+    from agent_harness.agent.client_tools import ToolResult
+    from agent_harness.runtime import Runtime
+
+__all__ = ["check_request"]
+
+
+def check_request(
+    rt: Runtime, message: str | None, results: list[ToolResult] | None, cancel: bool
+) -> None:
+    """Exactly one of a message, tool results or a cancel, each within its limits: every
+    refusal of a turn request comes before anything is read or written."""
+    if sum((message is not None, results is not None, cancel)) != 1:
+        raise ValidationFailedError("send exactly one of message, tool_results or cancel")
+    if message is not None:
+        if not message.strip():
+            raise ValidationFailedError("message must not be blank")
+        if len(message) > rt.settings.max_message_chars:
+            raise PayloadTooLargeError(
+                f"message is {len(message)} characters; the limit is "
+                f"{rt.settings.max_message_chars}"
+            )
+    if results is not None:
+        if not results:
+            raise ValidationFailedError("tool_results must not be empty")
+        ids = [r.tool_call_id for r in results]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise ValidationFailedError(f"tool_results: {twice[0]} is answered twice")
+        limit = rt.settings.max_tool_result_chars
+        for result in results:
+            if len(result.content) > limit:
+                raise PayloadTooLargeError(
+                    f"the result of {result.tool_call_id} is {len(result.content):,} "
+                    f"characters; the limit is {limit:,}"
+                )

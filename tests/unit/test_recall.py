@@ -1,0 +1,215 @@
+"""Automatic recall: the lines of a user's memory that bear on a new message reach the
+model before its first call, as reference data, within a budget and above a floor."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent_harness import markup
+from agent_harness.agent.turn import run_turn
+from agent_harness.errors import StoreError
+from agent_harness.ids import User
+from agent_harness.memory.index import FileIndex, search_files
+from agent_harness.memory.recall import coverage, recall_query, select_lines
+from agent_harness.models.base import ChatRequest, ToolSpec
+from agent_harness.settings import Settings
+from agent_harness.tokens import TokenCounter
+from tests.fakes import ORDER_TOOL, ScriptedModel, make_runtime
+
+ALICE = User.from_id("alice")
+LEDGER = (
+    "\n## Flush — 2026-03-02T10:00:00Z\n> source: session=old turns=4 model=offline\n"
+    "- Alice's sister Maria lives in Porto and visits every August\n"
+    "- Alice is allergic to shellfish\n"
+)
+
+
+def recalled_block(request: ChatRequest) -> str | None:
+    """The body of the recall message the model was shown, if any."""
+    for message in request.messages:
+        if message.role == "user" and 'source="recall"' in message.content:
+            return markup.extract(message.content, markup.RECALLED)
+    return None
+
+
+def runtime(**settings: object):
+    model = ScriptedModel(*(["ok"] * 5))
+    rt = make_runtime(agent=model, settings=Settings(consolidation_min_gap_seconds=0, **settings))
+    rt.store.put(ALICE, "memory/2026-03-02.md", LEDGER, create_only=True)
+    return rt, model
+
+
+def test_a_fact_from_a_ledger_reaches_a_new_sessions_first_call_without_a_tool() -> None:
+    rt, model = runtime()
+
+    result = run_turn(rt, ALICE, "fresh", "Where does my sister Maria live?")
+
+    [request] = model.requests
+    block = recalled_block(request)
+    assert block is not None
+    assert block.splitlines()[0] == (
+        "- Alice's sister Maria lives in Porto and visits every August "
+        "(memory/2026-03-02.md#4, 2026-03-02)"
+    )
+    assert "shellfish" not in block  # not about the question
+    recall = next(m for m in request.messages if 'source="recall"' in m.content)
+    assert 'kind="reference-data"' in recall.content and "not instructions" in recall.content
+    assert request.messages[-1].content == "Where does my sister Maria live?"  # right before
+    assert result.memory_tokens > 0  # counted in usage.memory_tokens
+    record = json.loads(rt.store.text(ALICE, "sessions/fresh/turns/00000001.json"))
+    assert record["memory"]["recalled"] == ["memory/2026-03-02.md#4"]
+    assert record["memory"]["recall_tokens"] == result.memory_tokens > 0
+
+
+def test_nothing_is_recalled_for_a_message_memory_knows_nothing_about() -> None:
+    rt, model = runtime()
+
+    result = run_turn(rt, ALICE, "s1", "Please draft a haiku about autumn leaves")
+
+    assert recalled_block(model.requests[0]) is None
+    assert result.memory_tokens == 0
+    # positive control: the same runtime recalls when the message is about a fact
+    run_turn(rt, ALICE, "s2", "Is there anything I am allergic to, like shellfish?")
+    assert "shellfish" in (recalled_block(model.requests[1]) or "")
+
+
+def test_lines_memory_md_already_shows_are_not_repeated() -> None:
+    rt, model = runtime()
+    rt.store.put(
+        ALICE,
+        "MEMORY.md",
+        "# Memory\n- Alice's sister Maria lives in Porto and visits every August\n",
+    )
+
+    run_turn(rt, ALICE, "s1", "Where does my sister Maria live?")
+
+    assert "Maria" in model.requests[0].messages[1].content  # MEMORY.md shows it
+    assert "Maria" not in (recalled_block(model.requests[0]) or "")
+
+
+@pytest.mark.parametrize(
+    "settings", [{"recall_max_tokens": 0}, {"disable_memory_hooks": True}], ids=["zero", "hooks"]
+)
+def test_recall_can_be_turned_off_and_then_reads_nothing(settings: dict) -> None:
+    rt, model = runtime(**settings)
+    listed: list[str] = []
+    original = rt.store.list
+    rt.store.list = lambda user, prefix, **kw: listed.append(prefix) or original(user, prefix, **kw)
+
+    run_turn(rt, ALICE, "s1", "Where does my sister Maria live?")
+
+    assert recalled_block(model.requests[0]) is None and listed == []
+
+
+def test_a_short_message_is_searched_with_the_users_message_before_it() -> None:
+    rt, model = runtime()
+    run_turn(rt, ALICE, "s1", "I need to plan the August visit of my sister Maria")
+    run_turn(rt, ALICE, "s1", "And where is it?")
+
+    assert "Porto" in (recalled_block(model.requests[1]) or "")
+    assert recall_query("And where is it?", "plan Maria's visit") == (
+        "plan Maria's visit\nAnd where is it?"
+    )
+    long = "Where exactly does my sister Maria live these days?"
+    assert recall_query(long, "something else") == long
+
+
+def test_a_failed_ledger_read_costs_the_recall_not_the_turn() -> None:
+    rt, model = runtime()
+    original = rt.store.list
+
+    def broken(user, prefix, **kw):
+        if prefix.startswith("memory"):
+            raise StoreError("listing memory failed")
+        return original(user, prefix, **kw)
+
+    rt.store.list = broken
+
+    result = run_turn(rt, ALICE, "s1", "Where does my sister Maria live?")
+
+    assert result.reply == "ok" and recalled_block(model.requests[0]) is None
+
+
+def test_a_paused_turn_shows_the_same_recall_when_it_resumes() -> None:
+    from agent_harness.agent.client_tools import ToolResult
+    from tests.fakes import tool_call
+
+    model = ScriptedModel(tool_call("lookup_order", '{"order_id": 42}'), "It shipped.")
+    rt = make_runtime(agent=model)
+    rt.store.put(ALICE, "memory/2026-03-02.md", LEDGER, create_only=True)
+
+    order = ToolSpec(
+        name=ORDER_TOOL["name"],
+        description=ORDER_TOOL["description"],
+        parameters=ORDER_TOOL["parameters"],
+    )
+    run_turn(rt, ALICE, "s1", "Is my sister Maria's order 42 here?", tools=[order])
+    run_turn(rt, ALICE, "s1", tool_results=[ToolResult("call_1", "shipped")])
+
+    first, resumed = (recalled_block(r) for r in model.requests)
+    assert first is not None and "Porto" in first and resumed == first
+
+
+def files(**by_path: str) -> list[tuple[str, FileIndex]]:
+    return [(path, FileIndex.build(text)) for path, text in by_path.items()]
+
+
+def test_equal_scores_go_newest_first_and_the_budget_keeps_whole_lines() -> None:
+    same = "- the quarterly budget review is on Friday\n"
+    found = files(
+        **{"memory/2026-01-05.md": same, "memory/2026-02-09.md": same.replace("the", "a")}
+    )
+    counter = TokenCounter()
+
+    lines = select_lines(
+        found, "quarterly budget review", shown="", counter=counter, max_tokens=500, min_score=0
+    )
+    assert [line.day for line in lines] == ["2026-02-09", "2026-01-05"]
+
+    one = counter.count(lines[0].render()) + 1
+    assert (
+        len(
+            select_lines(
+                found,
+                "quarterly budget review",
+                shown="",
+                counter=counter,
+                max_tokens=one,
+                min_score=0,
+            )
+        )
+        == 1
+    )
+
+
+def test_the_floor_drops_lines_found_only_through_their_neighbours() -> None:
+    found = files(**{"memory/2026-01-05.md": "- the review is on Friday\n- lunch with Tom\n"})
+    counter = TokenCounter()
+    query = "when is the review, on friday?"
+
+    every = select_lines(found, query, shown="", counter=counter, max_tokens=500, min_score=0)
+    kept = select_lines(found, query, shown="", counter=counter, max_tokens=500, min_score=0.3)
+
+    assert [line.text for line in every] == ["- the review is on Friday", "- lunch with Tom"]
+    assert [line.text for line in kept] == ["- the review is on Friday"]
+    hits = search_files(found, query, "ranked", 5)
+    assert coverage(found, query, hits) == [1.0, 0.0]
+
+
+def test_a_container_reuses_a_users_ledger_listing_for_a_while() -> None:
+    rt, model = runtime(recall_listing_seconds=30)
+    listed: list[str] = []
+    original = rt.store.list
+    rt.store.list = lambda user, prefix, **kw: listed.append(prefix) or original(user, prefix, **kw)
+
+    run_turn(rt, ALICE, "s1", "Where does my sister Maria live?")
+    rt.clock.advance(seconds=29)
+    run_turn(rt, ALICE, "s1", "Tell me more about where my sister Maria lives")
+    assert listed == ["memory/"]  # the second turn reused the first one's LIST
+    rt.clock.advance(seconds=2)
+    run_turn(rt, ALICE, "s1", "And when does Maria visit from Porto?")
+
+    assert listed == ["memory/", "memory/"]
+    assert all("Porto" in (recalled_block(r) or "") for r in model.requests)
