@@ -265,7 +265,8 @@ def synthetic_ledgers(days: int) -> dict[str, str]:
     for n in range(days):
         month, day = 1 + n // 28 % 12, 1 + n % 28
         facts = [
-            f"- The user said {things[(n + i) % len(things)]} helps in the afternoon ({i})"
+            f"- The user said a drink of {things[(n + i) % len(things)]} helps in the "
+            f"afternoon ({i})"
             for i in range(8)
         ]
         out[f"memory/2024-{month:02d}-{day:02d}.md"] = (
