@@ -13,10 +13,13 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ValidationError
 
+from agent_harness.api.schemas import SearchBody
 from agent_harness.errors import InvalidRequestError, UnauthorizedError, ValidationFailedError
 from agent_harness.ids import User, validate_session_id
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from aws_lambda_powertools.event_handler.api_gateway import Router
     from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
@@ -112,3 +115,18 @@ class Http:
         if not raw.isdigit() or not low <= int(raw) <= high:
             raise ValidationFailedError(f"query parameter {name} must be an integer {low}-{high}")
         return int(raw)
+
+    def search(self, run: Callable[..., list[Any]], fields: tuple[str, ...]) -> Response[str]:
+        """A search route (memory or threads): blank queries say so; hits carry
+        ``fields`` (and the score when ranked)."""
+        user = self.user()
+        request = self.body(SearchBody)
+        query = request.query or ""
+        if not query.strip():
+            return json_response(200, {"hits": [], "message": "no query provided"})
+        hits = run(self._rt, user, query, request.match_mode, request.limit, self._rt.search_cache)
+        rows = [
+            {f: getattr(h, f) for f in fields} | ({"score": h.score} if h.score is not None else {})
+            for h in hits
+        ]
+        return json_response(200, {"hits": rows, "match_mode": request.match_mode})

@@ -10,7 +10,6 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from agent_harness.api.http import Http, json_response
 from agent_harness.api.schemas import MemoryPutBody, MemorySaveBody, RollbackBody
-from agent_harness.api.session_routes import search_response
 from agent_harness.clock import iso
 from agent_harness.memory import files
 
@@ -74,7 +73,7 @@ def memory_routes(rt: Runtime) -> Router:
     def memory_search() -> Response[str]:
         from agent_harness.memory.search import search_memory
 
-        return search_response(http, rt, search_memory, ("path", "line", "text"))
+        return http.search(search_memory, ("path", "line", "text"))
 
     @router.post("/v1/memory/save")
     def memory_save() -> Response[str]:

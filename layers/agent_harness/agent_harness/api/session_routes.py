@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from agent_harness.api.http import Http, json_response
-from agent_harness.api.schemas import MessageBody, SearchBody
+from agent_harness.api.schemas import MessageBody
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from aws_lambda_powertools.event_handler import Response
 
     from agent_harness.agent.commit import TurnResult
     from agent_harness.runtime import Runtime
 
-__all__ = ["search_response", "session_routes", "usage_view"]
+__all__ = ["session_routes", "usage_view"]
 
 
 def usage_view(result: TurnResult) -> dict[str, object]:
@@ -33,23 +31,6 @@ def usage_view(result: TurnResult) -> dict[str, object]:
             "compaction": result.compaction_usage.model_dump(),
         },
     }
-
-
-def search_response(
-    http: Http, rt: Runtime, run: Callable[..., list[Any]], fields: tuple[str, ...]
-) -> Response[str]:
-    """A search route: blank queries say so; hits carry ``fields`` (+ score if ranked)."""
-    user = http.user()
-    request = http.body(SearchBody)
-    query = request.query or ""
-    if not query.strip():
-        return json_response(200, {"hits": [], "message": "no query provided"})
-    hits = run(rt, user, query, request.match_mode, request.limit, rt.search_cache)
-    rows = [
-        {f: getattr(h, f) for f in fields} | ({"score": h.score} if h.score is not None else {})
-        for h in hits
-    ]
-    return json_response(200, {"hits": rows, "match_mode": request.match_mode})
 
 
 def session_routes(rt: Runtime) -> Router:
@@ -130,6 +111,6 @@ def session_routes(rt: Runtime) -> Router:
         from agent_harness.memory.threads import search_threads
 
         fields = ("session_id", "turn", "role", "at", "text")
-        return search_response(http, rt, search_threads, fields)
+        return http.search(search_threads, fields)
 
     return router
