@@ -14,6 +14,7 @@ from agent_harness.models.offline import OfflineChatModel
 from tests.conftest import load_event
 from tests.fakes import ScriptedModel
 from tests.integration.conftest import Stack, body
+from tests.integration.test_agent_call_handler import count_requests
 
 AGENT, FLUSH, CONSOLIDATE = "AgentCallFunction", "MemoryFlushFunction", "MemoryConsolidateFunction"
 LEDGER_PREFIX = "users/alice/memory/"
@@ -264,6 +265,34 @@ def test_a_fact_saved_with_its_source_turn_is_found_by_that_turns_words(stack: S
     ]  # "Silva" is only in the turn the fact names
     search["body"] = json.dumps({"query": "Silva", "match_mode": "any", "limit": 10})
     assert "cleaning" not in json.dumps(body(stack.invoke(agent, search, AGENT)))
+
+
+def test_the_flush_event_writes_ranked_snapshots_a_new_container_searches_from(
+    stack: Stack,
+) -> None:
+    agent = stack.handler(AGENT)
+    assert stack.invoke(agent, load_event("agent_call_import.json"), AGENT)["statusCode"] == 200
+    drain_flush_queue(stack, stack.handler(FLUSH))
+    s3 = stack.clients["s3"]
+    ledgers = json.loads(stack.text("users/alice/index/ranked/memory-2025-06.json") or "{}")
+    threads = json.loads(stack.text("users/alice/index/ranked/threads-2025-06.json") or "{}")
+    assert sorted(ledgers["files"]) == ["memory/2025-06-02.md", "memory/2025-06-03.md"]
+    assert list(threads["files"]) == ["index/threads/2025-06.jsonl"]
+    for path, entry in [*ledgers["files"].items(), *threads["files"].items()]:
+        head = s3.head_object(Bucket=stack.bucket, Key=f"users/alice/{path}")
+        assert entry["etag"] == head["ETag"]  # what a LIST shows, so a reader can use it
+
+    search = load_event("agent_call_memory_search.json")
+    search["isBase64Encoded"] = False
+    search["body"] = json.dumps({"query": "dentist Silva", "match_mode": "ranked", "limit": 5})
+    fresh = stack.handler(AGENT)  # a new container: nothing cached
+    calls = count_requests(fresh)
+    hits = body(stack.invoke(fresh, search, AGENT))["hits"]
+    assert "Dr. Silva" in hits[0]["text"]
+    reads = [c.split(":", 1)[1] for c in calls if c.startswith("GetObject:")]
+    assert "users/alice/index/ranked/memory-2025-06.json" in reads
+    assert "users/alice/index/ranked/threads-2025-06.json" in reads
+    assert not [k for k in reads if "/memory/2025-06-" in k or k.endswith(".jsonl")]
 
 
 def test_a_bad_import_is_422_and_writes_nothing(stack: Stack) -> None:

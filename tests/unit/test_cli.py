@@ -54,6 +54,25 @@ def test_show_search_consolidate_and_trace_a_users_memory(capsys) -> None:
     assert [d["day"] for d in json.loads(out)] == ["2026-11-30"]
 
 
+def test_reindex_rebuilds_a_users_ranked_snapshots_only(capsys) -> None:
+    rt = make_runtime()
+    remembered(rt, ALICE, "Remember that I prefer window seats on long flights.")
+    remembered(rt, BOB, "Remember that I prefer aisle seats.")
+    snapshot = "index/ranked/memory-2026-11.json"
+    before = rt.store.text(ALICE, snapshot)
+    assert before is not None  # the post-turn job wrote it
+    rt.store.put(ALICE, snapshot, "damaged")
+    bob_before = rt.store.text(BOB, snapshot)
+
+    status, out = cli(rt, capsys, "reindex", "alice")
+
+    assert status == 0 and json.loads(out) == {"snapshots_written": 1}
+    assert rt.store.text(ALICE, snapshot) == before
+    assert rt.store.text(BOB, snapshot) == bob_before
+    status, out = cli(rt, capsys, "reindex", "alice")
+    assert json.loads(out) == {"snapshots_written": 0}  # up to date: nothing rewritten
+
+
 def test_rollback_restores_a_listed_version(capsys) -> None:
     rt = make_runtime()
     rt.store.put(ALICE, "MEMORY.md", "# v1\n- first\n", create_only=True)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent_harness.memory.index import FileIndex, MemoryIndexCache, parse_match_mode, search_files
+from agent_harness.memory.cache import MemoryIndexCache
+from agent_harness.memory.file_index import FileIndex
+from agent_harness.memory.index import parse_match_mode, search_files
 
 
 def files(by_path: dict[str, str]) -> list[tuple[str, FileIndex]]:

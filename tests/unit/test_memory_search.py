@@ -5,7 +5,9 @@ itself is tested in test_index.py."""
 from __future__ import annotations
 
 from agent_harness.ids import User
-from agent_harness.memory.index import FileIndex, MemoryIndexCache, search_files
+from agent_harness.memory.cache import MemoryIndexCache
+from agent_harness.memory.file_index import FileIndex
+from agent_harness.memory.index import search_files
 from agent_harness.memory.search import format_hits, search_memory
 from tests.fakes import make_runtime
 from tests.unit.test_index import LEDGER
@@ -147,7 +149,7 @@ def test_turn_texts_are_read_only_for_ranked_queries_over_ledgers_naming_turns()
     search_memory(rt, ALICE, "aisle", "any", 5, cache)
     assert not any(p.startswith("index/threads") for _, p in rt.store.calls)
     search_memory(rt, ALICE, "aisle", "ranked", 5, cache)
-    assert ("get", "index/threads/2026-11.jsonl") in rt.store.calls
+    assert ("get", "index/ranked/threads-2026-11.json") in rt.store.calls  # its snapshot
     rt.store.calls.clear()
     search_memory(rt, ALICE, "aisle", "ranked", 5, cache)  # warm: the segment is cached
     assert not any(op == "get" and p.startswith("index/") for op, p in rt.store.calls)

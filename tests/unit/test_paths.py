@@ -56,3 +56,33 @@ def test_a_user_always_lands_in_the_same_shard_of_the_due_index() -> None:
     assert shards == {f"due#{n}" for n in range(4)}  # spread over every shard
     assert keys.due_shard("alice", 4) == keys.due_shard("alice", 4)
     assert keys.due_shard("alice", 4, "flush").startswith("flush#")
+
+
+@pytest.mark.parametrize(
+    ("path", "snapshot", "folder"),
+    [
+        ("memory/2026-11-30.md", "index/ranked/memory-2026-11.json", "memory/"),
+        (
+            "memory/archive/2025-01-03.md",
+            "index/ranked/memory-archive-2025-01.json",
+            "memory/archive/",
+        ),
+        ("index/threads/2026-11.jsonl", "index/ranked/threads-2026-11.json", "index/threads/"),
+        ("MEMORY.md", None, None),
+        ("memory/notes.md", None, None),
+        ("sessions/s/turns/00000001.json", None, None),
+    ],
+)
+def test_each_searchable_file_has_one_ranked_snapshot_listed_from_its_folder(
+    path: str, snapshot: str | None, folder: str | None
+) -> None:
+    assert paths.snapshot_path(path) == snapshot
+    if snapshot is not None:
+        assert paths.snapshot_sources(snapshot) == folder
+        assert path.startswith(folder or "")
+        assert "/" not in path[len(folder or "") :]  # a direct child: a LIST without subfolders
+
+
+def test_a_path_that_is_not_a_snapshot_has_no_sources() -> None:
+    assert paths.snapshot_sources("index/ranked/other-2026-11.json") is None
+    assert paths.snapshot_sources("memory/2026-11-30.md") is None

@@ -11,7 +11,8 @@ from agent_harness import markup
 from agent_harness.agent.turn import run_turn
 from agent_harness.errors import StoreError
 from agent_harness.ids import User
-from agent_harness.memory.index import FileIndex, search_files
+from agent_harness.memory.file_index import FileIndex
+from agent_harness.memory.index import search_files
 from agent_harness.memory.recall import coverage, recall_query, select_lines
 from agent_harness.models.base import ChatRequest, ToolSpec
 from agent_harness.settings import Settings
@@ -213,3 +214,24 @@ def test_a_container_reuses_a_users_ledger_listing_for_a_while() -> None:
 
     assert listed == ["memory/", "memory/"]
     assert all("Porto" in (recalled_block(r) or "") for r in model.requests)
+
+
+@pytest.mark.parametrize("budget", [150, 400, 4000])
+def test_the_budget_caps_the_whole_recall_message_frame_included(budget: int) -> None:
+    model = ScriptedModel("ok")
+    settings = Settings(consolidation_min_gap_seconds=0, recall_max_tokens=budget)
+    rt = make_runtime(agent=model, settings=settings)
+    facts = "\n".join(f"- the harbour ferry number {n} leaves pier {n % 7}" for n in range(300))
+    rt.store.put(ALICE, "memory/2026-03-02.md", f"## Memory Save — x\n{facts}\n")
+
+    run_turn(rt, ALICE, "fresh", "which harbour ferry leaves from which pier?")
+
+    record = json.loads(rt.store.text(ALICE, "sessions/fresh/turns/00000001.json"))
+    recall = next(m for m in model.requests[0].messages if 'source="recall"' in m.content)
+    tokens = rt.counter.count(recall.content)
+    assert record["memory"]["recall_tokens"] == tokens <= budget
+    # filled up to about one more line (lines are counted one by one, a little over what
+    # they cost together); a large budget considers more candidates than the 60 a small
+    # one does, so it is not stopped at 60 lines
+    assert budget - tokens < 40 + budget // 25
+    assert len(record["memory"]["recalled"]) > (60 if budget == 4000 else 0)

@@ -13,8 +13,8 @@ from agent_harness.agent.turn import run_turn
 from agent_harness.errors import SessionBusyError
 from agent_harness.ids import User
 from agent_harness.jobs import PostTurnJob
+from agent_harness.memory.cache import MemoryIndexCache
 from agent_harness.memory.flush import TURNS_PER_JOB, run_post_turn_job
-from agent_harness.memory.index import MemoryIndexCache
 from agent_harness.memory.threads import search_threads
 from agent_harness.models.base import ToolCall
 from agent_harness.settings import Settings
@@ -142,14 +142,37 @@ def test_thread_search_reads_one_object_per_month_and_caches_it() -> None:
     rt.store.calls.clear()
     hits = search_threads(rt, ALICE, "message", "any", 20, cache)
     assert len(hits) == 3
+    # a cold container reads each month's ranked-index snapshot, which the post-turn job
+    # wrote, instead of the segment itself
     assert sorted(p for op, p in rt.store.calls if op == "get") == [
-        "index/threads/2026-09.jsonl",
-        "index/threads/2026-10.jsonl",
-        "index/threads/2026-11.jsonl",
+        "index/ranked/threads-2026-09.json",
+        "index/ranked/threads-2026-10.json",
+        "index/ranked/threads-2026-11.json",
     ]
     rt.store.calls.clear()
     search_threads(rt, ALICE, "month", "any", 20, cache)
     assert [op for op, _ in rt.store.calls if op == "get"] == []  # warm: LIST only
+
+
+def test_thread_search_without_snapshots_reads_each_month_segment() -> None:
+    rt = make_runtime(agent=ScriptedModel(*["ok"] * 3), memory=ScriptedModel(*["NO_REPLY"] * 3))
+    for month in (9, 10, 11):
+        rt.clock.current = rt.clock.current.replace(month=month)
+        talk(rt, f"s{month}", f"message of month {month}")
+    drain(rt)
+    for info in rt.store.list(ALICE, "index/ranked"):
+        rt.store.delete(ALICE, info.path)
+    rt.store.calls.clear()
+    hits = search_threads(rt, ALICE, "message", "any", 20, MemoryIndexCache())
+    assert len(hits) == 3
+    assert sorted(p for op, p in rt.store.calls if op == "get") == [
+        "index/ranked/threads-2026-09.json",  # tried first, found missing
+        "index/ranked/threads-2026-10.json",
+        "index/ranked/threads-2026-11.json",
+        "index/threads/2026-09.jsonl",
+        "index/threads/2026-10.jsonl",
+        "index/threads/2026-11.jsonl",
+    ]
 
 
 def test_the_thread_search_tool_formats_hits() -> None:

@@ -122,6 +122,11 @@ def _parser() -> argparse.ArgumentParser:
     consolidate.add_argument("user")
     consolidate.add_argument("--queue", action="store_true", help="queue a job instead")
 
+    reindex = commands.add_parser(
+        "reindex", help="rebuild a user's ranked-index snapshots (derived, index/ranked/)"
+    )
+    reindex.add_argument("user")
+
     rollback = commands.add_parser("rollback", help="restore a MEMORY.md version")
     rollback.add_argument("user")
     rollback.add_argument("version_id")
@@ -174,6 +179,11 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
             _print({"queued": True, "requested_at": job.requested_at})
         else:
             _print(consolidate(rt, forced_job(rt, user)).__dict__)
+    elif args.command == "reindex":
+        from agent_harness.memory.corpus import refresh_snapshots
+
+        # a damaged or outdated snapshot reads as empty, so it is rebuilt whole
+        _print({"snapshots_written": refresh_snapshots(rt, user)})
     elif args.command == "rollback":
         document = files.rollback_memory(rt, user, args.version_id)
         _print({"restored": args.version_id, "etag": document.etag})

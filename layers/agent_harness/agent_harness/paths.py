@@ -11,6 +11,7 @@ and recognise paths only through these names, so a layout change is one edit her
     sessions/<s>/context.json                a session's compacted context
     tool-results/<s>/<call>-<sha>.txt        an evicted tool result, content-addressed
     index/threads/YYYY-MM.jsonl              derived thread-search segments, rebuildable
+    index/ranked/<files>-YYYY-MM.json        derived ranked-index snapshots, rebuildable
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "LEDGER_DIR",
     "MEMORY_FILE",
     "SEGMENT_DIR",
+    "SNAPSHOT_DIR",
     "USER_ROOT",
     "archive_path",
     "context_path",
@@ -33,6 +35,8 @@ __all__ = [
     "ledger_day",
     "ledger_path",
     "segment_path",
+    "snapshot_path",
+    "snapshot_sources",
     "tool_result_path",
     "turn_path",
     "turns_prefix",
@@ -44,6 +48,7 @@ MEMORY_FILE = "MEMORY.md"
 AGENTS_FILE = "AGENTS.md"
 LEDGER_DIR = "memory/"
 SEGMENT_DIR = "index/threads"
+SNAPSHOT_DIR = "index/ranked/"
 _LEDGER_FILE = re.compile(r"memory/(\d{4}-\d{2}-\d{2})\.md")
 _ANY_LEDGER = re.compile(r"(\d{4})-(\d{2})-(\d{2})\.md$")
 
@@ -95,3 +100,31 @@ def segment_path(moment: datetime) -> str:
     """The month segment of thread search holding a message of ``moment`` (already in
     the configured zone)."""
     return f"{SEGMENT_DIR}/{moment:%Y-%m}.jsonl"
+
+
+#: the files a ranked-index snapshot holds, a month of each: (snapshot name, the files'
+#: path pattern, the folder that holds them, not its subfolders)
+_SNAPSHOTS = (
+    ("memory", re.compile(r"memory/(\d{4}-\d{2})-\d{2}\.md"), LEDGER_DIR),
+    ("memory-archive", re.compile(r"memory/archive/(\d{4}-\d{2})-\d{2}\.md"), "memory/archive/"),
+    ("threads", re.compile(r"index/threads/(\d{4}-\d{2})\.jsonl"), f"{SEGMENT_DIR}/"),
+)
+_SNAPSHOT_FILE = re.compile(r"index/ranked/([a-z-]+)-(\d{4}-\d{2})\.json")
+
+
+def snapshot_path(path: str) -> str | None:
+    """The ranked-index snapshot that holds ``path``: a month of active ledgers, of
+    archived ledgers, or a month's thread segment; None for any other file."""
+    for name, pattern, _ in _SNAPSHOTS:
+        if match := pattern.fullmatch(path):
+            return f"{SNAPSHOT_DIR}{name}-{match[1]}.json"
+    return None
+
+
+def snapshot_sources(snapshot: str) -> str | None:
+    """The folder whose files (not its subfolders') ``snapshot`` holds some of; None:
+    not a snapshot path."""
+    match = _SNAPSHOT_FILE.fullmatch(snapshot)
+    if match is None:
+        return None
+    return {name: folder for name, _, folder in _SNAPSHOTS}.get(match[1])

@@ -253,7 +253,7 @@ class Settings(BaseModel):
     recall_max_tokens: int = Field(default=1000, ge=0, le=32_000)
     #: the share of the message's words (weighted by rarity) a line must hold to be
     #: recalled (abstention: no memory beats a wrong one)
-    recall_min_score: float = Field(default=0.3, ge=0, le=1)
+    recall_min_score: float = Field(default=0.15, ge=0, le=1)
     #: how long a container reuses a user's last LIST of ledgers for recall (0: every turn)
     recall_listing_seconds: float = Field(default=30.0, ge=0, le=3600)
     consolidation_min_gap_seconds: int = Field(default=1800, ge=0)

@@ -122,15 +122,23 @@ def recall_reference(
     """The reference message of automatic recall and its tokens (None when no line)."""
     if not lines:
         return None, 0
-    body = markup.wrap(markup.RECALLED, "\n".join(line.render() for line in lines))
-    content = markup.wrap(
+    content = _recall_content("\n".join(line.render() for line in lines), loaded_at)
+    return Message(role="user", content=content), counter.count(content)
+
+
+def recall_frame_tokens(counter: TokenCounter, loaded_at: str) -> int:
+    """The tokens of the recall message around its lines, which its budget pays first."""
+    return counter.count(_recall_content("", loaded_at))
+
+
+def _recall_content(lines: str, loaded_at: str) -> str:
+    return markup.wrap(
         markup.HARNESS_CONTEXT,
-        f"{RECALL_INTRO}\n{body}",
+        f"{RECALL_INTRO}\n{markup.wrap(markup.RECALLED, lines)}",
         source="recall",
         kind="reference-data",
         loaded_at=loaded_at,
     )
-    return Message(role="user", content=content), counter.count(content)
 
 
 def build_messages(

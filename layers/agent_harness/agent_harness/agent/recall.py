@@ -14,7 +14,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness import markup
-from agent_harness.agent.context import recall_reference
+from agent_harness.agent.context import recall_frame_tokens, recall_reference
 from agent_harness.errors import HarnessError
 from agent_harness.memory.corpus import index_read, load_ledgers
 from agent_harness.memory.recall import recall_query, select_lines
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from agent_harness.ids import User
-    from agent_harness.memory.index import FileIndex
+    from agent_harness.memory.file_index import FileIndex
     from agent_harness.models.base import Message
     from agent_harness.ports import StoredObject
     from agent_harness.runtime import Runtime
@@ -69,16 +69,20 @@ class Recall:
         if memory is not None:
             files = [(memory.path, index_read(self._rt.search_cache, self._user, memory)), *files]
         shown = markup.extract(reference.content, markup.MEMORY) or "" if reference else ""
-        settings = self._rt.settings
+        settings, counter = self._rt.settings, self._rt.counter
+        budget = settings.recall_max_tokens  # the whole message: frame and lines
         lines = select_lines(
             files,
             recall_query(text, previous),
             shown=shown,
-            counter=self._rt.counter,
-            max_tokens=settings.recall_max_tokens,
+            counter=counter,
+            max_tokens=budget - recall_frame_tokens(counter, loaded_at),
             min_score=settings.recall_min_score,
         )
-        message, tokens = recall_reference(lines, self._rt.counter, loaded_at)
+        message, tokens = recall_reference(lines, counter, loaded_at)
+        while lines and tokens > budget:  # lines counted apart can tokenize a bit longer
+            lines = lines[:-1]
+            message, tokens = recall_reference(lines, counter, loaded_at)
         metrics.add_metric("RecalledLines", MetricUnit.Count, len(lines))
         return message, tokens, [line.source for line in lines]
 

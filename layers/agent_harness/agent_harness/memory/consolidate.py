@@ -9,6 +9,7 @@
         memory model: consolidation prompt                    LLM (memory role)
         PUT MEMORY.md If-Match (412: a human edited it -> re-merge onto their version)
         retention: consolidated ledgers past the retention move to memory/archive/
+        ranked-index snapshots of every month brought up to date  derived, best effort
         watermark := bytes read, only after the write; due mark cleared unless re-marked
 
 Appends that land while a run is going are past the bytes it read, so the next run
@@ -32,6 +33,7 @@ from agent_harness.errors import ConflictError, HarnessError, PreconditionFailed
 from agent_harness.ids import User
 from agent_harness.jobs import ConsolidationJob
 from agent_harness.keys import shard_name
+from agent_harness.memory.corpus import refresh_snapshots
 from agent_harness.memory.files import ledger_files
 from agent_harness.memory.flush import sweep_flush_tails
 from agent_harness.memory.maintenance import archive_ledgers
@@ -137,13 +139,15 @@ def consolidate(rt: Runtime, job: ConsolidationJob) -> ConsolidationOutcome:
 
 
 def _archive(rt: Runtime, user: User, sizes: dict[str, int], consumed: dict[str, int]) -> list[str]:
-    """Retention, under the lease and after MEMORY.md is written. Best effort: a failure
-    is logged and the days move on a later run; the watermark forgets moved days."""
+    """Retention, under the lease and after MEMORY.md is written, then every ranked-index
+    snapshot brought up to date (archived days moved between them). Best effort: a
+    failure is logged and the days move on a later run; the watermark forgets moved days."""
     try:
         moved = archive_ledgers(rt, user, sizes, consumed)
     except HarnessError:
         logger.exception("archiving old ledgers failed; they stay for the next run")
-        return []
+        moved = []
+    refresh_snapshots(rt, user)
     for day in moved:
         consumed.pop(day, None)
     return moved

@@ -5,6 +5,13 @@ thread segments of the turns a ledger section names), thread_search the segments
 for ``ranked``, the ledger facts naming a message's turn). One LIST per folder, then
 concurrent GETs of only the files whose (user, path, ETag) the cache does not hold; each
 cached file keeps its parsed lines and postings, so a warm query does no parsing.
+
+A cold container (none of the files cached, or ``SNAPSHOT_MIN_MISSING`` or more not
+cached) first reads the ranked-index snapshots of their months (``memory.snapshots``):
+one GET per month instead of one per file, and no parsing or indexing. Only files whose
+snapshot entry is missing or older than the file (its ETag) are then read.
+``refresh_snapshots`` writes them: the post-turn job for the months it wrote,
+consolidation for all.
 """
 
 from __future__ import annotations
@@ -12,21 +19,29 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
-from agent_harness.memory.index import (
-    FileIndex,
-    LinkedIndexes,
-    MemoryIndexCache,
-    Sized,
-    date_words,
-    linked_texts,
-)
+from aws_lambda_powertools import Logger
+
+from agent_harness.errors import HarnessError, PreconditionFailedError
+from agent_harness.memory import snapshots
+from agent_harness.memory.cache import Sized
+from agent_harness.memory.file_index import FileIndex
+from agent_harness.memory.index import LinkedIndexes, date_words
 from agent_harness.memory.segments import Segment, parse_segment
-from agent_harness.paths import LEDGER_DIR, MEMORY_FILE, SEGMENT_DIR, ledger_date
+from agent_harness.paths import (
+    LEDGER_DIR,
+    MEMORY_FILE,
+    SEGMENT_DIR,
+    SNAPSHOT_DIR,
+    ledger_date,
+    snapshot_path,
+    snapshot_sources,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from agent_harness.ids import User
+    from agent_harness.memory.cache import MemoryIndexCache
     from agent_harness.memory.listings import RecentListings
     from agent_harness.ports import ObjectInfo, StoredObject
     from agent_harness.runtime import Runtime
@@ -40,9 +55,14 @@ __all__ = [
     "load_memory_files",
     "load_segments",
     "load_turn_texts",
+    "refresh_snapshots",
 ]
 
 T = TypeVar("T", bound=Sized)
+logger = Logger(child=True)
+#: a read missing this many files from the cache (or all of them) reads their months'
+#: snapshots first; one missing is a warm container after a write: the file is cheaper
+SNAPSHOT_MIN_MISSING = 2
 
 
 def load_cached(
@@ -54,12 +74,13 @@ def load_cached(
     parse: Callable[[str, str], T],
     *,
     first: tuple[str, ...] = (),
+    restore: Callable[[snapshots.Entry], T] | None = None,
 ) -> list[tuple[str, T]]:
     """The files under ``prefix`` ending in ``suffix`` (by path), parsed with
     ``parse(path, text)``, after the files ``first`` (always read): one LIST, then
     concurrent GETs of only what the cache does not hold for that (user, path, ETag)."""
     listed = [i for i in rt.store.list(user, prefix) if i.path.endswith(suffix)]
-    return load_listed(rt, user, cache, listed, parse, first=first)
+    return load_listed(rt, user, cache, listed, parse, first=first, restore=restore)
 
 
 def load_listed(
@@ -70,10 +91,21 @@ def load_listed(
     parse: Callable[[str, str], T],
     *,
     first: tuple[str, ...] = (),
+    restore: Callable[[snapshots.Entry], T] | None = None,
 ) -> list[tuple[str, T]]:
-    """``listed`` (and ``first``), parsed: GETs of only what the cache does not hold."""
+    """``listed`` (and ``first``), parsed: GETs of only what the cache does not hold,
+    after the snapshots of their months (``restore`` decodes an entry) when many are
+    missing."""
     listed = sorted(listed, key=lambda i: i.path)
-    missing = [i.path for i in listed if cache.get((user.key, i.path, i.etag)) is None]
+    absent = [i for i in listed if cache.get((user.key, i.path, i.etag)) is None]
+    if restore is not None and absent:
+        # cold: this container has not read these files of this user before
+        seen = (user.key, f"#read {restore.__qualname__}", "")
+        if cache.get(seen) is None or len(absent) >= SNAPSHOT_MIN_MISSING:
+            for info, restored in _from_snapshots(rt, user, absent, restore):
+                cache.put((user.key, info.path, info.etag), restored)
+            cache.put(seen, _Seen())
+    missing = [i.path for i in absent if cache.get((user.key, i.path, i.etag)) is None]
     fetched = rt.store.get_many(user, [*first, *missing]) if first or missing else {}
     out: list[tuple[str, T]] = []
     for path, etag in [*((p, None) for p in first), *((i.path, i.etag) for i in listed)]:
@@ -88,6 +120,12 @@ def load_listed(
         if parsed is not None:
             out.append((path, parsed))
     return out
+
+
+class _Seen:
+    """The cache's mark that a container has read a kind of a user's files."""
+
+    size = 64
 
 
 def index_memory_file(path: str, text: str) -> FileIndex:
@@ -112,7 +150,7 @@ def load_ledgers(
         listed = [i for i in rt.store.list(user, LEDGER_DIR) if i.path.endswith(".md")]
         if listings is not None:
             listings.put(user.key, now, listed)
-    return load_listed(rt, user, cache, listed, index_memory_file)
+    return load_listed(rt, user, cache, listed, index_memory_file, restore=snapshots.decode_ledger)
 
 
 def index_read(cache: MemoryIndexCache, user: User, obj: StoredObject) -> FileIndex:
@@ -129,7 +167,16 @@ def load_memory_files(
     rt: Runtime, user: User, cache: MemoryIndexCache
 ) -> list[tuple[str, FileIndex]]:
     """MEMORY.md then every memory/** ledger (archive included), by path, indexed."""
-    return load_cached(rt, user, cache, LEDGER_DIR, ".md", index_memory_file, first=(MEMORY_FILE,))
+    return load_cached(
+        rt,
+        user,
+        cache,
+        LEDGER_DIR,
+        ".md",
+        index_memory_file,
+        first=(MEMORY_FILE,),
+        restore=snapshots.decode_ledger,
+    )
 
 
 def load_fact_texts(rt: Runtime, user: User, cache: MemoryIndexCache) -> LinkedIndexes:
@@ -142,10 +189,112 @@ def load_fact_texts(rt: Runtime, user: User, cache: MemoryIndexCache) -> LinkedI
 def load_segments(rt: Runtime, user: User, cache: MemoryIndexCache) -> list[tuple[str, Segment]]:
     """Every month segment of thread search, indexed (days in the configured zone)."""
     parse = partial(parse_segment, zone=rt.settings.zone)
-    return load_cached(rt, user, cache, SEGMENT_DIR, ".jsonl", parse)
+    return load_cached(
+        rt, user, cache, SEGMENT_DIR, ".jsonl", parse, restore=snapshots.decode_segment
+    )
 
 
 def load_turn_texts(rt: Runtime, user: User, cache: MemoryIndexCache) -> LinkedIndexes:
     """Every indexed turn's messages (one LIST, GETs of the months not cached)."""
     segments = [segment.index for _, segment in load_segments(rt, user, cache)]
     return linked_texts(cache, user.key, "#turn-texts", segments)
+
+
+def linked_texts(
+    cache: MemoryIndexCache, user_key: str, name: str, indexes: list[FileIndex]
+) -> LinkedIndexes:
+    """The ``LinkedTexts`` of ``indexes`` (cached files): while none of them changes, the
+    same object, with the joins ranked search made."""
+    key = (user_key, name, ",".join(str(id(f)) for f in indexes))
+    known: LinkedIndexes | None = cache.get(key)
+    if known is not None and all(a is b for a, b in zip(known.indexes, indexes, strict=True)):
+        return known
+    made = LinkedIndexes(indexes)
+    cache.put(key, made)
+    return made
+
+
+# the persisted ranked index ----------------------------------------------------------
+def _from_snapshots(
+    rt: Runtime, user: User, absent: list[ObjectInfo], restore: Callable[[snapshots.Entry], T]
+) -> list[tuple[ObjectInfo, T]]:
+    """The ``absent`` files whose months' snapshots hold them at their current ETag. A
+    snapshot that cannot be read costs only speed: its files are read as files."""
+    names = sorted({name for i in absent if (name := snapshot_path(i.path))})
+    try:
+        read = rt.store.get_many(user, names)
+    except HarnessError as exc:
+        logger.warning("ranked-index snapshots unreadable", extra={"error": str(exc)})
+        return []
+    entries: dict[str, snapshots.Entry] = {}
+    for obj in read.values():
+        entries.update(snapshots.read(obj.content))
+    out: list[tuple[ObjectInfo, T]] = []
+    for info in absent:
+        entry = entries.get(info.path)
+        if entry is None or entry.get("etag") != info.etag:
+            continue
+        try:
+            out.append((info, restore(entry)))
+        except (KeyError, TypeError, ValueError):
+            logger.warning("a damaged snapshot entry, reading the file", extra={"path": info.path})
+    return out
+
+
+def _parser(rt: Runtime, path: str) -> Callable[[str, str], FileIndex | Segment]:
+    if path.endswith(".jsonl"):
+        return partial(parse_segment, zone=rt.settings.zone)
+    return index_memory_file
+
+
+def refresh_snapshots(rt: Runtime, user: User, paths: set[str] | None = None) -> int:
+    """Bring the snapshots holding ``paths`` (None: every file and snapshot the user has)
+    up to date with their files: a LIST per folder, each snapshot's GET, GETs of the
+    files changed since, a conditional PUT (a DELETE when its files are gone). Returns
+    the snapshots written or deleted. Best effort, since a reader never relies on a
+    snapshot being fresh: a store error is logged, and a race lost to another writer
+    leaves that snapshot to the winner."""
+    try:
+        if paths is None:
+            listed = [*rt.store.list(user, LEDGER_DIR), *rt.store.list(user, SEGMENT_DIR)]
+            stored = rt.store.list(user, SNAPSHOT_DIR)
+            names = {i.path for i in stored if snapshot_sources(i.path) is not None}
+        else:
+            names = {name for p in paths if (name := snapshot_path(p))}
+            folders = sorted({folder for n in names if (folder := snapshot_sources(n))})
+            listed = [i for f in folders for i in rt.store.list(user, f, recursive=False)]
+        groups: dict[str, list[ObjectInfo]] = {name: [] for name in names}
+        for info in listed:
+            name = snapshot_path(info.path)
+            if name is not None and (paths is None or name in groups):
+                groups.setdefault(name, []).append(info)
+        return sum(_refresh(rt, user, name, files) for name, files in sorted(groups.items()))
+    except HarnessError as exc:
+        logger.warning("refreshing ranked-index snapshots failed", extra={"error": str(exc)})
+        return 0
+
+
+def _refresh(rt: Runtime, user: User, name: str, listed: list[ObjectInfo]) -> int:
+    current = rt.store.get(user, name)
+    old = snapshots.read(current.content) if current is not None else {}
+    etags = {i.path: i.etag for i in listed}
+    files = {p: e for p, e in old.items() if etags.get(p) == e.get("etag")}
+    stale = sorted(p for p in etags if p not in files)
+    try:
+        if not listed:
+            if current is not None:
+                rt.store.delete(user, name, if_match=current.etag)
+            return int(current is not None)
+        if not stale and len(files) == len(old) and current is not None:
+            return 0
+        for path, obj in rt.store.get_many(user, stale).items():
+            files[path] = snapshots.encode(_parser(rt, path)(path, obj.content), obj.etag)
+        text = snapshots.render(files)
+        if current is None:
+            rt.store.put(user, name, text, create_only=True)
+        else:
+            rt.store.put(user, name, text, if_match=current.etag)
+    except PreconditionFailedError:
+        logger.info("a snapshot changed meanwhile, left to its writer", extra={"snapshot": name})
+        return 0
+    return 1

@@ -13,6 +13,7 @@
            checks: bullets, caps, secrets, PII, instructions           deterministic
            append "## Flush — <time>" + source + facts                 S3 CAS append
       -> cursor := N (never backwards); user marked due                DynamoDB
+      -> ranked-index snapshots of the months written (best effort)   S3 LIST, GET, PUT
 
 Each turn is extracted once (the cursor), so the cost is linear in the session length;
 the reference re-sent the whole context on every flush. A skipped or throttled flush
@@ -38,6 +39,7 @@ from agent_harness.ids import User, validate_session_id
 from agent_harness.jobs import PostTurnJob
 from agent_harness.keys import shard_name
 from agent_harness.memory.checks import check_facts
+from agent_harness.memory.corpus import refresh_snapshots
 from agent_harness.memory.ledger import (
     Source,
     clean_bullets,
@@ -49,7 +51,7 @@ from agent_harness.memory.ledger import (
 from agent_harness.memory.prompts import flush_messages, render_conversation
 from agent_harness.memory.threads import index_turns
 from agent_harness.models.base import ChatRequest
-from agent_harness.paths import MEMORY_FILE, ledger_path, turn_path
+from agent_harness.paths import MEMORY_FILE, ledger_path, segment_path, turn_path
 from agent_harness.records import TurnRecord
 
 if TYPE_CHECKING:
@@ -167,10 +169,30 @@ def run_post_turn_job(rt: Runtime, job: PostTurnJob) -> FlushOutcome:
             rt.table.release_flush_gate(user, session_id, claim)  # the retry is not throttled
         raise
     outcome.indexed = indexed
+    _refresh_written(rt, user, records, outcome)
     if end < upto:  # the rest in a continuation job, in order behind this one
         rest = job.model_copy(update={"after": end, "queued_at": iso(rt.clock.now())})
         rt.queue.send_post_turn(user, rest)
     return outcome
+
+
+def _refresh_written(
+    rt: Runtime, user: User, records: list[TurnRecord], outcome: FlushOutcome
+) -> None:
+    """Refresh the ranked-index snapshots of what was written: the days this job flushed
+    into, the months it indexed, and the days its turns called memory_save in (the save
+    wrote the ledger during the turn)."""
+    zone = rt.settings.zone
+    saved = {
+        day_of(r.created(), zone)
+        for r in records
+        if any(c.name == "memory_save" for m in r.messages for c in m.tool_calls)
+    }
+    paths = {ledger_path(day) for day in {*outcome.days, *saved}}
+    if outcome.indexed:
+        paths |= {segment_path(r.created().astimezone(zone)) for r in records}
+    if paths:
+        refresh_snapshots(rt, user, paths)
 
 
 def _claim_gate(rt: Runtime, user: User, session_id: str) -> GateClaim:

@@ -26,15 +26,19 @@ from agent_harness.paths import ledger_date
 from agent_harness.text import WORD, fold, terms
 
 if TYPE_CHECKING:
-    from agent_harness.memory.index import FileIndex, Hit
+    from agent_harness.memory.file_index import FileIndex
+    from agent_harness.memory.index import Hit
     from agent_harness.tokens import TokenCounter
 
 __all__ = ["Recalled", "coverage", "recall_query", "select_lines"]
 
 #: a message with fewer distinct terms than this is searched with the one before it
 SHORT_QUERY_TERMS = 4
-#: how many ranked hits are considered before the floor, the skips and the budget
-CANDIDATES = 60
+#: how many ranked hits are considered before the floor, the skips and the budget: at
+#: least this many, and more for a larger budget (lines MEMORY.md shows are skipped)
+MIN_CANDIDATES = 60
+#: a recalled line's tokens, roughly, for sizing the candidates to the budget
+LINE_TOKENS = 10
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,8 @@ def select_lines(
     if max_tokens <= 0 or not query.strip():
         return []
     seen = {w for w in map(_words, shown.splitlines()) if w}
-    hits = search_files(files, query, "ranked", CANDIDATES)
+    candidates = max(MIN_CANDIDATES, max_tokens // LINE_TOKENS)
+    hits = search_files(files, query, "ranked", candidates)
     found: list[Recalled] = []
     for hit, share in zip(hits, coverage(files, query, hits), strict=True):
         words = _words(hit.text)

@@ -21,7 +21,7 @@ from agent_harness.memory.index import Hit, Mode, search_files
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
-    from agent_harness.memory.index import MemoryIndexCache
+    from agent_harness.memory.cache import MemoryIndexCache
     from agent_harness.runtime import Runtime
 
 __all__ = ["format_hits", "search_memory"]

@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from agent_harness.memory import MEMORY_TOOLS
-from agent_harness.memory.index import FileIndex, date_words
+from agent_harness.memory.file_index import FileIndex
+from agent_harness.memory.index import date_words
 from agent_harness.memory.prompts import TOOL_ARG_CHARS
 
 if TYPE_CHECKING:

@@ -25,7 +25,8 @@ from agent_harness.paths import segment_path
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
-    from agent_harness.memory.index import Hit, MemoryIndexCache, Mode
+    from agent_harness.memory.cache import MemoryIndexCache
+    from agent_harness.memory.index import Hit, Mode
     from agent_harness.records import TurnRecord
     from agent_harness.runtime import Runtime
 

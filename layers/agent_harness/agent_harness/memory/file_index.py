@@ -1,0 +1,302 @@
+"""One file's records indexed for search: lines, BM25 postings, neighbours and links.
+
+Built once per file version (``memory.cache`` keeps it by ETag), its postings on the
+first ranked query; or restored from a ranked-index snapshot (``export``/``restore``,
+the format in ``memory.snapshots``), whose postings stay one text until a query asks
+for a term. ``memory.index`` ranks over these.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_right
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import NamedTuple
+
+from agent_harness.memory.ledger import SOURCE_PREFIX, is_heading, is_structure, parse_source
+from agent_harness.text import fold, terms
+
+__all__ = ["CONTEXT_WEIGHT", "Exported", "FileIndex", "Turns", "pack", "unpack"]
+
+#: how much a neighbouring line's terms count towards a line's score (0 turns it off)
+CONTEXT_WEIGHT = 0.4
+_TF_BITS = 10
+_TF_BITS = 10
+_TF_MAX = (1 << _TF_BITS) - 1
+#: sorts after any turns tuple: (n, _LAST) bisects past every section starting at n
+_LAST = (("\U0010ffff", 0),)
+
+
+#: the (session, turn) pairs a record is linked to
+Turns = tuple[tuple[str, int], ...]
+
+
+class Exported(NamedTuple):
+    """What ``FileIndex.restore`` needs besides the lines (the persisted index)."""
+
+    own: list[int]
+    before: list[int]
+    after: list[int]
+    #: every term's postings as text: "\nterm\tpacked packed ...\n..." (``pack``), so a
+    #: restored index finds a term with one string search instead of building a dict
+    postings: str
+    #: a Markdown file's section starts as JSON: [[first line, [[session, turn], ...]], ...]
+    sections: str
+
+
+@dataclass
+class FileIndex:
+    """One file's lines (folded on first use), indexed once per ETag; its BM25 postings
+    are built on the first ranked query and kept with it, or restored from a snapshot
+    (``export``/``restore``: the persisted index, memory.snapshots)."""
+
+    lines: list[str]
+    size: int = 0
+    #: records whose neighbours give context share a group; None: blocks of a Markdown
+    #: file (lines between headings, provenance lines and blank lines)
+    groups: list[str] | None = field(default=None, repr=False)
+    #: term -> packed (line << _TF_BITS | count): plain ints, which the garbage collector
+    #: does not track (a tuple per posting made its passes half the cost of a first query)
+    _postings: dict[str, list[int]] | None = field(default=None, repr=False)
+    #: a restored index's postings as ``pack`` wrote them, decoded per term on first use
+    _packed: str | None = field(default=None, repr=False)
+    #: ranking-only words of each record (its date); never shown, never matched literally
+    fields: list[str] | None = field(default=None, repr=False)
+    _folded: list[str] | None = field(default=None, repr=False)
+    _lengths: list[float] = field(default_factory=list, repr=False)
+    _records: int = field(default=0, repr=False)
+    _length_sum: float = field(default=0.0, repr=False)
+    _before: list[int] = field(default_factory=list, repr=False)
+    _after: list[int] = field(default_factory=list, repr=False)
+    #: each record's own term count (without context)
+    _own: list[int] = field(default_factory=list, repr=False)
+    #: each record's turns, given (a thread record: its own turn); None: a Markdown
+    #: file's records take the turns their section's source line names
+    links: list[tuple[str, int]] | None = field(default=None, repr=False)
+    #: (session, turn) -> the records linked to that turn (built on first use)
+    _cited: dict[tuple[str, int], list[int]] | None = field(default=None, repr=False)
+    _sections: list[tuple[int, Turns]] | None = field(default=None, repr=False)
+    _sections_json: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def build(cls, text: str, field_words: str = "") -> FileIndex:
+        """A Markdown file; ``field_words`` (its day, as words) ranks with every line."""
+        lines = text.split("\n")
+        fields = [field_words] * len(lines) if field_words else None
+        return cls.from_lines(lines, len(text), fields=fields)
+
+    @classmethod
+    def from_lines(
+        cls,
+        lines: list[str],
+        size: int,
+        groups: list[str] | None = None,
+        fields: list[str] | None = None,
+        links: list[tuple[str, int]] | None = None,
+    ) -> FileIndex:
+        return cls(lines, size, groups=groups, fields=fields, links=links)
+
+    @property
+    def folded(self) -> list[str]:
+        """The lines case-folded, for phrase/all/any (ranked does not need them)."""
+        if self._folded is None:
+            self._folded = [fold(line) for line in self.lines]
+        return self._folded
+
+    def export(self) -> Exported:
+        """What ``restore`` needs besides the lines: each record's own term count, its
+        neighbours, the postings, and (a Markdown file) where its sections start."""
+        postings = self._ranking()
+        packed = self._packed if self._packed is not None else pack(postings)
+        sections = self._section_starts() if self.links is None else []
+        text = json.dumps(sections, ensure_ascii=False, separators=(",", ":"))
+        return Exported(self._own, self._before, self._after, packed, text)
+
+    @classmethod
+    def restore(
+        cls,
+        lines: list[str],
+        size: int,
+        exported: Exported,
+        links: list[tuple[str, int]] | None = None,
+    ) -> FileIndex:
+        """An index ranked search can use at once: ``exported`` from ``export`` (each
+        term's postings decoded when a query first asks for it)."""
+        made = cls(lines, size, links=links)
+        made._own, made._before, made._after = exported.own, exported.before, exported.after
+        made._measure()
+        made._postings, made._packed = {}, exported.postings
+        made._sections_json = exported.sections if links is None else None
+        return made
+
+    def _measure(self) -> None:
+        """Each record's length with its neighbours as context, and the totals."""
+        own, before, after = self._own, self._before, self._after
+        self._lengths = [
+            own[n]
+            + CONTEXT_WEIGHT
+            * ((own[before[n]] if before[n] >= 0 else 0) + (own[after[n]] if after[n] >= 0 else 0))
+            if own[n]
+            else 0.0
+            for n in range(len(own))
+        ]
+        self._records = sum(1 for n in own if n)
+        self._length_sum = sum(self._lengths)
+
+    def _ranking(self) -> dict[str, list[int]]:
+        """Built on the first ranked query: each record's own term postings, its
+        neighbours (the records next to it in its group) and its length with context."""
+        if self._postings is None:
+            postings: dict[str, list[int]] = {}
+            own: list[int] = []
+            # a record's neighbours: the previous and next record of its group (-1: none);
+            # flat int lists, not a list per record, to keep the collector's passes short
+            before = [-1] * len(self.lines)
+            after = [-1] * len(self.lines)
+            last: dict[str, int] = {}
+            block = 0
+            for number, line in enumerate(self.lines):
+                if self.groups is None and (is_structure(line) or not line.strip()):
+                    block += 1
+                    own.append(0)
+                    continue
+                counts = Counter(terms(self.folded[number], folded=True))
+                if counts and self.fields and self.fields[number]:
+                    counts.update(field_terms(self.fields[number]))
+                own.append(sum(counts.values()))
+                for term, tf in counts.items():
+                    packed = number << _TF_BITS | min(tf, _TF_MAX)
+                    postings.setdefault(term, []).append(packed)
+                if not counts:
+                    continue
+                group = str(block) if self.groups is None else self.groups[number]
+                previous = last.get(group, -1)
+                if previous >= 0:
+                    before[number], after[previous] = previous, number
+                last[group] = number
+            self._own, self._before, self._after = own, before, after
+            self._measure()
+            self._postings = postings
+        return self._postings
+
+    def _posting(self, term: str) -> list[int]:
+        """The packed postings of ``term`` (a restored index's decoded now, once)."""
+        postings = self._ranking()
+        found = postings.get(term)
+        if found is None and self._packed is not None:
+            found = postings[term] = unpack(self._packed, term)
+        return found or []
+
+    def _section_starts(self) -> list[tuple[int, Turns]]:
+        """Where a Markdown file's sections start: after a heading (no turns) and after a
+        source line naming turns (those turns)."""
+        if self._sections is None and self._sections_json is not None:
+            try:  # a restored index: as the snapshot has them
+                self._sections = [
+                    (int(start), tuple((str(s), int(t)) for s, t in turns))
+                    for start, turns in json.loads(self._sections_json)
+                ]
+            except (TypeError, ValueError):
+                self._sections_json = None  # damaged: read them from the lines
+        if self._sections is None:
+            starts: list[tuple[int, Turns]] = []
+            for number, line in enumerate(self.lines):
+                if is_heading(line):
+                    starts.append((number + 1, ()))
+                elif line.startswith(SOURCE_PREFIX) and (source := parse_source(line)):
+                    turns = tuple((source.session_id, t) for t in source.turns)
+                    starts.append((number + 1, turns))
+            self._sections = starts
+        return self._sections
+
+    def _linked(self) -> dict[tuple[str, int], list[int]]:
+        """Per turn, the records linked to it (built on first use: only ranking with
+        linked texts needs it)."""
+        if self._cited is None:
+            own = self.own_lengths()
+            cited: dict[tuple[str, int], list[int]] = {}
+            if self.links is not None:
+                for number, link in enumerate(self.links):
+                    if own[number]:
+                        cited.setdefault(link, []).append(number)
+            else:
+                starts = self._section_starts()
+                ends = [start for start, _ in starts[1:]] + [len(self.lines)] * bool(starts)
+                for (start, turns), end in zip(starts, ends, strict=True):
+                    records = [n for n in range(start, end) if own[n]] if turns else []
+                    for key in turns if records else ():
+                        cited.setdefault(key, []).extend(records)
+            self._cited = cited
+        return self._cited
+
+    def own_lengths(self) -> list[int]:
+        """Each record's own term count (0: structure, blank, or no words)."""
+        self._ranking()
+        return self._own
+
+    def own_terms(self, term: str) -> list[tuple[int, int]]:
+        """(record, count) of the records holding ``term`` themselves (no context)."""
+        return [(p >> _TF_BITS, p & _TF_MAX) for p in self._posting(term)]
+
+    def own_length(self, number: int) -> int:
+        return self.own_lengths()[number]
+
+    def cited(self) -> dict[tuple[str, int], list[int]]:
+        """(session, turn) -> the records linked to that turn (a ledger: the records of
+        the sections whose source names it)."""
+        return self._linked()
+
+    def keys_of(self, number: int) -> Turns:
+        """The turns record ``number`` is linked to (a Markdown file's: those of the last
+        section start at or before it)."""
+        if self.links is not None:
+            return (self.links[number],)
+        starts = self._section_starts()
+        found = bisect_right(starts, (number, _LAST)) - 1
+        return starts[found][1] if found >= 0 else ()
+
+    @property
+    def lengths(self) -> list[float]:
+        self._ranking()
+        return self._lengths
+
+    def totals(self) -> tuple[int, float]:
+        """How many records rank (not structure, not empty) and their summed length."""
+        self._ranking()
+        return self._records, self._length_sum
+
+    def weights(self, term: str) -> dict[int, float]:
+        """Records holding ``term`` with their weight: its count in the record plus
+        ``CONTEXT_WEIGHT`` times its count in each neighbour."""
+        out: dict[int, float] = {}
+        self._ranking()
+        for packed in self._posting(term):
+            number, tf = packed >> _TF_BITS, packed & _TF_MAX
+            out[number] = out.get(number, 0.0) + tf
+            if CONTEXT_WEIGHT:
+                for other in (self._before[number], self._after[number]):
+                    if other >= 0:
+                        out[other] = out.get(other, 0.0) + CONTEXT_WEIGHT * tf
+        return out
+
+
+def pack(postings: dict[str, list[int]]) -> str:
+    """Postings as one text, a line per term (terms hold no tabs or newlines)."""
+    rows = "".join(f"{term}\t{' '.join(map(str, p))}\n" for term, p in postings.items())
+    return f"\n{rows}"
+
+
+def unpack(packed: str, term: str) -> list[int]:
+    """One term's postings from ``pack``'s text (none: the term is not there)."""
+    start = packed.find(f"\n{term}\t")
+    if start < 0:
+        return []
+    start += len(term) + 2
+    return [int(p) for p in packed[start : packed.index("\n", start)].split()]
+
+
+@lru_cache(maxsize=4096)
+def field_terms(words: str) -> tuple[str, ...]:
+    return tuple(terms(words))

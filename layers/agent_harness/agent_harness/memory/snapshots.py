@@ -1,0 +1,117 @@
+"""The persisted ranked index: the format of its snapshots, one per month of files.
+
+    index/ranked/memory-2026-11.json            memory/2026-11-*.md, indexed
+    index/ranked/memory-archive-2025-01.json    memory/archive/2025-01-*.md, indexed
+    index/ranked/threads-2026-11.json           index/threads/2026-11.jsonl, indexed
+
+    {"format": 1, "terms": "<how text.terms splits a probe sentence>",
+     "files": {"<path>": {"etag": "<the file's ETag when indexed>", "size": <chars>,
+                          "lines": [...], "own": [...], "before": [...], "after": [...],
+                          "postings": "\n<term>\t<packed> <packed> ...\n...",
+                          "sections": "[[<first line>, [[session, turn], ...]], ...]",
+                          "sessions": [...], "turns": [...], "roles": [...], "at": [...]}}}
+                          (the last four: a thread segment's per-message metadata)
+
+A cold container reads a month's snapshot instead of GETting, parsing and indexing each
+of its files: JSON with each term's postings as one string costs a few milliseconds per
+month, where building the postings cost a few hundred for 90 ledgers (measured in
+docs/benchmarks.md). Postings stay one text per file: a query finds each of its terms
+with a string search and decodes only those.
+
+Derived and rebuildable: an entry is used only while its ETag is the one the file has
+now (anything else is read and indexed as before), and a snapshot written by another
+tokenizer (``terms`` fingerprint) or format is ignored whole. ``memory.corpus`` reads
+and writes them; this module is pure.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from agent_harness.memory.file_index import Exported, FileIndex
+from agent_harness.memory.segments import Segment
+from agent_harness.text import terms
+
+__all__ = ["FORMAT", "Entry", "decode_ledger", "decode_segment", "encode", "read", "render"]
+
+#: bump when an entry's fields or the meaning of postings change
+FORMAT = 1
+#: words that exercise every step of ``terms`` (folding, stopwords, plurals, stemming,
+#: CJK bigrams): a change of tokenizer changes their terms, and old snapshots are ignored
+_PROBE = "The RUNNING families painted hiking Happiness kinds 東京タワー Äpfel 2023"
+
+Entry = dict[str, Any]
+
+
+@lru_cache(maxsize=1)
+def fingerprint() -> str:
+    return " ".join(terms(_PROBE))
+
+
+def read(text: str) -> dict[str, Entry]:
+    """A snapshot's entries by path; none if it is damaged, another format, or was
+    written with another tokenizer."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return {}
+    if data.get("terms") != fingerprint() or not isinstance(data.get("files"), dict):
+        return {}
+    files: dict[str, Entry] = data["files"]
+    return files
+
+
+def render(files: dict[str, Entry]) -> str:
+    body = {"format": FORMAT, "terms": fingerprint(), "files": dict(sorted(files.items()))}
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+def encode(parsed: FileIndex | Segment, etag: str) -> Entry:
+    """The entry of one parsed file (a ledger's index or a thread segment)."""
+    index = parsed.index if isinstance(parsed, Segment) else parsed
+    exported = index.export()
+    entry: Entry = {
+        "etag": etag,
+        "size": parsed.size,
+        "lines": index.lines,
+        "own": exported.own,
+        "before": exported.before,
+        "after": exported.after,
+        "postings": exported.postings,
+        "sections": exported.sections,
+    }
+    if isinstance(parsed, Segment):
+        meta = parsed.meta
+        entry.update(
+            sessions=[m[0] for m in meta],
+            turns=[m[1] for m in meta],
+            roles=[m[2] for m in meta],
+            at=[m[3] for m in meta],
+        )
+    return entry
+
+
+def _exported(entry: Entry) -> Exported:
+    columns = (entry["lines"], entry["own"], entry["before"], entry["after"])
+    texts = (entry["postings"], entry["sections"])
+    if len({len(c) for c in columns}) != 1 or not all(isinstance(t, str) for t in texts):
+        raise ValueError("a damaged snapshot entry")
+    return Exported(entry["own"], entry["before"], entry["after"], *texts)
+
+
+def decode_ledger(entry: Entry) -> FileIndex:
+    """A ledger's index from its entry, ready to rank (raises KeyError/TypeError/ValueError
+    on an entry that is not one)."""
+    return FileIndex.restore(entry["lines"], int(entry["size"]), _exported(entry))
+
+
+def decode_segment(entry: Entry) -> Segment:
+    """A thread segment from its entry, ready to rank."""
+    meta = list(zip(entry["sessions"], entry["turns"], entry["roles"], entry["at"], strict=True))
+    links = [(session, turn) for session, turn, _, _ in meta]
+    index = FileIndex.restore(entry["lines"], int(entry["size"]), _exported(entry), links)
+    return Segment(index=index, meta=meta, size=int(entry["size"]))
