@@ -36,6 +36,7 @@ NAMES = (
     "compaction_tokens",
     "fan_out",
     "locomo_retrieval",
+    "locomo_context",
 )
 
 

@@ -1,5 +1,11 @@
 """LoCoMo retrieval: recall@k of thread search (turns) and memory search (observations).
 
+What is the dataset's and what is ours: the observations (LoCoMo's facts about each
+session) and their links to turns (each observation's dia_ids) are the dataset's
+annotations, written by its authors with a model; nothing here extracts them. The bench
+stores them as a user's memory and measures how well the product's searches find them
+and the turns.
+
 Each LoCoMo conversation becomes one user of its own local stack (`python -m
 local_stack`, the real handlers on moto; two stacks run at a time), loaded only through
 the public API:
@@ -8,11 +14,11 @@ the public API:
   first speaker's lines are ``user`` messages and the second's ``assistant`` ones, each
   with its session's date and the speaker's name in front ("Caroline: ..."), an image
   turn with its caption;
-* every session's observations (LoCoMo's generated facts, each with the dia_id of the
-  turn it came from) are saved with POST /v1/memory/save, one line per fact ending in
-  ``[D<session>:<turn>]``, dated with their session and naming the turns they came from
-  as their ``source`` (one save per group of facts from the same turns), as a flush
-  names the turns it read.
+* every session's observations are saved with POST /v1/memory/save, one line per fact
+  ending in ``[D<session>:<turn>]`` (how a hit is mapped back to its turns), dated with
+  their session, in one save per session whose ``source`` names every turn of that
+  session: the granularity a flush of an imported session writes (one section for the
+  whole session), not the annotations' exact turns, which no flush knows.
 
 The flush trigger is ``never`` (the offline stand-in model would otherwise write its own
 lines next to the observations) and the schedule is parked, so the memory holds exactly
@@ -25,10 +31,15 @@ back to its dia_id through its session, turn and text; a memory hit by the id at
 of its line). Questions whose evidence names no real turn are left out; the nine
 malformed evidence strings the data holds are split and normalised first.
 
-Two more tables are computed in-process on the library's own index (no stack, seconds):
+More tables are computed in-process on the library's own index (no stack, seconds):
 
 * plain BM25 (k1 1.5, b 0.75, lower-cased alphanumeric words, a small stop list, one
   index per conversation): the baseline a user would write in an afternoon;
+* ``ranked`` without the links between facts and turns (``FACT_WEIGHT`` and
+  ``SOURCE_WEIGHT`` 0), on tuning and held-out;
+* the source granularity: the same memory with each save's source naming the exact turns
+  of the annotations, 3-turn windows around them, the whole session, or nothing, on
+  tuning and held-out;
 * an ablation of what ``ranked`` does, one idea removed at a time, on the tuning
   conversations only.
 
@@ -48,7 +59,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import ZoneInfo
 
 from bench.common import HELD_OUT, TUNING, locomo, sessions, turn_text
@@ -152,18 +164,47 @@ def turn_keys(sample: dict[str, Any]) -> dict[str, TurnKey]:
     return out
 
 
+#: what a save's ``source`` names: the annotations' exact turns, 3-turn windows around
+#: them, every turn of the session (what a flush of an imported session names), nothing
+Granularity = Literal["turns", "window", "session", "none"]
+GRANULARITIES: tuple[Granularity, ...] = ("session", "window", "turns", "none")
+#: the granularity of the public-API load and of every in-process table but the ablation's
+HEADLINE: Granularity = "session"
+
+
 def saves(
-    facts: list[tuple[str, list[str]]], where: dict[str, TurnKey]
+    facts: list[tuple[str, list[str]]],
+    where: dict[str, TurnKey],
+    source: Granularity = "turns",
 ) -> list[tuple[str | None, tuple[int, ...], list[str]]]:
     """A session's facts as memory saves: (source session, source turns, lines), one save
-    per group of facts drawn from the same turns, in the order the groups first appear.
-    Facts whose dia_ids name no known turn, or turns of several sessions, have no source."""
+    per group of facts with the same source, in the order the groups first appear. The
+    source is the turns the facts' dia_ids name (``turns``), those turns and their
+    neighbours in the session (``window``), every turn of the session (``session``), or
+    none. Facts whose dia_ids name no known turn, or turns of several sessions, have no
+    source."""
+    last: dict[str, int] = {}
+    for session, turn in where.values():
+        last[session] = max(last.get(session, 0), turn)
     groups: dict[tuple[TurnKey, ...], list[str]] = {}
     for text, ids in facts:
         known = all(i in where for i in ids)
         keys = tuple(sorted({where[i] for i in ids})) if known else ()
-        if len({session for session, _ in keys}) != 1:
+        if len({session for session, _ in keys}) != 1 or source == "none":
             keys = ()
+        elif source == "window":
+            keys = tuple(
+                sorted(
+                    {
+                        (session, n)
+                        for session, turn in keys
+                        for n in range(max(1, turn - 1), min(last[session], turn + 1) + 1)
+                    }
+                )
+            )
+        elif source == "session":
+            session = keys[0][0]
+            keys = tuple((session, n) for n in range(1, last[session] + 1))
         groups.setdefault(keys, []).append(fact_line(text, ids))
     return [
         (keys[0][0] if keys else None, tuple(t for _, t in keys), lines)
@@ -290,15 +331,15 @@ def load(stack: LocalStackProcess, conv: str) -> Loaded:
         for number, facts in observations(sample):
             if number not in dates:
                 continue
-            for session_id, source_turns, lines in saves(facts, dia_where):
-                # learned on the session's date, from the turns the facts name
-                body: dict[str, Any] = {
+            for source_session, source_turns, lines in saves(facts, dia_where, HEADLINE):
+                # learned on the session's date, from the turns of that session
+                save: dict[str, Any] = {
                     "content": "\n".join(lines),
                     "timestamp": dates[number].isoformat(),
                 }
-                if session_id is not None:
-                    body["source"] = {"session_id": session_id, "turns": list(source_turns)}
-                _ok(client.post("/v1/memory/save", json=body))
+                if source_session is not None:
+                    save["source"] = {"session_id": source_session, "turns": list(source_turns)}
+                _ok(client.post("/v1/memory/save", json=save))
                 requests += 1
         _wait_indexed(client, last_text)
     return Loaded(conv, user, where, requests, time.perf_counter() - started)
@@ -392,7 +433,9 @@ def _day(date_text: str) -> str:
     return date_words(day.year, day.month, day.day)
 
 
-def corpus(conv: str, *, speaker: bool = True, dates: bool = True) -> Corpus:
+def corpus(
+    conv: str, *, speaker: bool = True, dates: bool = True, source: Granularity = HEADLINE
+) -> Corpus:
     from agent_harness.memory.ledger import Source
 
     sample = locomo()[conv]
@@ -401,14 +444,14 @@ def corpus(conv: str, *, speaker: bool = True, dates: bool = True) -> Corpus:
     blocks = []
     ledgers: dict[str, list[str]] = {}
     for number, facts in observations(sample):
-        for session_id, source_turns, lines in saves(facts, where):
+        for session_id, source_turns, lines in saves(facts, where, source):
             blocks.append("\n".join(lines))
-            source = (
+            provenance = (
                 Source(session_id, source_turns, via="memory_save").render()
                 if session_id is not None
                 else "> source: api via=memory_save"
             )
-            section = "\n".join(["## Memory Save — (the session's date)", source, *lines])
+            section = "\n".join(["## Memory Save — (the session's date)", provenance, *lines])
             ledgers.setdefault(day_of.get(number, ""), []).append(section)
     texts, groups, days, ids, keys = [], [], [], [], []
     for number, _, turns in sessions(sample):
@@ -429,7 +472,8 @@ Searcher = Callable[[str], tuple[list[list[str]], list[list[str]]]]
 def library_searcher(c: Corpus) -> Searcher:
     """``ranked`` exactly as the library runs it (under whatever switches are set)."""
     from agent_harness.memory import index as ranking
-    from agent_harness.memory.index import FileIndex, LinkedIndexes, search_files
+    from agent_harness.memory.file_index import FileIndex
+    from agent_harness.memory.index import LinkedIndexes, search_files
 
     turns = FileIndex.from_lines(
         c.turn_texts, 0, groups=c.turn_groups, fields=c.turn_days, links=c.turn_keys
@@ -513,19 +557,30 @@ def in_process(convs: tuple[str, ...], make: Callable[[str], Searcher]) -> list[
     return rows
 
 
+def _searcher(conv: str, /, **options: Any) -> Searcher:
+    """The library's ``ranked`` on ``corpus(conv, **options)``."""
+    return library_searcher(corpus(conv, **options))
+
+
 @contextmanager
 def switched(**changes: Any) -> Iterator[None]:
-    """Set module attributes of the search for one variant, and put them back."""
-    from agent_harness.memory import index as search
+    """Set attributes of the search's modules for one variant, and put them back: each
+    name in every module of the engine that has it (``terms`` is used by both), so a
+    switch cannot silently miss the module that reads it."""
+    from agent_harness.memory import file_index, index
 
-    saved = {name: getattr(search, name) for name in changes}
-    for name, value in changes.items():
-        setattr(search, name, value)
+    modules = [m for m in (index, file_index) if any(hasattr(m, n) for n in changes)]
+    missing = [n for n in changes if not any(hasattr(m, n) for m in modules)]
+    if missing:
+        raise AttributeError(f"no search module has {missing}")
+    saved = [(m, n, getattr(m, n)) for m in modules for n in changes if hasattr(m, n)]
+    for module, name, _ in saved:
+        setattr(module, name, changes[name])
     try:
         yield
     finally:
-        for name, value in saved.items():
-            setattr(search, name, value)
+        for module, name, value in saved:
+            setattr(module, name, value)
 
 
 def ablation(convs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
@@ -539,6 +594,10 @@ def ablation(convs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
         "ranked as shipped": ({}, {}),
         "without facts read with their source turns": ({"SOURCE_WEIGHT": 0.0}, {}),
         "without turns read with the facts naming them": ({"FACT_WEIGHT": 0.0}, {}),
+        "with a link to k turns counted whole, not shared (LINK_SHARE 0)": (
+            {"LINK_SHARE": 0.0},
+            {},
+        ),
         "without neighbours as context": ({"CONTEXT_WEIGHT": 0.0}, {}),
         "without stemming and ranking stopwords": ({"terms": unstemmed}, {}),
         "with textbook BM25 (k1 1.2, b 0.75)": ({"K1": 1.2, "B": 0.75}, {}),
@@ -559,10 +618,41 @@ def ablation(convs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for name, (switches, options) in variants.items():
         with switched(**switches):
-            rows = in_process(convs, lambda conv, o=options: library_searcher(corpus(conv, **o)))
+            rows = in_process(convs, partial(_searcher, **options))
         table = aggregate(rows, convs)
         out[name] = {unit: table[f"{unit} ranked"]["all"] for unit in ("turn", "observation")}
     return out
+
+
+def _recall_at(table: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {unit: table[f"{unit} ranked"]["all"] for unit in ("turn", "observation")}
+
+
+def granularity(splits: dict[str, tuple[str, ...]]) -> dict[str, dict[str, Any]]:
+    """``ranked`` as shipped on the same memory with each save's source at each
+    granularity: {granularity: {split: {"turn"|"observation": {n, 5, 10, 25}}}}."""
+    out: dict[str, dict[str, Any]] = {}
+    convs = tuple(c for part in splits.values() for c in part)
+    for source in GRANULARITIES:
+        rows = in_process(convs, partial(_searcher, source=source))
+        out[source] = {
+            split: _recall_at(aggregate(rows, part)) for split, part in splits.items() if part
+        }
+    # the headline as it ranked before links were shared among their turns (kept because
+    # the tuning conversations gained; held-out shown, not tuned on)
+    with switched(LINK_SHARE=0.0):
+        rows = in_process(convs, partial(_searcher, source="session"))
+    out["session, unshared"] = {
+        split: _recall_at(aggregate(rows, part)) for split, part in splits.items() if part
+    }
+    return out
+
+
+def without_links(convs: tuple[str, ...]) -> list[Row]:
+    """``ranked`` with no fact read with its source turns and no turn with the facts
+    naming it (``SOURCE_WEIGHT`` and ``FACT_WEIGHT`` 0): what the links add."""
+    with switched(SOURCE_WEIGHT=0.0, FACT_WEIGHT=0.0):
+        return in_process(convs, lambda conv: library_searcher(corpus(conv)))
 
 
 # -- the benchmark -------------------------------------------------------------------
@@ -611,6 +701,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     tuning = tuple(c for c in convs if c in TUNING)
     held_out = tuple(c for c in convs if c in HELD_OUT)
     plain = in_process(convs, lambda conv: plain_searcher(corpus(conv)))
+    unlinked = without_links(convs)
     return {
         "conversations": list(convs),
         "modes": list(modes),
@@ -639,6 +730,13 @@ def run(quick: bool = False) -> dict[str, Any]:
             "held_out": aggregate(plain, held_out) if held_out else {},
             "all": aggregate(plain, convs),
         },
+        "without_links": {
+            "tuning": aggregate(unlinked, tuning) if tuning else {},
+            "held_out": aggregate(unlinked, held_out) if held_out else {},
+            "all": aggregate(unlinked, convs),
+        },
+        "headline_source": HEADLINE,
+        "granularity": granularity({"tuning": tuning, "held_out": held_out}),
         "ablation_tuning": ablation(tuning or convs),
         "observation_ceiling": {
             "tuning": observation_ceiling(tuning),
@@ -724,11 +822,64 @@ def _row(label: str, table: dict[str, Any], key: str, group: str = "all") -> str
     return f"| {label} | " + " | ".join(_r(table, key, group, k) for k in KS) + " |"
 
 
+_SOURCE_NAMES = {
+    "session": "naming the whole session",
+    "window": "naming 3-turn windows around the annotated turns",
+    "turns": "naming the annotated turns",
+    "none": "naming no turn",
+}
+
+
+def _granularity_table(result: dict[str, Any]) -> list[str]:
+    """Recall@5/10/25 by the granularity of the saves' sources, tuning and held-out."""
+    table = result.get("granularity")
+    if not table:
+        return []
+    splits = [s for s in ("tuning", "held_out") if any(s in row for row in table.values())]
+    out = [
+        "",
+        "Source granularity (in-process on the library's index, recall@5 / @10 / @25): the "
+        "same observations, each save's source naming the annotations' exact turns, "
+        "3-turn windows around them (the turn before and after, within the session), the "
+        "whole session (the headline: what a flush of an imported session writes), or "
+        "nothing (no link between facts and turns at all). The source only changes "
+        "ranking through the links: a fact read with its source turns' messages, a "
+        "message read with the facts naming its turn.",
+        "",
+        "| source names | "
+        + " | ".join(
+            f"{unit}, {split.replace('_', '-')}"
+            for split in splits
+            for unit in ("turns", "observations")
+        )
+        + " |",
+        "|---|" + "---|" * (2 * len(splits)),
+    ]
+    labels = {
+        "session": "the whole session (headline)",
+        "session, unshared": "the whole session, each link counted whole (`LINK_SHARE` 0)",
+        "window": "3-turn windows",
+        "turns": "the annotated turns",
+        "none": "no turn",
+    }
+    for source, row in table.items():
+        cells = [
+            " / ".join(f"{row[split][unit][str(k)]:.3f}" for k in KS)
+            for split in splits
+            for unit in ("turn", "observation")
+        ]
+        parts = " | ".join(cells)
+        out.append(f"| {labels.get(source, source)} | {parts} |")
+    return out
+
+
 def markdown(result: dict[str, Any], img_dir: Path) -> str:
     from bench import plots
 
     api, plain, dragon = result["api"], result["plain_bm25"], result["dragon"]
     st = result["stack"]
+    unlinked = result.get("without_links", {})
+    source = result.get("headline_source", "turns")
     parts = [
         f"Conversations: {', '.join(result['conversations'])} (tuning: {', '.join(TUNING)}; "
         f"the other five are held out and were never looked at while tuning). Recall@k is "
@@ -736,6 +887,22 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
         f"question with evidence counts (adversarial ones too, as in the paper's overall). "
         f"Target: recall@5 ≥ {result['target_r5']} for turns and observations "
         f"(heading for {result['heading_r5']}).",
+        "",
+        "**What comes from the dataset**: the observations and their links to turns are "
+        "LoCoMo's annotations (facts its authors generated from each session, each naming "
+        "the turns it came from); no model of ours wrote or linked them. The turns are "
+        "imported as sessions; the observations are saved as memory lines, each ending in "
+        "its dia_ids so a hit maps back to its turns. "
+        + (
+            "Each session's observations are saved at once with a source naming every turn "
+            "of that session: the granularity a flush of an imported session writes (one "
+            "section per session), since no flush knows which turn a fact came from. The "
+            "exact turns of the annotations are a best case, shown in the source-granularity "
+            "table below."
+            if source == "session"
+            else "Each group of observations is saved with a source naming the exact turns "
+            "the annotations give."
+        ),
         "",
         f"Each conversation runs on its own local stack, {st.get('stacks', 1)} at a time "
         f"({st.get('wall_seconds', '–')} s in all). Loading: {st['load_requests']} API "
@@ -756,9 +923,21 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
             "| | " + " | ".join(f"R@{k}" for k in KS) + " |",
             "|---|---|---|---|",
         ]
+        links = "fact links" if unit == "turn" else "source links"
         for part, name in (("held_out", "held-out"), ("tuning", "tuning"), ("all", "all ten")):
             if api.get(part):
-                parts.append(_row(f"ours, `ranked`, {name}", api[part], f"{unit} ranked"))
+                with_links = f", with {links}" if unlinked.get(part) else ""
+                parts.append(
+                    _row(f"ours, `ranked`{with_links}, {name}", api[part], f"{unit} ranked")
+                )
+                if unlinked.get(part):
+                    parts.append(
+                        _row(
+                            f"ours, `ranked`, without {links}, {name}",
+                            unlinked[part],
+                            f"{unit} ranked",
+                        )
+                    )
                 parts.append(_row(f"plain BM25, {name}", plain[part], f"{unit} ranked"))
         parts.append(
             "| DRAGON (LoCoMo paper, all ten) | "
@@ -801,10 +980,12 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
                 for unit in ("turn", "observation")
             ]
             parts.append(f"| `{mode}` | {cells[0]} | {cells[1]} |")
+    parts += _granularity_table(result)
     parts += [
         "",
         "What each idea in `ranked` is worth (in-process on the library's index, tuning "
-        "conversations only, recall@5 / @10 / @25):",
+        f"conversations only, sources {_SOURCE_NAMES.get(source, source)}, "
+        "recall@5 / @10 / @25):",
         "",
         "| variant | turns | observations |",
         "|---|---|---|",
