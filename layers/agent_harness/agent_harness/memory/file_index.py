@@ -23,7 +23,6 @@ __all__ = ["CONTEXT_WEIGHT", "Exported", "FileIndex", "Turns", "pack", "unpack"]
 #: how much a neighbouring line's terms count towards a line's score (0 turns it off)
 CONTEXT_WEIGHT = 0.4
 _TF_BITS = 10
-_TF_BITS = 10
 _TF_MAX = (1 << _TF_BITS) - 1
 #: sorts after any turns tuple: (n, _LAST) bisects past every section starting at n
 _LAST = (("\U0010ffff", 0),)
@@ -76,9 +75,10 @@ class FileIndex:
     #: file's records take the turns their section's source line names
     links: list[tuple[str, int]] | None = field(default=None, repr=False)
     #: (session, turn) -> the records linked to that turn (built on first use)
-    _cited: dict[tuple[str, int], list[int]] | None = field(default=None, repr=False)
+    _cited: dict[tuple[str, int], list[list[int]]] | None = field(default=None, repr=False)
     _sections: list[tuple[int, Turns]] | None = field(default=None, repr=False)
     _sections_json: str | None = field(default=None, repr=False)
+    _link_counts: list[int] = field(default_factory=list, repr=False)
 
     @classmethod
     def build(cls, text: str, field_words: str = "") -> FileIndex:
@@ -100,7 +100,8 @@ class FileIndex:
 
     @property
     def folded(self) -> list[str]:
-        """The lines case-folded, for phrase/all/any (ranked does not need them)."""
+        """The lines case-folded: for phrase/all/any, and to build postings (a restored
+        index never folds them for ranked)."""
         if self._folded is None:
             self._folded = [fold(line) for line in self.lines]
         return self._folded
@@ -193,9 +194,9 @@ class FileIndex:
         """Where a Markdown file's sections start: after a heading (no turns) and after a
         source line naming turns (those turns)."""
         if self._sections is None and self._sections_json is not None:
-            try:  # a restored index: as the snapshot has them
+            try:  # a restored index: as the snapshot has them (lists made tuples)
                 self._sections = [
-                    (int(start), tuple((str(s), int(t)) for s, t in turns))
+                    (start, tuple(map(tuple, turns)))
                     for start, turns in json.loads(self._sections_json)
                 ]
             except (TypeError, ValueError):
@@ -211,25 +212,36 @@ class FileIndex:
             self._sections = starts
         return self._sections
 
-    def _linked(self) -> dict[tuple[str, int], list[int]]:
-        """Per turn, the records linked to it (built on first use: only ranking with
-        linked texts needs it)."""
+    def _linked(self) -> dict[tuple[str, int], list[list[int]]]:
+        """Per turn, the groups of records linked to it: a section's records (one list,
+        shared by every turn its source names), or a turn's messages. Built on first use:
+        only ranking with linked texts needs it."""
         if self._cited is None:
             own = self.own_lengths()
-            cited: dict[tuple[str, int], list[int]] = {}
+            cited: dict[tuple[str, int], list[list[int]]] = {}
             if self.links is not None:
                 for number, link in enumerate(self.links):
                     if own[number]:
-                        cited.setdefault(link, []).append(number)
+                        cited.setdefault(link, [[]])[0].append(number)
             else:
                 starts = self._section_starts()
                 ends = [start for start, _ in starts[1:]] + [len(self.lines)] * bool(starts)
+                self._link_counts = [0] * len(self.lines)
                 for (start, turns), end in zip(starts, ends, strict=True):
                     records = [n for n in range(start, end) if own[n]] if turns else []
                     for key in turns if records else ():
-                        cited.setdefault(key, []).extend(records)
+                        cited.setdefault(key, []).append(records)
+                    if records:
+                        self._link_counts[start:end] = [len(turns)] * (end - start)
             self._cited = cited
         return self._cited
+
+    def link_counts(self) -> list[int] | None:
+        """How many turns each record is linked to (None: one each, a thread record)."""
+        if self.links is not None:
+            return None
+        self._linked()
+        return self._link_counts
 
     def own_lengths(self) -> list[int]:
         """Each record's own term count (0: structure, blank, or no words)."""
@@ -243,9 +255,9 @@ class FileIndex:
     def own_length(self, number: int) -> int:
         return self.own_lengths()[number]
 
-    def cited(self) -> dict[tuple[str, int], list[int]]:
-        """(session, turn) -> the records linked to that turn (a ledger: the records of
-        the sections whose source names it)."""
+    def cited(self) -> dict[tuple[str, int], list[list[int]]]:
+        """(session, turn) -> the groups of records linked to that turn (a ledger: the
+        records of each section whose source names it; a segment: the turn's messages)."""
         return self._linked()
 
     def keys_of(self, number: int) -> Turns:

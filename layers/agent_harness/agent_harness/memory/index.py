@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from agent_harness.text import WORD, fold, terms
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agent_harness.memory.file_index import FileIndex
 
 __all__ = [
@@ -154,8 +156,8 @@ class _Join:
     """Records joined with the linked texts about their turns, for one list of files."""
 
     files: list[FileIndex]
-    #: (session, turn) -> the (file, record, weight) of the records citing it
-    cited: dict[tuple[str, int], list[tuple[int, int, float]]]
+    #: (session, turn) -> (file, group of records, weight) of the record groups citing it
+    cited: dict[tuple[str, int], list[tuple[int, list[int], float]]]
     #: each file's record lengths plus the weight times their linked texts' lengths
     lengths: list[list[float]]
     added: float
@@ -170,28 +172,42 @@ def _join(files: list[tuple[str, FileIndex]], linked: LinkedTexts | None, weight
     known = memo.get(signature)
     if known is not None and all(a is b for a, b in zip(known.files, indexes, strict=True)):
         return known
-    cited: dict[tuple[str, int], list[tuple[int, int, float]]] = {}
+    cited: dict[tuple[str, int], list[tuple[int, list[int], float]]] = {}
     lengths = [f.lengths for f in indexes]
     added = 0.0
     if linked is not None and weight:
         for file_no, f in enumerate(indexes):
-            own = lengths[file_no]
-            for key, records in f.cited().items():
+            counts = f.link_counts()
+            # a group's extra length over all its turns, then added once per record
+            extra: dict[int, tuple[list[int], float]] = {}
+            for key, groups in f.cited().items():
                 length = linked.length(key)
                 if not length:
                     continue
-                if own is f.lengths:
-                    own = lengths[file_no] = list(f.lengths)  # this file's own copy
-                pairs = cited.setdefault(key, [])
-                for number in records:
-                    share = weight / len(f.keys_of(number)) ** LINK_SHARE
-                    pairs.append((file_no, number, share))
-                    own[number] += share * length
-                    added += share * length
+                entries = cited.setdefault(key, [])
+                for group in groups:
+                    share = weight / (counts[group[0]] if counts else 1) ** LINK_SHARE
+                    entries.append((file_no, group, share))
+                    before = extra.get(id(group), (group, 0.0))[1]
+                    extra[id(group)] = (group, before + share * length)
+            if extra:
+                own = lengths[file_no] = list(f.lengths)  # this file's own copy
+                for group, more in extra.values():
+                    for number in group:
+                        own[number] += more
+                    added += more * len(group)
     joined = _Join(indexes, cited, lengths, added)
     memo.clear()  # one join per texts object: the newest list of files
     memo[signature] = joined
     return joined
+
+
+def _shares(counts: list[int] | None, weight: float) -> Callable[[int], float]:
+    """A record's weight per linked turn: ``weight`` shared among its k turns."""
+    if counts is None:
+        return lambda number: weight
+    by_count = {k: weight / k**LINK_SHARE if k else 0.0 for k in set(counts)}
+    return lambda number: by_count[counts[number]]
 
 
 def rank(
@@ -213,9 +229,10 @@ def rank(
         weighted = [f.weights(term) for _, f in files]
         if join.cited and linked is not None:
             for turn, count in linked.counts(term).items():
-                for file_no, number, share in join.cited.get(turn, ()):
+                for file_no, group, share in join.cited.get(turn, ()):
                     by_line = weighted[file_no]
-                    by_line[number] = by_line.get(number, 0.0) + share * count
+                    for number in group:
+                        by_line[number] = by_line.get(number, 0.0) + share * count
         df = sum(len(w) for w in weighted)
         if not df:
             continue
@@ -260,9 +277,9 @@ class LinkedIndexes:
         self.indexes = indexes
         self._lengths: dict[tuple[str, int], float] = {}
         for f in indexes:
-            own = f.own_lengths()
-            for key, records in f.cited().items():
-                added = sum(own[n] / len(f.keys_of(n)) ** LINK_SHARE for n in records)
+            own, shares = f.own_lengths(), _shares(f.link_counts(), 1.0)
+            for key, groups in f.cited().items():
+                added = sum(own[n] * shares(n) for group in groups for n in group)
                 self._lengths[key] = self._lengths.get(key, 0.0) + added
         self.joins: dict[_JoinKey, _Join] = {}
         # for the cache's bound: the indexes it keeps alive, and its own dict roughly
@@ -271,9 +288,10 @@ class LinkedIndexes:
     def counts(self, term: str) -> dict[tuple[str, int], float]:
         out: dict[tuple[str, int], float] = {}
         for f in self.indexes:
+            shares = _shares(f.link_counts(), 1.0)
             for number, tf in f.own_terms(term):
                 keys = f.keys_of(number)
-                share = tf / len(keys) ** LINK_SHARE
+                share = tf * shares(number)
                 for key in keys:
                     out[key] = out.get(key, 0.0) + share
         return out

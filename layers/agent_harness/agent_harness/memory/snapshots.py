@@ -7,15 +7,15 @@
     {"format": 1, "terms": "<how text.terms splits a probe sentence>",
      "files": {"<path>": {"etag": "<the file's ETag when indexed>", "size": <chars>,
                           "lines": [...], "own": [...], "before": [...], "after": [...],
-                          "postings": "\n<term>\t<packed> <packed> ...\n...",
+                          "postings": "<a line per term: term, a tab, its packed postings>",
                           "sections": "[[<first line>, [[session, turn], ...]], ...]",
                           "sessions": [...], "turns": [...], "roles": [...], "at": [...]}}}
                           (the last four: a thread segment's per-message metadata)
 
 A cold container reads a month's snapshot instead of GETting, parsing and indexing each
-of its files: JSON with each term's postings as one string costs a few milliseconds per
-month, where building the postings cost a few hundred for 90 ledgers (measured in
-docs/benchmarks.md). Postings stay one text per file: a query finds each of its terms
+of its files: parsing a month of ledgers (about 1 MB of JSON) costs around ten
+milliseconds, where building the postings of 90 ledgers cost several hundred (measured
+in docs/benchmarks.md). Postings stay one text per file: a query finds each of its terms
 with a string search and decodes only those.
 
 Derived and rebuildable: an entry is used only while its ETag is the one the file has
