@@ -168,7 +168,7 @@ def run(quick: bool = False) -> dict[str, Any]:
 def _candidates() -> str:
     from agent_harness.memory.recall import LINE_TOKENS, MIN_CANDIDATES
 
-    return f"the {MIN_CANDIDATES} best-ranked lines, or budget / {LINE_TOKENS} if more,"
+    return f"the {MIN_CANDIDATES} best-ranked lines (budget / {LINE_TOKENS} if more)"
 
 
 def _setting(name: str) -> Any:
@@ -376,8 +376,8 @@ def _sweep_notes(result: dict[str, Any]) -> str:
         f"and tags) comes on top, up to {most} tokens over the budget here. "
     )
     return (
-        frame + f"Recall considers {result.get('recall_candidates', '–')} "
-        f"so no call took more than {widest:,} recall tokens whatever the budget. "
+        frame + f"Recall considers {result.get('recall_candidates', '–')} and the largest "
+        f"call took {widest:,} recall tokens. "
         "The floor is there to inject nothing when memory does not bear on a message; "
         "every question here has evidence, so this bench shows what a floor costs, not "
         "what it saves on messages memory cannot answer."

@@ -151,7 +151,9 @@ def test_the_operator_cli_drives_the_running_local_stack(
 
     done = cli("consolidate-now", "cli-user")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["status"] == "consolidated"
+    # the stack's own schedule (every 2 s) may have merged the ledger first on a slow
+    # machine; either way MEMORY.md must hold it now
+    assert json.loads(done.stdout)["status"] in ("consolidated", "nothing_new")
     shown = cli("show", "cli-user")
     assert "I use vim" in shown.stdout
     traced = cli("trace", "cli-user", "I use vim")
