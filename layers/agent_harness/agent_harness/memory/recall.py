@@ -9,7 +9,7 @@ most relevant to the new message, so the model sees them without calling a tool.
              weighted by rarity (``coverage``): no memory beats a wrong one
     skip     lines the injected MEMORY.md already shows (or a line with the same words)
     order    best first; equal scores newest first
-    budget   whole lines until ``recall_max_tokens``
+    budget   whole lines until ``recall_max_tokens`` less the message's frame (agent.recall)
 
 The lines reach the model as reference data, never instructions (agent.context), and
 the turn's log names every line it was shown (``MemoryInjection.recalled``).
