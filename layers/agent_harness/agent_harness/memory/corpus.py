@@ -6,12 +6,13 @@ for ``ranked``, the ledger facts naming a message's turn). One LIST per folder, 
 concurrent GETs of only the files whose (user, path, ETag) the cache does not hold; each
 cached file keeps its parsed lines and postings, so a warm query does no parsing.
 
-A cold container (none of the files cached, or ``SNAPSHOT_MIN_MISSING`` or more not
-cached) first reads the ranked-index snapshots of their months (``memory.snapshots``):
-one GET per month instead of one per file, and no parsing or indexing. Only files whose
-snapshot entry is missing or older than the file (its ETag) are then read.
-``refresh_snapshots`` writes them: the post-turn job for the months it wrote,
-consolidation for all.
+A container that has not read a user's files of a kind yet (a cold one), or misses
+``SNAPSHOT_MIN_MISSING`` or more of them, first reads the ranked-index snapshots of
+their months (``memory.snapshots``): one GET per month instead of one per file, and no
+parsing or indexing. Only files whose snapshot entry is missing or older than the file
+(its ETag) are then read.
+``refresh_snapshots`` writes them: the post-turn job for what it wrote, consolidation
+for all.
 """
 
 from __future__ import annotations
