@@ -29,6 +29,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from agent_harness.settings import Settings
 from bench.common import HELD_OUT, TUNING
 from bench.locomo_memory import Row, ask, ceiling, key_of, parse_key, summarise
 from bench.locomo_retrieval import CATEGORIES, questions
@@ -37,11 +38,16 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from bench.locomo_memory import Memory
+    from bench.locomo_retrieval import Question
 
 TITLE = "LoCoMo in context: the evidence in a new session's first model call"
 BUDGETS = (250, 500, 1000, 1500, 2000, 4000)
 FLOORS = (0.0, 0.15, 0.3, 0.45)
-DEFAULT = (1000, 0.15)  # the shipped HARNESS_RECALL_MAX_TOKENS and HARNESS_RECALL_MIN_SCORE
+#: the shipped HARNESS_RECALL_MAX_TOKENS and HARNESS_RECALL_MIN_SCORE, read from Settings
+DEFAULT: tuple[int, float] = (
+    Settings.model_fields["recall_max_tokens"].default,
+    Settings.model_fields["recall_min_score"].default,
+)
 TARGET_SHARE, TARGET_TOKENS = 0.75, 2000
 #: settings within this much evidence of the best count as equal; the cheapest wins
 TIE = 0.01
@@ -121,31 +127,27 @@ def run(quick: bool = False) -> dict[str, Any]:
     timing: dict[str, float] = {"build": 0.0, "tuning": 0.0, "held_out": 0.0}
     tuning = (QUICK_CONV,) if quick else TUNING
     turns = 0
-    for conv in tuning:
-        items = questions(conv)[:QUICK_QUESTIONS] if quick else questions(conv)
+
+    def run_conversation(conv: str, items: list[Question], keys: list[str], split: str) -> None:
+        nonlocal turns
         started = time.perf_counter()
         memory = _build(conv, counter, built)
         asked = time.perf_counter()
-        rows += ceiling(memory, items)
-        for key in sweep_keys(quick):
-            rows += ask(memory, key, items)
+        rows.extend(ceiling(memory, items))
+        for key in keys:
+            rows.extend(ask(memory, key, items))
             turns += len(items)
         timing["build"] += asked - started
-        timing["tuning"] += time.perf_counter() - asked
+        timing[split] += time.perf_counter() - asked
+
+    for conv in tuning:
+        items = questions(conv)[:QUICK_QUESTIONS] if quick else questions(conv)
+        run_conversation(conv, items, sweep_keys(quick), "tuning")
     table = summarise(rows, tuning)
     chosen = recommend(table) or key_of("recall", *DEFAULT)
     held_out: tuple[str, ...] = () if quick else HELD_OUT
     for conv in held_out:
-        started = time.perf_counter()
-        memory = _build(conv, counter, built)
-        asked = time.perf_counter()
-        items = questions(conv)
-        rows += ceiling(memory, items)
-        for key in held_out_keys(chosen):
-            rows += ask(memory, key, items)
-            turns += len(items)
-        timing["build"] += asked - started
-        timing["held_out"] += time.perf_counter() - asked
+        run_conversation(conv, questions(conv), held_out_keys(chosen), "held_out")
     return {
         "quick": quick,
         "tuning_conversations": list(tuning),

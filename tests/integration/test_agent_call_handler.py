@@ -96,21 +96,18 @@ def test_the_hot_path_makes_at_most_eight_aws_requests_when_warm(stack: Stack) -
     assert not any("memory/2026-11-29.md" in c for c in calls)  # revalidated, not re-read
 
 
-def test_a_turn_soon_after_another_reuses_the_ledger_listing(stack: Stack) -> None:
-    app = stack.handler(FN)  # the default: a listing is reused for 30 s
-    stack.invoke(app, load_event("agent_call_post_message.json"), FN)
-    calls = count_requests(app)
-
-    response = stack.invoke(app, load_event("agent_call_post_message.json"), FN)
-
-    assert response["statusCode"] == 200
-    assert sorted(c.split(":")[0] for c in calls) == sorted(
-        c for c in HOT_PATH if c != "ListObjectsV2"
-    )
-
-
-def test_without_recall_the_hot_path_is_seven_requests(stack: Stack) -> None:
-    app = stack.handler(FN, HARNESS_RECALL_MAX_TOKENS="0")
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {},  # the default: a listing is reused for 30 s, so a turn soon after needs none
+        {"HARNESS_RECALL_MAX_TOKENS": "0"},  # recall off: no listing at all
+    ],
+    ids=["listing-reused", "recall-off"],
+)
+def test_a_second_turn_needs_no_ledger_listing_so_seven_requests(
+    stack: Stack, settings: dict[str, str]
+) -> None:
+    app = stack.handler(FN, **settings)
     stack.invoke(app, load_event("agent_call_post_message.json"), FN)
     calls = count_requests(app)
 

@@ -22,7 +22,7 @@ from agent_harness.memory.segments import parse_segment
 from agent_harness.memory.threads import search_threads
 from agent_harness.settings import Settings
 from tests.fakes import ScriptedModel, make_runtime, tool_call
-from tests.unit.test_threads import drain, talk
+from tests.unit.test_threads import drain, talk, three_months
 
 ALICE = User.from_id("alice")
 BOB = User.from_id("bob")
@@ -131,8 +131,10 @@ def test_a_cold_search_reads_one_snapshot_per_month_not_every_ledger() -> None:
         "index/ranked/memory-2026-10.json",
         "index/ranked/memory-2026-11.json",
     ]
+    for info in rt.store.list(ALICE, "index/ranked"):
+        rt.store.delete(ALICE, info.path)
     expected = search_memory(rt, ALICE, "tea", "ranked", 20, MemoryIndexCache())
-    assert hits == expected  # built from the snapshot or from the files: the same
+    assert hits == expected  # from the snapshots or from the files themselves: the same
 
 
 def test_a_ledger_changed_since_its_snapshot_is_read_from_the_file() -> None:
@@ -254,11 +256,7 @@ def test_snapshots_never_cross_users_and_forget_removes_them() -> None:
 
 
 def test_thread_search_from_snapshots_finds_what_the_segments_hold() -> None:
-    rt = make_runtime(agent=ScriptedModel(*["ok"] * 3), memory=ScriptedModel(*["NO_REPLY"] * 3))
-    for month in (9, 10, 11):
-        rt.clock.current = rt.clock.current.replace(month=month)
-        talk(rt, f"s{month}", f"the harbour ferry of month {month}")
-    drain(rt)
+    rt = three_months("the harbour ferry of month {month}")
     from_snapshots = search_threads(rt, ALICE, "harbour ferry", "ranked", 5, MemoryIndexCache())
     for info in rt.store.list(ALICE, "index/ranked"):
         rt.store.delete(ALICE, info.path)

@@ -132,12 +132,19 @@ def test_thread_search_finds_messages_across_sessions_with_session_and_turn() ->
     assert len(search_threads(rt, ALICE, "lisbon march", "any", 5, cache)) == 2
 
 
-def test_thread_search_reads_one_object_per_month_and_caches_it() -> None:
+def three_months(text: str = "message of month {month}"):  # type: ignore[no-untyped-def]
+    """A runtime whose user talked once in each of September, October and November, the
+    post-turn jobs run (segments and their snapshots written)."""
     rt = make_runtime(agent=ScriptedModel(*["ok"] * 3), memory=ScriptedModel(*["NO_REPLY"] * 3))
     for month in (9, 10, 11):
         rt.clock.current = rt.clock.current.replace(month=month)
-        talk(rt, f"s{month}", f"message of month {month}")
+        talk(rt, f"s{month}", text.format(month=month))
     drain(rt)
+    return rt
+
+
+def test_thread_search_reads_one_object_per_month_and_caches_it() -> None:
+    rt = three_months()
     cache = MemoryIndexCache()
     rt.store.calls.clear()
     hits = search_threads(rt, ALICE, "message", "any", 20, cache)
@@ -155,11 +162,7 @@ def test_thread_search_reads_one_object_per_month_and_caches_it() -> None:
 
 
 def test_thread_search_without_snapshots_reads_each_month_segment() -> None:
-    rt = make_runtime(agent=ScriptedModel(*["ok"] * 3), memory=ScriptedModel(*["NO_REPLY"] * 3))
-    for month in (9, 10, 11):
-        rt.clock.current = rt.clock.current.replace(month=month)
-        talk(rt, f"s{month}", f"message of month {month}")
-    drain(rt)
+    rt = three_months()
     for info in rt.store.list(ALICE, "index/ranked"):
         rt.store.delete(ALICE, info.path)
     rt.store.calls.clear()

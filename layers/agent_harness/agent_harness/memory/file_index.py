@@ -252,9 +252,6 @@ class FileIndex:
         """(record, count) of the records holding ``term`` themselves (no context)."""
         return [(p >> _TF_BITS, p & _TF_MAX) for p in self._posting(term)]
 
-    def own_length(self, number: int) -> int:
-        return self.own_lengths()[number]
-
     def cited(self) -> dict[tuple[str, int], list[list[int]]]:
         """(session, turn) -> the groups of records linked to that turn (a ledger: the
         records of each section whose source names it; a segment: the turn's messages)."""
