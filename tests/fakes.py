@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 from agent_harness.errors import (
     ConflictError,
+    InvalidRequestError,
     ModelError,
     PreconditionFailedError,
     SessionBusyError,
@@ -39,6 +40,7 @@ from agent_harness.ports import (
     UserState,
     VersionInfo,
     cas_append,
+    writer_label,
 )
 from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
@@ -62,6 +64,7 @@ class _Version:
     etag: str
     version_id: str
     at: datetime
+    writer: str | None = None
 
 
 class MemoryStore:
@@ -97,7 +100,7 @@ class MemoryStore:
         body = v.data if data is None else data
         # the adapter decodes with errors="replace": a split character becomes U+FFFD
         text = body.decode("utf-8", errors="replace")
-        return StoredObject(path, text, v.etag, len(v.data), v.at, v.version_id)
+        return StoredObject(path, text, v.etag, len(v.data), v.at, v.version_id, v.writer)
 
     def get(self, user: User, path: str) -> StoredObject | None:
         self.calls.append(("get", path))
@@ -132,6 +135,7 @@ class MemoryStore:
         *,
         if_match: str | None = None,
         create_only: bool = False,
+        writer: str | None = None,
     ) -> str:
         if if_match and create_only:  # the adapter refuses the pair before any request
             raise ValueError("if_match and create_only are exclusive")
@@ -151,7 +155,10 @@ class MemoryStore:
             # S3 (SSE-S3, single-part PUT): the ETag is the MD5 of the bytes, so the same
             # content has the same ETag; every write is still a new version
             etag = '"' + hashlib.md5(data).hexdigest() + '"'
-            version = _Version(data, etag, f"v{next(self._ids)}", self.clock.now())
+            # the adapter keeps the writer as the version's metadata, clipped the same way
+            version = _Version(
+                data, etag, f"v{next(self._ids)}", self.clock.now(), writer_label(writer)
+            )
             # a rewrite after a delete keeps the versions from before it (noncurrent)
             self.objects[key] = [*(versions or self.deleted.pop(key, [])), version]
             return etag
@@ -181,9 +188,16 @@ class MemoryStore:
                 for k in keys
             )
 
-    def append(self, user: User, path: str, build: Callable[[str], str | None]) -> str | None:
+    def append(
+        self,
+        user: User,
+        path: str,
+        build: Callable[[str], str | None],
+        *,
+        writer: str | None = None,
+    ) -> str | None:
         # the production CAS loop, on this store's atomic conditional put
-        return cas_append(self, user, path, build, attempts=self.append_attempts)
+        return cas_append(self, user, path, build, attempts=self.append_attempts, writer=writer)
 
     def list(self, user: User, prefix: str, *, recursive: bool = True) -> list[ObjectInfo]:
         base = f"users/{user.key}/"
@@ -199,6 +213,17 @@ class MemoryStore:
             v = self.objects[key][-1]
             out.append(ObjectInfo(key[len(base) :], len(v.data), v.etag, v.at))
         return out
+
+    def list_users(self, prefix: str = "", *, limit: int = 100) -> list[str]:
+        if "/" in prefix:
+            raise InvalidRequestError("a user key prefix must not contain '/'")
+        if limit < 1:
+            raise InvalidRequestError("limit must be at least 1")
+        with self.lock:
+            # S3 lists a user while a current object is under users/<key>/ (not after a
+            # delete, whose versions stay but are not listed)
+            keys = {k.split("/", 2)[1] for k in self.objects if k.startswith("users/" + prefix)}
+        return sorted(keys)[:limit]
 
     def _versions(self, key: str) -> list[_Version]:
         """Every version of the key, oldest first, whether it exists or is deleted."""

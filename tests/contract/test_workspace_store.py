@@ -12,7 +12,7 @@ import pytest
 from agent_harness.aws.workspace import S3WorkspaceStore
 from agent_harness.errors import InvalidRequestError, PreconditionFailedError
 from agent_harness.ids import User
-from agent_harness.ports import WorkspaceStore
+from agent_harness.ports import MAX_WRITER_CHARS, WorkspaceStore
 from tests.fakes import MemoryStore
 
 ALICE = User.from_id("alice")
@@ -246,6 +246,141 @@ def test_users_whose_keys_share_a_prefix_see_only_their_own_objects(
     assert paths(store, BOB) == []
     got = store.get(ALICE, "MEMORY.md")
     assert got is not None and got.content == "alice"
+
+
+# -- listing users -------------------------------------------------------------------------
+
+
+def test_list_users_lists_the_keys_of_users_with_objects_sorted(store: WorkspaceStore) -> None:
+    assert store.list_users() == []
+    store.put(BOB, "MEMORY.md", "bob's")
+    store.put(ALICE, "memory/2026-11-30.md", "ledger")
+    store.put(ALICE, "sessions/s1/turns/1.json", "{}")
+    store.put(AL, "sessions/s1/context.json", "{}")
+    # (On AWS a user whose every object is deleted, leaving noncurrent versions and delete
+    # markers, is not listed; moto 5.2 still lists its common prefix, so that case is not
+    # part of the contract. The fake follows AWS.)
+
+    assert store.list_users() == ["al", "alice", "bob%40example%2Ecom"]
+    assert BOB.key == "bob%40example%2Ecom"  # the encoded key, not the id
+    store.purge(ALICE)
+    assert store.list_users() == ["al", "bob%40example%2Ecom"]
+
+
+def test_list_users_filters_by_the_encoded_key_prefix(store: WorkspaceStore) -> None:
+    for user in (AL, ALICE, BOB):
+        store.put(user, "MEMORY.md", "x")
+    assert store.list_users("al") == ["al", "alice"]
+    assert store.list_users("ali") == ["alice"]
+    assert store.list_users("alice") == ["alice"]
+    assert store.list_users("bob%40") == [BOB.key]
+    assert store.list_users("bob@") == []  # the raw id is not a key
+    assert store.list_users("alicex") == []
+    assert store.list_users("z") == []
+
+
+def test_list_users_stops_at_the_limit(store: WorkspaceStore) -> None:
+    users = [User.from_id(f"user-{n}") for n in range(5)]
+    for user in reversed(users):
+        store.put(user, "MEMORY.md", "x")
+        store.put(user, "memory/2026-11-30.md", "x")
+    store.put(ALICE, "MEMORY.md", "x")
+    keys = [u.key for u in users]
+
+    assert store.list_users("user-", limit=2) == keys[:2]
+    assert store.list_users("user-", limit=5) == keys
+    assert store.list_users("user-", limit=100) == keys
+    assert store.list_users(limit=1) == ["alice"]
+    assert store.list_users(limit=3) == ["alice", *keys[:2]]
+
+
+@pytest.mark.parametrize("prefix", ["alice/", "a/b", "/", "../alice"])
+def test_a_list_users_prefix_with_a_slash_is_an_invalid_request(
+    store: WorkspaceStore, prefix: str
+) -> None:
+    store.put(ALICE, "MEMORY.md", "x")
+    with pytest.raises(InvalidRequestError):
+        store.list_users(prefix)
+
+
+def test_a_list_users_limit_below_one_is_an_invalid_request(store: WorkspaceStore) -> None:
+    store.put(ALICE, "MEMORY.md", "x")
+    with pytest.raises(InvalidRequestError):
+        store.list_users(limit=0)
+
+
+# -- who wrote a version -------------------------------------------------------------------
+
+
+def test_the_writer_of_a_version_reads_back_with_it(store: WorkspaceStore) -> None:
+    store.put(ALICE, "MEMORY.md", "v1", writer="api")
+    store.put(ALICE, "MEMORY.md", "v2", writer="consolidation model=scripted:test")
+
+    got = store.get(ALICE, "MEMORY.md")
+    assert got is not None and got.writer == "consolidation model=scripted:test"
+    tail = store.get_from(ALICE, "MEMORY.md", 1)
+    assert tail is not None and (tail.content, tail.writer) == ("2", got.writer)
+    newest, oldest = store.list_versions(ALICE, "MEMORY.md")
+    old = store.get_version(ALICE, "MEMORY.md", oldest.version_id)
+    assert old is not None and (old.content, old.writer) == ("v1", "api")
+    new = store.get_version(ALICE, "MEMORY.md", newest.version_id)
+    assert new is not None and new.writer == "consolidation model=scripted:test"
+
+
+def test_a_version_written_without_a_writer_has_none(store: WorkspaceStore) -> None:
+    store.put(ALICE, "MEMORY.md", "v1")
+    got = store.get(ALICE, "MEMORY.md")
+    assert got is not None and got.writer is None
+
+    store.put(ALICE, "MEMORY.md", "v2", writer="api")
+    store.put(ALICE, "MEMORY.md", "v3")  # a writer is not carried over to the next version
+    got = store.get(ALICE, "MEMORY.md")
+    assert got is not None and (got.content, got.writer) == ("v3", None)
+    writers = [
+        v.writer
+        for info in store.list_versions(ALICE, "MEMORY.md")
+        if (v := store.get_version(ALICE, "MEMORY.md", info.version_id)) is not None
+    ]
+    assert writers == [None, "api", None]
+
+
+@pytest.mark.parametrize(
+    "writer",
+    [
+        "Zoë — console ✓ 🙂",
+        " 100% sure: a%20b + c/d?e=f&g ",  # percent signs, padding spaces: kept as they are
+        "line\nbreak\ttab",
+        "emma\x7f",
+    ],
+    ids=["unicode", "percent", "escapes", "control"],
+)
+def test_a_writer_round_trips_exactly(store: WorkspaceStore, writer: str) -> None:
+    store.put(ALICE, "MEMORY.md", "v1", writer=writer, create_only=True)
+    got = store.get(ALICE, "MEMORY.md")
+    assert got is not None and got.writer == writer
+    (info,) = store.list_versions(ALICE, "MEMORY.md")
+    old = store.get_version(ALICE, "MEMORY.md", info.version_id)
+    assert old is not None and old.writer == writer
+
+
+def test_a_long_writer_is_clipped(store: WorkspaceStore) -> None:
+    store.put(ALICE, "a.md", "x", writer="é" * (MAX_WRITER_CHARS + 50))
+    got = store.get(ALICE, "a.md")
+    assert got is not None and got.writer == "é" * MAX_WRITER_CHARS
+    # four bytes a character: clipped further so the metadata stays within S3's 2 KB
+    store.put(ALICE, "b.md", "x", writer="🙂" * MAX_WRITER_CHARS)
+    got = store.get(ALICE, "b.md")
+    assert got is not None and got.writer == "🙂" * 150
+
+
+def test_an_append_records_its_writer(store: WorkspaceStore) -> None:
+    store.append(ALICE, "MEMORY.md", lambda existing: "- a\n", writer="mcp: memory_save")
+    store.append(ALICE, "MEMORY.md", lambda existing: "- b\n")
+    _, oldest = store.list_versions(ALICE, "MEMORY.md")
+    first = store.get_version(ALICE, "MEMORY.md", oldest.version_id)
+    assert first is not None and first.writer == "mcp: memory_save"
+    got = store.get(ALICE, "MEMORY.md")
+    assert got is not None and (got.content, got.writer) == ("- a\n- b\n", None)
 
 
 # -- versions and deletes ------------------------------------------------------------------

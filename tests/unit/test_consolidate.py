@@ -349,3 +349,66 @@ def test_rollback_restores_an_older_memory_as_a_new_version() -> None:
 
     assert memory(rt) == "# Memory\n- first\n"
     assert len(list_memory_versions(rt, ALICE)) == 3
+
+
+def writers(rt) -> list[str | None]:
+    """The writer of every MEMORY.md version, newest first."""
+    found = []
+    for info in rt.store.list_versions(ALICE, "MEMORY.md"):
+        version = rt.store.get_version(ALICE, "MEMORY.md", info.version_id)
+        found.append(version.writer)
+    return found
+
+
+def test_a_consolidated_memory_version_names_the_consolidation_and_its_model() -> None:
+    rt = make_runtime(memory=ScriptedModel("# Memory\n- tea\n", name="scripted:memory"))
+    append(rt, "2026-11-30", "- tea\n")
+    consolidate(rt, job())
+
+    got = rt.store.get(ALICE, "MEMORY.md")
+    assert got.writer == "consolidation model=scripted:memory"
+    assert writers(rt) == ["consolidation model=scripted:memory"]
+
+
+def test_a_merge_onto_a_human_edit_names_each_writer() -> None:
+    from agent_harness.memory.files import put_memory
+
+    def merge_while_a_person_edits(request):
+        current = rt.store.get(ALICE, "MEMORY.md")
+        put_memory(
+            rt, ALICE, "# Memory\n- edited by hand\n", if_match=current.etag, if_none_match=None
+        )
+        return "# Memory\n- stale merge\n"
+
+    model = ScriptedModel(merge_while_a_person_edits, "# Memory\n- edited by hand\n- new\n")
+    rt = make_runtime(memory=model)
+    put_memory(rt, ALICE, "# Memory\n", if_match=None, if_none_match="*", writer="console")
+    append(rt, "2026-11-30", "- new\n")
+    consolidate(rt, job())
+
+    assert writers(rt) == ["consolidation model=scripted:test", "api", "console"]
+
+
+def test_a_rollback_names_its_writer_and_the_restored_version() -> None:
+    from agent_harness.memory.files import rollback_memory
+
+    rt = make_runtime(memory=ScriptedModel("# Memory\n- first\n", "# Memory\n- second\n"))
+    append(rt, "2026-11-30", "- first\n")
+    consolidate(rt, job())
+    append(rt, "2026-11-30", "- second\n")
+    consolidate(rt, job(force=True))
+    first = rt.store.list_versions(ALICE, "MEMORY.md")[-1].version_id
+
+    rollback_memory(rt, ALICE, first)
+    assert rt.store.get(ALICE, "MEMORY.md").writer == f"api: rollback to {first}"
+    rollback_memory(rt, ALICE, first, writer="console alice@ops")
+    assert rt.store.get(ALICE, "MEMORY.md").writer == f"console alice@ops: rollback to {first}"
+    assert writers(rt)[2:] == ["consolidation model=scripted:test"] * 2
+
+
+def test_a_memory_save_names_where_it_came_from() -> None:
+    from agent_harness.memory.files import save_facts
+
+    rt = make_runtime()
+    save_facts(rt, ALICE, "- likes tea", timestamp=None, source=None, origin="mcp")
+    assert rt.store.get(ALICE, "MEMORY.md").writer == "mcp: memory_save"

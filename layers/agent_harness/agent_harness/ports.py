@@ -3,7 +3,8 @@ records that cross them. The adapters (``aws/``: S3, DynamoDB, SQS; ``mcp/``: re
 servers) and the test fakes implement these Protocols; services import only this module,
 so they never depend on an adapter, and a contract suite runs every port against both.
 
-    WorkspaceStore      a user's files (S3): conditional writes, versions, appends
+    WorkspaceStore      a user's files (S3): conditional writes, versions (each with its
+                        writer), appends, and the users that have files
     SessionTable        a session's lease, turn counter and pause mark (the hot path)
     FlushTable          flush cursors, the flush throttle gate and its due marks
     ConsolidationTable  a user's consolidation lease, watermark and due marks
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from agent_harness.jobs import ConsolidationJob, PostTurnJob
 
 __all__ = [
+    "MAX_WRITER_CHARS",
     "AppendBuilder",
     "ConsolidationTable",
     "DueUser",
@@ -48,6 +50,7 @@ __all__ = [
     "VersionInfo",
     "WorkspaceStore",
     "cas_append",
+    "writer_label",
 ]
 
 
@@ -62,6 +65,8 @@ class StoredObject:
     size: int
     last_modified: datetime | None = None
     version_id: str | None = None
+    #: who wrote this version (``put(..., writer=...)``); None when not recorded
+    writer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,19 @@ class VersionInfo:
 #: ``build(existing_text)`` returns the text to append, or None to append nothing.
 AppendBuilder = Callable[[str], "str | None"]
 
+MAX_WRITER_CHARS = 200
+#: S3 allows 2 KB of user metadata; percent-encoded, 600 UTF-8 bytes stay under 1,800
+_MAX_WRITER_BYTES = 600
+
+
+def writer_label(writer: str | None) -> str | None:
+    """The writer a store records for a version: None for none (or empty), otherwise at
+    most ``MAX_WRITER_CHARS`` characters (and 600 UTF-8 bytes), cut at a character."""
+    if not writer:
+        return None
+    clipped = writer[:MAX_WRITER_CHARS].encode()[:_MAX_WRITER_BYTES]
+    return clipped.decode("utf-8", errors="ignore")
+
 
 class WorkspaceStore(Protocol):
     def get(self, user: User, path: str) -> StoredObject | None: ...
@@ -100,14 +118,22 @@ class WorkspaceStore(Protocol):
         *,
         if_match: str | None = None,
         create_only: bool = False,
+        writer: str | None = None,
     ) -> str: ...
 
-    def append(self, user: User, path: str, build: AppendBuilder) -> str | None: ...
+    def append(
+        self, user: User, path: str, build: AppendBuilder, *, writer: str | None = None
+    ) -> str | None: ...
 
     def list(self, user: User, prefix: str, *, recursive: bool = True) -> list[ObjectInfo]: ...
 
     # builtins.list: the method above shadows list in the rest of the class body
     def list_versions(self, user: User, path: str) -> builtins.list[VersionInfo]: ...
+
+    def list_users(self, prefix: str = "", *, limit: int = 100) -> builtins.list[str]:
+        """The keys (``User.key``) of users with at least one object, sorted, starting
+        with ``prefix`` (an encoded key prefix, no "/"), at most ``limit``."""
+        ...
 
     def get_version(self, user: User, path: str, version_id: str) -> StoredObject | None: ...
 
@@ -124,12 +150,14 @@ def cas_append(
     *,
     attempts: int = 8,
     sleep: Callable[[float], None] = time.sleep,
+    writer: str | None = None,
 ) -> str | None:
     """Append ``build(existing)`` to ``path``: GET, then PUT conditioned on what was read
     (If-Match, or If-None-Match when absent). After a lost race (412) the object is read
     again and ``build`` called again, so it can re-check what is already there
     (idempotent appends). Returns the new ETag, or None when ``build`` added nothing.
-    Correct as long as the store's conditional write is atomic, as S3's is."""
+    Correct as long as the store's conditional write is atomic, as S3's is. ``writer`` is
+    recorded on the version written, as by ``put``."""
     for attempt in range(attempts):
         current = store.get(user, path)
         existing = current.content if current else ""
@@ -138,8 +166,8 @@ def cas_append(
             return None
         try:
             if current is None:
-                return store.put(user, path, addition, create_only=True)
-            return store.put(user, path, existing + addition, if_match=current.etag)
+                return store.put(user, path, addition, create_only=True, writer=writer)
+            return store.put(user, path, existing + addition, if_match=current.etag, writer=writer)
         except PreconditionFailedError:
             sleep(random.uniform(0, min(1.0, 0.02 * 2**attempt)))
     raise StoreError(f"appending to {path} failed: too many concurrent writers")

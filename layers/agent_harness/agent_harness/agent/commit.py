@@ -97,7 +97,7 @@ def apply_saves(rt: Runtime, user: User, record: TurnRecord, fresh: bool) -> Non
         if ledger is not None and provenance in ledger.content:
             return
     for lines in saves:
-        save_memories(rt, user, lines, provenance=provenance, at=at)
+        save_memories(rt, user, lines, provenance=provenance, at=at, writer="agent: memory_save")
 
 
 def enqueue_post_turn(

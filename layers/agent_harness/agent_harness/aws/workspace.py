@@ -8,6 +8,7 @@
 Every method takes a ``User`` and a workspace-relative path that is validated here,
 so no caller can build a key outside the user's prefix. S3 errors become
 ``PreconditionFailedError`` (412), ``None`` for a missing object, or ``StoreError``.
+A version's writer is its user metadata ``writer``, percent-encoded (metadata is ASCII).
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from agent_harness.errors import PreconditionFailedError, StoreError
+from agent_harness.errors import InvalidRequestError, PreconditionFailedError, StoreError
 from agent_harness.ids import validate_relative_path
-from agent_harness.paths import user_root
-from agent_harness.ports import ObjectInfo, StoredObject, VersionInfo, cas_append
+from agent_harness.paths import USER_ROOT, user_root
+from agent_harness.ports import ObjectInfo, StoredObject, VersionInfo, cas_append, writer_label
 
 if TYPE_CHECKING:
     import builtins
@@ -35,6 +37,10 @@ __all__ = ["S3WorkspaceStore"]
 _PRECONDITION_CODES = {"PreconditionFailed", "412"}
 _RETRY_CONFLICT_CODES = {"ConditionalRequestConflict", "409"}
 _MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
+#: the user-metadata key of a version's writer (the header x-amz-meta-writer)
+_WRITER = "writer"
+#: left readable in the stored metadata; everything else (space, %, non-ASCII) is %XX
+_WRITER_SAFE = "!#$&'()*+,-./:;=?@[]_~"
 
 
 def _error_code(exc: ClientError) -> str:
@@ -107,6 +113,7 @@ class S3WorkspaceStore:
             raise StoreError(f"reading {path} failed") from exc
         except BotoCoreError as exc:
             raise StoreError(f"reading {path} failed") from exc
+        stored_writer = (resp.get("Metadata") or {}).get(_WRITER)
         size = int(resp.get("ContentLength", len(body)))
         content_range = resp.get("ContentRange")  # "bytes 10-99/100"
         if content_range and "/" in content_range:
@@ -118,6 +125,7 @@ class S3WorkspaceStore:
             size=size,
             last_modified=resp.get("LastModified"),
             version_id=resp.get("VersionId"),
+            writer=unquote(stored_writer) if stored_writer else None,
         )
 
     def get_many(self, user: User, paths: list[str]) -> dict[str, StoredObject]:
@@ -176,6 +184,31 @@ class S3WorkspaceStore:
         out.sort(key=lambda v: (v.last_modified is not None, v.last_modified), reverse=True)
         return out
 
+    def list_users(self, prefix: str = "", *, limit: int = 100) -> builtins.list[str]:
+        """The keys of users with at least one object, sorted, starting with ``prefix``
+        (already encoded): the common prefixes ``users/<key>/``, at most ``limit``."""
+        if "/" in prefix:
+            raise InvalidRequestError("a user key prefix must not contain '/'")
+        if limit < 1:
+            raise InvalidRequestError("limit must be at least 1")
+        root = USER_ROOT + prefix
+        keys: list[str] = []
+        try:
+            pages = self._s3.get_paginator("list_objects_v2").paginate(
+                Bucket=self._bucket,
+                Prefix=root,
+                Delimiter="/",
+                PaginationConfig={"PageSize": min(limit, 1000)},
+            )
+            for page in pages:
+                for item in page.get("CommonPrefixes", []):
+                    keys.append(item["Prefix"][len(USER_ROOT) :].rstrip("/"))
+                if len(keys) >= limit:
+                    break
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("listing users failed") from exc
+        return sorted(keys)[:limit]
+
     def get_version(self, user: User, path: str, version_id: str) -> StoredObject | None:
         try:
             return self._get(user, path, {"VersionId": version_id})
@@ -198,9 +231,11 @@ class S3WorkspaceStore:
         *,
         if_match: str | None = None,
         create_only: bool = False,
+        writer: str | None = None,
     ) -> str:
         """Write ``content``; with ``if_match`` only over that ETag, with ``create_only``
-        only when absent. Raises ``PreconditionFailedError`` when the condition fails."""
+        only when absent. Raises ``PreconditionFailedError`` when the condition fails.
+        ``writer`` (who writes: at most ``MAX_WRITER_CHARS``) is kept with the version."""
         if if_match and create_only:
             raise ValueError("if_match and create_only are exclusive")
         key = self._key(user, path)
@@ -214,6 +249,9 @@ class S3WorkspaceStore:
             kwargs["IfMatch"] = if_match
         if create_only:
             kwargs["IfNoneMatch"] = "*"
+        label = writer_label(writer)
+        if label:
+            kwargs["Metadata"] = {_WRITER: quote(label, safe=_WRITER_SAFE)}
         for attempt in range(4):
             try:
                 return str(self._s3.put_object(**kwargs)["ETag"])
@@ -275,7 +313,15 @@ class S3WorkspaceStore:
             raise StoreError("deleting the user's workspace failed") from exc
         return len(doomed)
 
-    def append(self, user: User, path: str, build: AppendBuilder) -> str | None:
+    def append(
+        self, user: User, path: str, build: AppendBuilder, *, writer: str | None = None
+    ) -> str | None:
         return cas_append(
-            self, user, path, build, attempts=self._append_attempts, sleep=self._sleep
+            self,
+            user,
+            path,
+            build,
+            attempts=self._append_attempts,
+            sleep=self._sleep,
+            writer=writer,
         )

@@ -242,11 +242,12 @@ def _run(
             if document.strip() == current_text.strip():
                 outcome.status = "unchanged"
                 break
+            writer = f"consolidation model={answer.model}"
             try:
                 if current is None:
-                    rt.store.put(user, MEMORY_FILE, document, create_only=True)
+                    rt.store.put(user, MEMORY_FILE, document, create_only=True, writer=writer)
                 else:
-                    rt.store.put(user, MEMORY_FILE, document, if_match=current.etag)
+                    rt.store.put(user, MEMORY_FILE, document, if_match=current.etag, writer=writer)
                 break
             except PreconditionFailedError:
                 if attempt == WRITE_ATTEMPTS - 1:

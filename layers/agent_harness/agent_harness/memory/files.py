@@ -64,17 +64,23 @@ def get_memory(rt: Runtime, user: User) -> MemoryDocument:
 
 
 def put_memory(
-    rt: Runtime, user: User, content: str, *, if_match: str | None, if_none_match: str | None
+    rt: Runtime,
+    user: User,
+    content: str,
+    *,
+    if_match: str | None,
+    if_none_match: str | None,
+    writer: str = "api",
 ) -> MemoryDocument:
     """A person's edit: ``If-Match`` replaces that version, ``If-None-Match: *`` creates;
-    at most ``max_memory_chars`` (413)."""
+    at most ``max_memory_chars`` (413). ``writer`` is recorded on the new version."""
     limit = rt.settings.max_memory_chars
     if len(content) > limit:
         raise PayloadTooLargeError(f"MEMORY.md is limited to {limit} characters")
     if if_match:
-        etag = rt.store.put(user, MEMORY_FILE, content, if_match=if_match)
+        etag = rt.store.put(user, MEMORY_FILE, content, if_match=if_match, writer=writer)
     elif if_none_match == "*":
-        etag = rt.store.put(user, MEMORY_FILE, content, create_only=True)
+        etag = rt.store.put(user, MEMORY_FILE, content, create_only=True, writer=writer)
     else:
         raise PreconditionRequiredError(
             "send If-Match: <etag> to replace MEMORY.md, or If-None-Match: * to create it"
@@ -86,16 +92,20 @@ def list_memory_versions(rt: Runtime, user: User) -> list[VersionInfo]:
     return rt.store.list_versions(user, MEMORY_FILE)
 
 
-def rollback_memory(rt: Runtime, user: User, version_id: str) -> MemoryDocument:
-    """Restore an earlier version; the restore is written as a new version (If-Match)."""
+def rollback_memory(
+    rt: Runtime, user: User, version_id: str, *, writer: str = "api"
+) -> MemoryDocument:
+    """Restore an earlier version; the restore is written as a new version (If-Match),
+    its writer ``"<writer>: rollback to <version_id>"``."""
     old = rt.store.get_version(user, MEMORY_FILE, version_id)
     if old is None:
         raise NotFoundError(f"MEMORY.md has no version {version_id!r}")
     current = rt.store.get(user, MEMORY_FILE)
+    label = f"{writer}: rollback to {version_id}"
     if current is None:
-        etag = rt.store.put(user, MEMORY_FILE, old.content, create_only=True)
+        etag = rt.store.put(user, MEMORY_FILE, old.content, create_only=True, writer=label)
     else:
-        etag = rt.store.put(user, MEMORY_FILE, old.content, if_match=current.etag)
+        etag = rt.store.put(user, MEMORY_FILE, old.content, if_match=current.etag, writer=label)
     return MemoryDocument(old.content, etag)
 
 
@@ -185,11 +195,18 @@ def save_source(rt: Runtime, user: User, session_id: str, turns: list[int]) -> s
 
 
 def save_memories(
-    rt: Runtime, user: User, lines: list[str], *, provenance: str, at: datetime
+    rt: Runtime,
+    user: User,
+    lines: list[str],
+    *,
+    provenance: str,
+    at: datetime,
+    writer: str = "memory_save",
 ) -> int:
     """memory_save: append to MEMORY.md and record a ``## Memory Save`` section in the
     ledger of the day, both with compare-and-swap appends (a consolidation running at the
-    same time re-merges onto the new MEMORY.md instead of overwriting it)."""
+    same time re-merges onto the new MEMORY.md instead of overwriting it). ``writer`` is
+    recorded on the MEMORY.md version."""
     block = "\n".join(lines) + "\n"
     rt.store.append(
         user,
@@ -199,6 +216,7 @@ def save_memories(
             + ("\n" if existing else "")
             + block
         ),
+        writer=writer,
     )
     day = day_of(at, rt.settings.zone)
     section = render_section("Memory Save", at, rt.settings.zone, lines, provenance)
@@ -237,4 +255,7 @@ def save_facts(
     if source is not None:
         session_id = validate_session_id(source[0], rt.settings.max_session_id_chars)
         provenance = save_source(rt, user, session_id, source[1])
-    return Saved(save_memories(rt, user, lines, provenance=provenance, at=at), at)
+    saved = save_memories(
+        rt, user, lines, provenance=provenance, at=at, writer=f"{origin}: memory_save"
+    )
+    return Saved(saved, at)
