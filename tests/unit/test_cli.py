@@ -127,3 +127,19 @@ def test_bad_usage_exits_2() -> None:
     with pytest.raises(SystemExit) as exc:
         main(["show"])
     assert exc.value.code == 2
+
+
+def test_users_lists_users_by_prefix_with_what_is_not_merged_yet(capsys) -> None:
+    rt = make_runtime()
+    remembered(rt, ALICE, "Remember that I prefer window seats on long flights.")
+    remembered(rt, BOB, "Remember that I prefer aisle seats.")
+    cli(rt, capsys, "consolidate-now", "alice")
+
+    status, out = cli(rt, capsys, "users", "al")
+    (alice,) = json.loads(out)
+    assert status == 0 and alice["user"] == "alice" and alice["sessions"] == 1
+    assert alice["memory_bytes"] > 0 and alice["unmerged_bytes"] == 0
+    status, out = cli(rt, capsys, "users")
+    bob = json.loads(out)[1]
+    assert bob["user"] == "bob" and bob["memory_bytes"] == 0
+    assert bob["unmerged_bytes"] == bob["ledger_bytes"] > 0

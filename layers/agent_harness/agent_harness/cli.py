@@ -2,6 +2,7 @@
 
     python -m agent_harness.cli [--env-file F | --stack NAME] <command> <user> ...
 
+    users [PREFIX] [--limit N]                  users whose id starts with PREFIX, at a glance
     show USER [--day D | --versions | --days]   MEMORY.md (or one ledger day, versions, days)
     search USER QUERY [--mode M] [--limit N]    memory_search over MEMORY.md and ledgers
     trace USER TEXT                             which ledger sections (session, turns, model)
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
     from agent_harness.runtime import Runtime
 
-__all__ = ["main", "stack_environment"]
+__all__ = ["main", "runtime_from", "stack_environment"]
 
 #: CloudFormation output -> environment variable
 STACK_OUTPUTS = {
@@ -85,7 +86,7 @@ def stack_environment(env_file: str | None, stack: str | None) -> dict[str, str]
     return env
 
 
-def _runtime_from(env: Mapping[str, str]) -> Runtime:
+def runtime_from(env: Mapping[str, str]) -> Runtime:
     from agent_harness.runtime import Runtime
 
     os.environ.update({k: v for k, v in env.items() if k.startswith("AWS_")})
@@ -100,6 +101,10 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--env-file", help="JSON of environment variables (sam-env.json)")
     where.add_argument("--stack", help="a deployed CloudFormation stack name")
     commands = parser.add_subparsers(dest="command", required=True)
+
+    users = commands.add_parser("users", help="find users by id prefix, with their sizes")
+    users.add_argument("prefix", nargs="?", default="")
+    users.add_argument("--limit", type=int, default=50)
 
     show = commands.add_parser("show", help="print MEMORY.md, a ledger day, versions or days")
     show.add_argument("user")
@@ -153,6 +158,8 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
 
     if args.command == "dlq":
         return _dlq(args, rt)
+    if args.command == "users":
+        return _users(args, rt)
     user = User.from_id(args.user)
     if args.command == "show":
         if args.day:
@@ -185,7 +192,7 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
         # a damaged or outdated snapshot reads as empty, so it is rebuilt whole
         _print({"snapshots_written": refresh_snapshots(rt, user)})
     elif args.command == "rollback":
-        document = files.rollback_memory(rt, user, args.version_id)
+        document = files.rollback_memory(rt, user, args.version_id, writer="cli")
         _print({"restored": args.version_id, "etag": document.etag})
     elif args.command == "forget":
         if not args.yes:
@@ -194,6 +201,28 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
         from agent_harness.memory.forget import forget_user
 
         _print(forget_user(rt, user).__dict__)
+    return 0
+
+
+def _users(args: argparse.Namespace, rt: Runtime) -> int:
+    from agent_harness.overview import find_users, user_overview
+
+    found = []
+    for user in find_users(rt, args.prefix, limit=args.limit):
+        view = user_overview(rt, user)
+        found.append(
+            {
+                "user": user.id,
+                "memory_bytes": view.memory_bytes,
+                "ledger_days": view.ledger_days,
+                "ledger_bytes": view.ledger_bytes,
+                "sessions": view.sessions,
+                "last_activity": view.last_activity,
+                "consolidation_due": view.state.is_due,
+                "unmerged_bytes": sum(size - done for done, size in view.watermarks.values()),
+            }
+        )
+    _print(found)
     return 0
 
 
@@ -217,7 +246,7 @@ def _dlq(args: argparse.Namespace, rt: Runtime) -> int:
 def main(argv: Sequence[str] | None = None, *, runtime: Runtime | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        rt = runtime or _runtime_from(stack_environment(args.env_file, args.stack))
+        rt = runtime or runtime_from(stack_environment(args.env_file, args.stack))
         return run(args, rt)
     except (ConfigError, HarnessError) as exc:
         print(f"error: {exc}", file=sys.stderr)

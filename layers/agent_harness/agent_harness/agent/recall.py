@@ -8,13 +8,14 @@ from the per-container cache while their ETags hold."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness import markup
-from agent_harness.agent.context import recall_frame_tokens, recall_reference
+from agent_harness.agent.context import memory_reference, recall_frame_tokens, recall_reference
 from agent_harness.errors import HarnessError
 from agent_harness.memory.corpus import index_read, load_ledgers
 from agent_harness.memory.recall import recall_query, select_lines
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from agent_harness.ports import StoredObject
     from agent_harness.runtime import Runtime
 
-__all__ = ["Recall", "start_recall"]
+__all__ = ["Recall", "RecallPreview", "preview_recall", "start_recall"]
 
 logger = Logger(child=True)
 metrics = Metrics()
@@ -39,15 +40,18 @@ _READERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall")
 class Recall:
     """The ledgers being read for one turn; ``message`` waits for them."""
 
-    def __init__(self, rt: Runtime, user: User) -> None:
+    def __init__(self, rt: Runtime, user: User, *, fresh: bool = False) -> None:
         self._rt, self._user = rt, user
+        # a turn may reuse the container's recent LIST of memory/; an operator's preview
+        # must see what was just flushed
+        listing_seconds = 0 if fresh else rt.settings.recall_listing_seconds
         self._ledgers: Future[list[tuple[str, FileIndex]]] = _READERS.submit(
             load_ledgers,
             rt,
             user,
             rt.search_cache,
             rt.listings,
-            rt.settings.recall_listing_seconds,
+            listing_seconds,
         )
 
     def message(
@@ -87,9 +91,35 @@ class Recall:
         return message, tokens, [line.source for line in lines]
 
 
-def start_recall(rt: Runtime, user: User) -> Recall | None:
+def start_recall(rt: Runtime, user: User, *, fresh: bool = False) -> Recall | None:
     """Start reading for automatic recall, or None when it is off."""
     settings = rt.settings
     if settings.disable_memory_hooks or settings.recall_max_tokens <= 0:
         return None
-    return Recall(rt, user)
+    return Recall(rt, user, fresh=fresh)
+
+
+@dataclass(frozen=True)
+class RecallPreview:
+    """What automatic recall would inject for a message now (``off``: it is disabled)."""
+
+    off: bool
+    content: str | None
+    tokens: int
+    sources: list[str]
+
+
+def preview_recall(rt: Runtime, user: User, text: str) -> RecallPreview:
+    """The recall message a new session's first turn with ``text`` would get, built by the
+    turn's own code (MEMORY.md's lines skipped as the turn skips them); writes nothing."""
+    from agent_harness.clock import iso
+    from agent_harness.paths import MEMORY_FILE
+
+    recall = start_recall(rt, user, fresh=True)
+    if recall is None:
+        return RecallPreview(True, None, 0, [])
+    memory = rt.store.get(user, MEMORY_FILE)
+    now = iso(rt.clock.now())
+    reference, _ = memory_reference(memory, rt.counter, rt.settings.consolidation_max_tokens, now)
+    message, tokens, sources = recall.message(memory, reference, text, None, now)
+    return RecallPreview(False, message.content if message else None, tokens, sources)

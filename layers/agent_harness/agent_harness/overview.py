@@ -1,0 +1,305 @@
+"""What an operator looks at, read through the same services the handlers use: the
+users of a stack, one user's workspace at a glance, their sessions, a ledger day cut into
+its sections with the consolidation watermark, where a MEMORY.md line came from (down to
+the turn's messages), and the user's memory size and tokens over time.
+
+Read-only: the writes an operator makes (edit, rollback, forget, redrive) are the
+library's own functions (``memory.files``, ``memory.forget``, ``aws.dlq``), called as the
+CLI calls them. The operator console and the CLI both read through this module.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from agent_harness.clock import iso
+from agent_harness.ids import User, validate_day, validate_session_id
+from agent_harness.memory.ledger import parse_header, parse_turns, source_fields
+from agent_harness.memory.provenance import trace_line
+from agent_harness.paths import (
+    LEDGER_DIR,
+    MEMORY_FILE,
+    SEGMENT_DIR,
+    SNAPSHOT_DIR,
+    ledger_day,
+    ledger_path,
+    turn_path,
+)
+from agent_harness.records import TurnRecord
+
+if TYPE_CHECKING:
+    from agent_harness.memory.provenance import Origin
+    from agent_harness.ports import ObjectInfo, UserState
+    from agent_harness.runtime import Runtime
+
+__all__ = [
+    "LedgerSection",
+    "LineOrigin",
+    "MemoryVersion",
+    "SessionSummary",
+    "UserOverview",
+    "find_users",
+    "ledger_sections",
+    "line_origins",
+    "list_sessions",
+    "memory_sizes",
+    "memory_versions",
+    "tokens_by_day",
+    "user_overview",
+]
+
+#: the most versions whose writer is read (one GET each), and turns read for the chart
+MAX_VERSIONS = 50
+MAX_CHART_TURNS = 400
+_READERS = 8
+
+
+def find_users(rt: Runtime, prefix: str = "", *, limit: int = 100) -> list[User]:
+    """Users with anything stored whose id starts with ``prefix`` (one LIST)."""
+    encoded = User.from_id(prefix).key if prefix else ""
+    return [User.from_key(key) for key in rt.store.list_users(encoded, limit=limit)]
+
+
+@dataclass(frozen=True)
+class UserOverview:
+    user: User
+    objects: int
+    memory_bytes: int
+    memory_etag: str | None
+    ledger_days: int
+    ledger_bytes: int
+    archive_days: int
+    archive_bytes: int
+    sessions: int
+    turns: int
+    derived_bytes: int  # thread segments and ranked snapshots (rebuildable)
+    last_activity: str | None
+    state: UserState
+    #: per ledger day: bytes consolidation has merged / bytes on disk
+    watermarks: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def exists(self) -> bool:
+        return self.objects > 0
+
+
+def user_overview(rt: Runtime, user: User) -> UserOverview:
+    """One user's workspace at a glance: one LIST of the user's root and the user item."""
+    objects = rt.store.list(user, "")
+    state = rt.table.get_user(user)
+    memory = next((o for o in objects if o.path == MEMORY_FILE), None)
+    ledgers = {d: o for o in objects if (d := ledger_day(o.path)) and _active(o.path)}
+    archive = [o for o in objects if ledger_day(o.path) and not _active(o.path)]
+    sessions = {o.path.split("/")[1] for o in objects if o.path.startswith("sessions/")}
+    turns = [o for o in objects if "/turns/" in o.path and o.path.startswith("sessions/")]
+    derived = [o for o in objects if o.path.startswith((SEGMENT_DIR, SNAPSHOT_DIR))]
+    last = max((o.last_modified for o in objects if o.last_modified), default=None)
+    return UserOverview(
+        user=user,
+        objects=len(objects),
+        memory_bytes=memory.size if memory else 0,
+        memory_etag=memory.etag if memory else None,
+        ledger_days=len(ledgers),
+        ledger_bytes=sum(o.size for o in ledgers.values()),
+        archive_days=len(archive),
+        archive_bytes=sum(o.size for o in archive),
+        sessions=len(sessions),
+        turns=len(turns),
+        derived_bytes=sum(o.size for o in derived),
+        last_activity=iso(last) if last else None,
+        state=state,
+        watermarks={
+            day: (min(state.consumed.get(day, 0), o.size), o.size)
+            for day, o in sorted(ledgers.items())
+        },
+    )
+
+
+def _active(path: str) -> bool:
+    return path.startswith(LEDGER_DIR) and path.count("/") == 1
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    session_id: str
+    turns: int
+    first_at: str | None
+    last_at: str | None
+
+
+def list_sessions(rt: Runtime, user: User) -> list[SessionSummary]:
+    """The user's sessions, most recently active first (one LIST of sessions/)."""
+    grouped: dict[str, list[ObjectInfo]] = {}
+    for info in rt.store.list(user, "sessions/"):
+        parts = info.path.split("/")
+        if len(parts) == 4 and parts[2] == "turns" and parts[3].endswith(".json"):
+            grouped.setdefault(parts[1], []).append(info)
+    out = []
+    for session_id, infos in grouped.items():
+        times = sorted(o.last_modified for o in infos if o.last_modified)
+        out.append(
+            SessionSummary(
+                session_id,
+                len(infos),
+                iso(times[0]) if times else None,
+                iso(times[-1]) if times else None,
+            )
+        )
+    out.sort(key=lambda s: s.last_at or "", reverse=True)
+    return out
+
+
+@dataclass(frozen=True)
+class LedgerSection:
+    kind: str | None  # "Flush", "Memory Save", ... (None: text before the first header)
+    at: str | None
+    source: str | None  # the raw ``> source:`` fields
+    lines: list[tuple[int, str]]  # (1-based line number, text)
+    start: int  # byte offsets of the section in the file
+    end: int
+    merged: bool  # consolidation has read all of it (the watermark is at or past its end)
+
+
+def ledger_sections(rt: Runtime, user: User, day: str) -> tuple[list[LedgerSection], int, int]:
+    """A ledger day cut into its sections, each marked merged or not by the user's
+    consolidation watermark; also (merged bytes, file bytes). Active days only."""
+    from agent_harness.errors import NotFoundError
+
+    obj = rt.store.get(user, ledger_path(validate_day(day)))
+    if obj is None:
+        raise NotFoundError(f"no ledger for {day}")
+    consumed = min(rt.table.get_user(user).consumed.get(day, 0), obj.size)
+    sections: list[LedgerSection] = []
+    current: list[tuple[int, str]] = []
+    kind = at = source = None
+    start = offset = end = 0  # end: after the section's last non-blank line
+
+    def close() -> None:
+        if current or kind:
+            merged = end <= consumed  # the blank line before the next header is not its text
+            sections.append(LedgerSection(kind, at, source, list(current), start, end, merged))
+
+    for number, line in enumerate(obj.content.splitlines(keepends=True), start=1):
+        text = line.rstrip("\n")
+        header = parse_header(text)
+        if header:
+            close()
+            current, (kind, at), source, start = [], header, None, offset
+        elif source is None and kind and (fields := source_fields(text)):
+            source = fields
+        elif text.strip():
+            current.append((number, text))
+        offset += len(line.encode("utf-8"))
+        if text.strip():
+            end = offset
+    close()
+    return sections, consumed, obj.size
+
+
+@dataclass(frozen=True)
+class LineOrigin:
+    """A ledger line a MEMORY.md line likely came from, with the turns it names."""
+
+    origin: Origin
+    session_id: str | None
+    turns: list[TurnRecord]
+
+
+def line_origins(rt: Runtime, user: User, text: str, *, limit: int = 5) -> list[LineOrigin]:
+    """``trace`` of a MEMORY.md line, each origin with its source turns' records (the
+    messages that produced it; the first 5 turns of each section)."""
+    out = []
+    for origin in trace_line(rt, user, text, limit=limit):
+        fields = dict(f.split("=", 1) for f in (origin.source or "").split() if "=" in f)
+        session_id, records = fields.get("session"), []
+        if session_id and "turns" in fields:
+            try:
+                validate_session_id(session_id)
+            except Exception:  # a hand-edited ledger: show the origin without its turns
+                session_id = None
+            else:
+                wanted = sorted(parse_turns(fields["turns"]))[:5]
+                got = rt.store.get_many(user, [turn_path(session_id, n) for n in wanted])
+                parsed = (TurnRecord.parse_or_none(got[p].content) for p in sorted(got))
+                records = sorted((r for r in parsed if r), key=lambda r: r.turn)
+        out.append(LineOrigin(origin, session_id, records))
+    return out
+
+
+@dataclass(frozen=True)
+class MemoryVersion:
+    version_id: str
+    at: str | None
+    size: int
+    is_latest: bool
+    writer: str | None
+
+
+def memory_versions(rt: Runtime, user: User, *, limit: int = MAX_VERSIONS) -> list[MemoryVersion]:
+    """MEMORY.md's versions, newest first, each with who wrote it (one GET per version)."""
+    versions = rt.store.list_versions(user, MEMORY_FILE)[:limit]
+
+    def writer(version_id: str) -> str | None:
+        obj = rt.store.get_version(user, MEMORY_FILE, version_id)
+        return obj.writer if obj else None
+
+    with ThreadPoolExecutor(max_workers=_READERS) as pool:
+        writers = list(pool.map(writer, [v.version_id for v in versions]))
+    return [
+        MemoryVersion(
+            v.version_id,
+            iso(v.last_modified) if v.last_modified else None,
+            v.size,
+            v.is_latest,
+            w,
+        )
+        for v, w in zip(versions, writers, strict=True)
+    ]
+
+
+def memory_sizes(rt: Runtime, user: User) -> dict[str, list[tuple[str, int]]]:
+    """Memory size over time, as (day, bytes) points: MEMORY.md at each version (its last
+    version of the day), and the ledgers, active and archived, summed up to each day."""
+    by_day: dict[str, int] = {}
+    dated = [v for v in rt.store.list_versions(user, MEMORY_FILE) if v.last_modified]
+    for v in sorted(dated, key=lambda v: v.last_modified or 0):
+        if v.last_modified:
+            by_day[v.last_modified.date().isoformat()] = v.size
+    ledgers: dict[str, int] = {}
+    for info in rt.store.list(user, LEDGER_DIR):
+        day = ledger_day(info.path)
+        if day:
+            ledgers[day] = ledgers.get(day, 0) + info.size
+    running, cumulative = 0, []
+    for day in sorted(ledgers):
+        running += ledgers[day]
+        cumulative.append((day, running))
+    return {"MEMORY.md": sorted(by_day.items()), "ledgers": cumulative}
+
+
+def tokens_by_day(
+    rt: Runtime, user: User, *, limit: int = MAX_CHART_TURNS
+) -> dict[str, dict[str, int]]:
+    """Tokens (input + output) per day and role, from the user's latest ``limit`` turns:
+    ``{day: {"agent": n, "compaction": n}}`` (the day in ``HARNESS_TIMEZONE``)."""
+    infos = [
+        i
+        for i in rt.store.list(user, "sessions/")
+        if "/turns/" in i.path and i.path.endswith(".json")
+    ]
+    infos.sort(key=lambda i: (i.last_modified is not None, i.last_modified), reverse=True)
+    got = rt.store.get_many(user, [i.path for i in infos[:limit]])
+    out: dict[str, dict[str, int]] = {}
+    for obj in got.values():
+        record = TurnRecord.parse_or_none(obj.content)
+        if record is None:
+            continue
+        day = record.created().astimezone(rt.settings.zone).date().isoformat()
+        roles = out.setdefault(day, {"agent": 0, "compaction": 0})
+        roles["agent"] += record.usage.input_tokens + record.usage.output_tokens
+        roles["compaction"] += (
+            record.compaction_usage.input_tokens + record.compaction_usage.output_tokens
+        )
+    return dict(sorted(out.items()))
