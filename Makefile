@@ -12,7 +12,7 @@ PY312 := $(or $(lastword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12
 export SAM_CLI_TELEMETRY := 0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test reliability test-unit test-contract test-integration test-e2e lint format dev moto demo mcp-demo cli bench bench-quick \
+.PHONY: help venv test reliability test-unit test-contract test-integration test-e2e lint format dev moto demo mcp-demo cli console browser bench bench-quick \
         sam validate build deploy tiktoken-cache env-file clean
 
 help: ## Show the targets
@@ -25,7 +25,7 @@ $(VENV)/.installed: tests/requirements.txt
 
 venv: $(VENV)/.installed ## Create .venv with the pinned dependencies
 
-test: venv ## Run all tests: unit, contract (each port on its fake and on moto), integration and e2e
+test: venv browser ## Run all tests: unit, contract (each port on its fake and on moto), integration and e2e
 	$(PY) -m pytest tests/unit tests/contract tests/integration tests/e2e
 
 reliability: venv ## The invariants under concurrency, redelivery, crashes and poison jobs, with figures
@@ -40,7 +40,7 @@ test-contract: venv ## Each port's contract, on its in-memory fake and on its AW
 test-integration: venv ## Handlers on events/ with moto
 	$(PY) -m pytest tests/integration
 
-test-e2e: venv ## The local stack over HTTP
+test-e2e: venv browser ## The local stack over HTTP, and the console in headless Chromium
 	$(PY) -m pytest tests/e2e
 
 lint: venv ## ruff check, format check and mypy --strict (settings in pyproject.toml)
@@ -66,6 +66,17 @@ mcp-demo: venv ## A small MCP tool server on 127.0.0.1:8765 for `make dev` (see 
 
 cli: venv ## Operator CLI against the local stack: make cli ARGS="show alice" (see docs/operations.md)
 	PYTHONPATH=layers/agent_harness $(PY) -m agent_harness.cli --env-file local_stack/sam-env.json $(ARGS)
+
+console: venv ## Operator console on http://127.0.0.1:8400 (local stack; ARGS="--stack NAME" for a deployed one)
+	PYTHONPATH=layers/agent_harness $(PY) -m console $(ARGS)
+
+# The console's browser tests drive Debian's Chromium (Playwright, no browser download)
+CHROMIUM := /usr/bin/chromium
+browser: ## Install Debian's chromium for the console's browser tests, if it is missing
+	@test -x $(CHROMIUM) || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && { \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || { \
+	  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }; }; } \
+	  || { echo "make browser: install Debian's chromium (apt-get install chromium) as root"; exit 1; }
 
 $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r bench/requirements.txt

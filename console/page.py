@@ -1,0 +1,118 @@
+"""The page frame and the HTML helpers every view uses. Everything from the stack is
+text and is escaped here (``esc``); a view never builds markup from data any other way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from html import escape
+from typing import TYPE_CHECKING
+from urllib.parse import quote, urlencode
+
+if TYPE_CHECKING:
+    from agent_harness.runtime import Runtime
+
+__all__ = ["Ctx", "Page", "error_page", "esc", "form", "link", "notice", "table", "user_url"]
+
+
+def esc(value: object) -> str:
+    return escape("" if value is None else str(value), quote=True)
+
+
+def user_url(user_id: str, *rest: str, **query: object) -> str:
+    """``/users/<id>/<rest>?query``; the id is one percent-encoded path segment."""
+    path = "/users/" + quote(user_id, safe="") + "".join("/" + quote(r, safe="") for r in rest)
+    params = {k: str(v) for k, v in query.items() if v not in (None, "")}
+    return path + ("?" + urlencode(params) if params else "")
+
+
+def link(href: str, text: object, **attrs: str) -> str:
+    extra = "".join(f' {k.rstrip("_").replace("_", "-")}="{esc(v)}"' for k, v in attrs.items())
+    return f'<a href="{esc(href)}"{extra}>{esc(text)}</a>'
+
+
+def table(headers: list[str], rows: list[list[str]], *, caption: str = "", cls: str = "") -> str:
+    """A table of already-escaped cells (``rows``) under plain-text ``headers``."""
+    head = "".join(f'<th scope="col">{esc(h)}</th>' for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    cap = f"<caption>{esc(caption)}</caption>" if caption else ""
+    klass = f' class="{esc(cls)}"' if cls else ""
+    return f"<table{klass}>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def form(action: str, token: str, fields: str, button: str, *, danger: bool = False) -> str:
+    """A POST form with the console's anti-forgery token."""
+    klass = ' class="danger"' if danger else ""
+    return (
+        f'<form method="post" action="{esc(action)}">'
+        f'<input type="hidden" name="csrf" value="{esc(token)}">{fields}'
+        f'<button type="submit"{klass}>{esc(button)}</button></form>'
+    )
+
+
+@dataclass
+class Page:
+    """One HTML page: a title, its body, and the user whose tabs it shows (if any)."""
+
+    title: str
+    body: str
+    status: int = 200
+    user_id: str | None = None
+    tab: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def render(self, target: str) -> str:
+        nav = [link("/", "Users"), link("/operations", "Operations")]
+        tabs = ""
+        if self.user_id is not None:
+            names = [
+                ("", "MEMORY.md"),
+                ("versions", "Versions"),
+                ("ledgers", "Ledgers"),
+                ("sessions", "Sessions"),
+                ("search", "Search"),
+            ]
+            items = []
+            for path, name in names:
+                href = user_url(self.user_id, *([path] if path else []))
+                current = ' aria-current="page"' if path == self.tab else ""
+                items.append(f'<li><a href="{esc(href)}"{current}>{esc(name)}</a></li>')
+            tabs = (
+                f'<nav class="tabs" aria-label="User {esc(self.user_id)}">'
+                f'<span class="who">{esc(self.user_id)}</span><ul>{"".join(items)}</ul></nav>'
+            )
+        return (
+            "<!doctype html>\n"
+            '<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{esc(self.title)} · agent memory console</title>"
+            '<link rel="stylesheet" href="/static/console.css">'
+            '<script src="/static/console.js" defer></script></head><body>'
+            '<header class="top"><a class="brand" href="/">agent memory console</a>'
+            f'<nav aria-label="Console">{" ".join(nav)}</nav>'
+            f'<span class="target" title="loopback only">{esc(target)}</span></header>'
+            f'{tabs}<main id="main"><h1>{esc(self.title)}</h1>{self.body}</main></body></html>'
+        )
+
+
+def notice(text: str, kind: str = "info") -> str:
+    """A message box: ``info``, ``ok`` or ``error`` (errors are announced to readers)."""
+    role = ' role="alert"' if kind == "error" else ' role="status"'
+    return f'<p class="notice {esc(kind)}"{role}>{esc(text)}</p>'
+
+
+def error_page(status: int, title: str, message: str, user_id: str | None = None) -> Page:
+    return Page(title, notice(message, "error"), status=status, user_id=user_id)
+
+
+@dataclass
+class Ctx:
+    """What a view gets: the stack's runtime, the query string, the posted form (POST)
+    and the console's anti-forgery token for the forms it renders."""
+
+    rt: Runtime
+    query: dict[str, str]
+    form: dict[str, str]
+    token: str
+
+    def q(self, name: str, default: str = "") -> str:
+        return self.query.get(name, default)

@@ -1,0 +1,350 @@
+"""Pages of users and MEMORY.md: find a user; a user's workspace at a glance with
+MEMORY.md, where each line came from, the edit form and the charts; the versions with
+who wrote them, a side-by-side diff and rollback."""
+
+from __future__ import annotations
+
+import difflib
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from agent_harness import overview
+from agent_harness.errors import NotFoundError
+from agent_harness.ids import User
+from agent_harness.memory import files
+from agent_harness.paths import MEMORY_FILE, ledger_day
+from console.charts import line_chart
+from console.page import Page, esc, form, link, notice, table, user_url
+
+if TYPE_CHECKING:
+    from agent_harness.records import TurnRecord
+    from console.page import Ctx
+
+__all__ = ["memory_page", "rollback", "save_memory", "user_of", "users_page", "versions_page"]
+
+#: users shown on the users page (each costs a LIST and a user-item read)
+MAX_USERS = 50
+
+
+def user_of(user_id: str) -> User:
+    """The user a URL names; a malformed id is a 400 page (``InvalidRequestError``)."""
+    return User.from_id(user_id)
+
+
+def users_page(ctx: Ctx) -> Page:
+    wanted = ctx.q("q").strip()
+    found = overview.find_users(ctx.rt, wanted, limit=MAX_USERS)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        views = list(pool.map(lambda u: overview.user_overview(ctx.rt, u), found))
+    search = (
+        '<form method="get" action="/" class="inline" role="search">'
+        '<label for="q">User id or prefix</label>'
+        f'<input id="q" name="q" value="{esc(wanted)}" autocomplete="off">'
+        '<button type="submit">Find</button></form>'
+    )
+    if not views:
+        what = f"whose id starts with {wanted!r}" if wanted else "in this stack yet"
+        return Page("Users", search + notice(f"No users {what}."))
+    rows = [
+        [
+            link(user_url(v.user.id), v.user.id),
+            esc(f"{v.memory_bytes:,}"),
+            esc(f"{v.ledger_days} · {v.ledger_bytes:,}"),
+            esc(f"{v.sessions} · {v.turns}"),
+            esc(v.last_activity or "–"),
+            esc(_due(v)),
+        ]
+        for v in views
+    ]
+    headers = ["user", "MEMORY.md bytes", "ledger days · bytes", "sessions · turns"]
+    more = (
+        notice(f"Showing the first {MAX_USERS}; narrow the prefix.")
+        if len(views) >= MAX_USERS
+        else ""
+    )
+    return Page(
+        "Users",
+        search + table([*headers, "last activity", "consolidation"], rows) + more,
+    )
+
+
+def _due(v: overview.UserOverview) -> str:
+    pending = sum(size - done for done, size in v.watermarks.values())
+    state = "due" if v.state.is_due else "not due"
+    return f"{state}; {pending:,} ledger bytes not merged yet"
+
+
+def _existing(ctx: Ctx, user: User) -> overview.UserOverview:
+    view = overview.user_overview(ctx.rt, user)
+    if not view.exists:
+        raise NotFoundError(f"no user {user.id!r} in this stack: nothing is stored under that id")
+    return view
+
+
+def memory_page(ctx: Ctx, user: User, *, draft: str | None = None, message: str = "") -> Page:
+    view = _existing(ctx, user)
+    document = files.get_memory(ctx.rt, user)
+    lines = document.content.splitlines()
+    chosen = _int(ctx.q("line"))
+    facts = _summary(view)
+    if document.etag is None:
+        text = notice("No MEMORY.md yet: consolidation writes it from the ledgers.")
+    else:
+        items = []
+        for number, line in enumerate(lines, start=1):
+            here = ' class="chosen" aria-current="true"' if number == chosen else ""
+            body = esc(line) if line.strip() else "&nbsp;"
+            if line.strip() and not line.lstrip().startswith("#"):
+                body = link(user_url(user.id, line=number) + "#origin", line)
+            items.append(f'<li id="line-{number}" value="{number}"{here}>{body}</li>')
+        text = f'<ol class="memory" aria-label="MEMORY.md lines">{"".join(items)}</ol>'
+    origin = _origin(ctx, user, lines[chosen - 1]) if chosen and 0 < chosen <= len(lines) else ""
+    edit = _edit_form(ctx, user, draft if draft is not None else document.content, document.etag)
+    charts = line_chart("Memory size", "bytes", overview.memory_sizes(ctx.rt, user)) + line_chart(
+        "Tokens per day by role", "tokens", _by_role(overview.tokens_by_day(ctx.rt, user))
+    )
+    if not message and ctx.q("saved"):
+        message = notice("Saved: MEMORY.md has a new version.", "ok")
+    body = (
+        message
+        + facts
+        + '<section aria-labelledby="memory-h"><h2 id="memory-h">MEMORY.md</h2>'
+        + '<p class="hint">Select a line to see where it came from.</p>'
+        + text
+        + "</section>"
+        + origin
+        + edit
+        + f'<section class="charts" aria-label="Charts">{charts}</section>'
+    )
+    return Page(f"MEMORY.md of {user.id}", body, user_id=user.id, tab="")
+
+
+def _summary(v: overview.UserOverview) -> str:
+    merged = sum(done for done, _ in v.watermarks.values())
+    total = sum(size for _, size in v.watermarks.values())
+    items = [
+        ("MEMORY.md", f"{v.memory_bytes:,} bytes" if v.memory_etag else "none yet"),
+        ("Ledgers", f"{v.ledger_days} days, {v.ledger_bytes:,} bytes"),
+        ("Archive", f"{v.archive_days} days, {v.archive_bytes:,} bytes"),
+        ("Sessions", f"{v.sessions} sessions, {v.turns} turns"),
+        ("Derived indexes", f"{v.derived_bytes:,} bytes (rebuildable)"),
+        ("Last activity", v.last_activity or "–"),
+        ("Consolidation", "due" if v.state.is_due else "not due"),
+        ("Last consolidated", v.state.last_consolidated_at or "never"),
+        ("Watermark", f"{merged:,} of {total:,} ledger bytes merged"),
+    ]
+    rows = "".join(f"<div><dt>{esc(k)}</dt><dd>{esc(val)}</dd></div>" for k, val in items)
+    return f'<dl class="facts">{rows}</dl>'
+
+
+def _origin(ctx: Ctx, user: User, text: str) -> str:
+    found = overview.line_origins(ctx.rt, user, text)
+    head = (
+        '<section id="origin" aria-labelledby="origin-h">'
+        '<h2 id="origin-h">Where it came from</h2>'
+        f"<blockquote>{esc(text)}</blockquote>"
+    )
+    if not found:
+        return (
+            head
+            + notice("No ledger line matches it (written by hand, or its ledger was forgotten).")
+            + "</section>"
+        )
+    parts = []
+    for item in found:
+        o = item.origin
+        day = ledger_day(o.path)
+        where = (
+            link(user_url(user.id, "ledgers", day=day) + f"#L{o.line}", f"{o.path}#{o.line}")
+            if day
+            else esc(f"{o.path}#{o.line}")
+        )
+        turns = "".join(_turn(user, item.session_id, record) for record in item.turns)
+        parts.append(
+            '<article class="origin">'
+            f'<h3>{where}</h3><p class="line">{esc(o.text)}</p>'
+            f'<p class="meta">{esc(o.section or "no section")} · {esc(o.at or "–")} · '
+            f"{esc(o.source or 'no source line')}</p>"
+            f"{turns}</article>"
+        )
+    return head + "".join(parts) + "</section>"
+
+
+def _turn(user: User, session_id: str | None, record: TurnRecord) -> str:
+    href = user_url(user.id, "sessions", session_id or record.session_id) + f"#turn-{record.turn}"
+    said = "".join(
+        f'<li class="msg {esc(m.role)}"><span class="role">{esc(m.role)}</span> '
+        f"{esc(m.content)}</li>"
+        for m in record.messages
+        if m.content
+    )
+    title = link(href, f"session {record.session_id}, turn {record.turn}")
+    return (
+        f'<div class="turn source-turn"><p>{title}'
+        f" · {esc(record.created_at)} · model {esc(record.model or '–')}</p><ul>{said}</ul></div>"
+    )
+
+
+def _edit_form(ctx: Ctx, user: User, content: str, etag: str | None) -> str:
+    fields = (
+        f'<input type="hidden" name="etag" value="{esc(etag or "")}">'
+        '<label for="memory-text">MEMORY.md text</label>'
+        f'<textarea id="memory-text" name="content" rows="14">{esc(content)}</textarea>'
+    )
+    action = user_url(user.id, "memory")
+    return (
+        '<section aria-labelledby="edit-h"><h2 id="edit-h">Edit</h2>'
+        '<p class="hint">Saved only if nobody wrote MEMORY.md since this page was loaded.</p>'
+        + form(action, ctx.token, fields, "Save MEMORY.md")
+        + "</section>"
+    )
+
+
+def save_memory(ctx: Ctx, user: User) -> Page | str:
+    """The edit form's POST: written over the ETag it was loaded with; a stale ETag is
+    a 412 page that keeps the operator's text and writes nothing."""
+    from agent_harness.errors import PreconditionFailedError
+
+    _existing(ctx, user)
+    content, etag = ctx.form.get("content", ""), ctx.form.get("etag", "")
+    try:
+        files.put_memory(
+            ctx.rt,
+            user,
+            content.replace("\r\n", "\n"),
+            if_match=etag or None,
+            if_none_match=None if etag else "*",
+            writer="console",
+        )
+    except PreconditionFailedError:
+        message = notice(
+            "MEMORY.md changed since this page was loaded (consolidation or another person "
+            "wrote it), so nothing was saved. Your text is kept below; reload to see the "
+            "current version.",
+            "error",
+        )
+        page = memory_page(ctx, user, draft=content, message=message)
+        page.status = 412
+        return page
+    return user_url(user.id, saved=1)
+
+
+def versions_page(ctx: Ctx, user: User) -> Page:
+    _existing(ctx, user)
+    versions = overview.memory_versions(ctx.rt, user)
+    if not versions:
+        return Page(
+            f"Versions of {user.id}",
+            notice("MEMORY.md has no versions yet."),
+            user_id=user.id,
+            tab="versions",
+        )
+    a, b = ctx.q("a"), ctx.q("b")
+    rows = []
+    for n, v in enumerate(versions):
+        pick = "".join(
+            f'<label class="pick"><input type="radio" name="{side}" value="{esc(v.version_id)}"'
+            f"{' checked' if v.version_id == chosen or (not chosen and n == default) else ''}> "
+            f"{side.upper()}</label>"
+            for side, chosen, default in (("a", a, 1), ("b", b, 0))
+        )
+        restore = (
+            "current"
+            if v.is_latest
+            else form(
+                user_url(user.id, "rollback"),
+                ctx.token,
+                f'<input type="hidden" name="version_id" value="{esc(v.version_id)}">',
+                "Roll back to this",
+            )
+        )
+        rows.append(
+            [
+                pick,
+                esc(v.at or "–"),
+                esc(f"{v.size:,}"),
+                esc(v.writer or "unknown (written before writers were recorded)"),
+                f"<code>{esc(v.version_id)}</code>",
+                restore,
+            ]
+        )
+    listing = (
+        f'<form method="get" action="{esc(user_url(user.id, "versions"))}">'
+        + table(
+            ["compare", "written", "bytes", "written by", "version", "rollback"],
+            [[*r[:5], ""] for r in rows],
+            caption="MEMORY.md versions, newest first",
+        )
+        + '<button type="submit">Compare A with B</button></form>'
+    )
+    # the rollback forms cannot nest in the compare form: they get their own column list
+    restores = "".join(
+        f"<li><span>{esc(v.at or '–')} · <code>{esc(v.version_id)}</code></span> {r[5]}</li>"
+        for v, r in zip(versions, rows, strict=True)
+    )
+    diff = _diff(ctx, user, a, b) if a and b else ""
+    done = ctx.q("restored")
+    body = (
+        (
+            notice(f"Rolled back: version {done} is MEMORY.md again, as a new version.", "ok")
+            if done
+            else ""
+        )
+        + diff
+        + listing
+        + '<section aria-labelledby="rb-h"><h2 id="rb-h">Roll back</h2>'
+        + '<p class="hint">A rollback writes the old text as a new version; nothing is lost.</p>'
+        + f'<ul class="restores">{restores}</ul></section>'
+    )
+    return Page(f"Versions of {user.id}", body, user_id=user.id, tab="versions")
+
+
+def _diff(ctx: Ctx, user: User, a: str, b: str) -> str:
+    left = ctx.rt.store.get_version(user, MEMORY_FILE, a)
+    right = ctx.rt.store.get_version(user, MEMORY_FILE, b)
+    if left is None or right is None:
+        raise NotFoundError("MEMORY.md has no such version (it may have been forgotten)")
+    old, new = left.content.splitlines(), right.content.splitlines()
+    rows = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
+        None, old, new, autojunk=False
+    ).get_opcodes():
+        for k in range(max(i2 - i1, j2 - j1)):
+            li, rj = i1 + k, j1 + k
+            lt = old[li] if li < i2 else None
+            rt_ = new[rj] if rj < j2 else None
+            left_no, left_text = (li + 1, esc(lt)) if lt is not None else ("", "")
+            right_no, right_text = (rj + 1, esc(rt_)) if rt_ is not None else ("", "")
+            rows.append(
+                f'<tr class="{tag}"><td class="no">{left_no}</td><td class="l">{left_text}</td>'
+                f'<td class="no">{right_no}</td><td class="r">{right_text}</td></tr>'
+            )
+    changed = sum(1 for r in rows if 'class="equal"' not in r)
+    return (
+        '<section aria-labelledby="diff-h"><h2 id="diff-h">Diff</h2>'
+        f'<p class="hint">A: {esc(a)} · B: {esc(b)} · {changed} changed lines</p>'
+        '<table class="diff"><thead><tr><th scope="col">#</th><th scope="col">A</th>'
+        '<th scope="col">#</th><th scope="col">B</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></section>"
+    )
+
+
+def rollback(ctx: Ctx, user: User) -> str:
+    version_id = ctx.form.get("version_id", "").strip()
+    if not version_id:
+        from agent_harness.errors import InvalidRequestError
+
+        raise InvalidRequestError("choose a version to roll back to")
+    files.rollback_memory(ctx.rt, user, version_id, writer="console")
+    return user_url(user.id, "versions", restored=version_id)
+
+
+def _by_role(days: dict[str, dict[str, int]]) -> dict[str, list[tuple[str, int]]]:
+    return {
+        role: [(day, roles.get(role, 0)) for day, roles in days.items()]
+        for role in ("agent", "compaction")
+    }
+
+
+def _int(value: str) -> int | None:
+    return int(value) if value.isdigit() else None

@@ -1,0 +1,380 @@
+"""Pages of a user's ledgers, sessions and search, and the stack's operations (dead
+letters with redrive, forget behind a typed confirmation)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from agent_harness import overview
+from agent_harness.agent.history import list_turns
+from agent_harness.agent.recall import preview_recall
+from agent_harness.aws import dlq
+from agent_harness.errors import InvalidRequestError, NotFoundError
+from agent_harness.ids import validate_day, validate_session_id
+from agent_harness.memory.forget import forget_user
+from agent_harness.memory.search import search_memory
+from agent_harness.memory.threads import search_threads
+from agent_harness.paths import ledger_day
+from console.page import Page, esc, form, link, notice, table, user_url
+from console.views import user_of
+
+if TYPE_CHECKING:
+    from agent_harness.ids import User
+    from agent_harness.memory.index import Mode
+    from agent_harness.records import TurnRecord
+    from console.page import Ctx
+
+__all__ = [
+    "forget",
+    "ledgers_page",
+    "operations_page",
+    "redrive",
+    "search_page",
+    "session_page",
+    "sessions_page",
+]
+
+MODES: tuple[Mode, ...] = ("phrase", "all", "any", "ranked")
+SEARCH_LIMIT = 10
+QUEUES = ("flush", "consolidation")
+
+
+def ledgers_page(ctx: Ctx, user: User) -> Page:
+    view = overview.user_overview(ctx.rt, user)
+    if not view.exists:
+        raise NotFoundError(f"no user {user.id!r} in this stack: nothing is stored under that id")
+    days = list(view.watermarks)
+    if not days:
+        text = "No active ledgers" + (
+            f"; {view.archive_days} archived days (searchable)." if view.archive_days else "."
+        )
+        return Page(f"Ledgers of {user.id}", notice(text), user_id=user.id, tab="ledgers")
+    day = validate_day(ctx.q("day") or days[-1])
+    rows = []
+    for d in reversed(days):
+        done, size = view.watermarks[d]
+        name = f"{d} (shown)" if d == day else d
+        rows.append(
+            [
+                link(user_url(user.id, "ledgers", day=d), name),
+                esc(f"{size:,}"),
+                esc(f"{done:,}"),
+                esc("all" if done >= size else f"{size - done:,} bytes to merge"),
+            ]
+        )
+    listing = table(
+        ["day", "bytes", "merged bytes (watermark)", "consolidation"],
+        rows,
+        caption="Active ledger days, newest first",
+    )
+    sections, consumed, size = overview.ledger_sections(ctx.rt, user, day)
+    rendered = []
+    for s in sections:
+        badge = (
+            '<span class="badge ok">merged</span>'
+            if s.merged
+            else '<span class="badge">not merged yet</span>'
+        )
+        source = esc(s.source or "no source line")
+        fields = dict(f.split("=", 1) for f in (s.source or "").split() if "=" in f)
+        if "session" in fields:
+            turn = fields.get("turns", "").split("-")[0].split(",")[0]
+            href = user_url(user.id, "sessions", fields["session"]) + (
+                f"#turn-{turn}" if turn.isdigit() else ""
+            )
+            source = link(href, s.source or "")
+        lines = "".join(f'<li id="L{n}" value="{n}">{esc(text)}</li>' for n, text in s.lines)
+        kind = esc(s.kind or "(before the first section)")
+        rendered.append(
+            f'<article class="section{" merged" if s.merged else ""}">'
+            f"<h3>{kind} · {esc(s.at or '–')} {badge}</h3>"
+            f'<p class="meta">source: {source} · bytes {s.start:,}–{s.end:,}</p>'
+            f'<ol class="ledger">{lines}</ol></article>'
+        )
+    body = (
+        listing
+        + f'<section aria-labelledby="day-h"><h2 id="day-h">memory/{esc(day)}.md</h2>'
+        + f'<p class="hint">Watermark: consolidation has merged {consumed:,} of {size:,} bytes.</p>'
+        + "".join(rendered)
+        + "</section>"
+    )
+    return Page(f"Ledgers of {user.id}", body, user_id=user.id, tab="ledgers")
+
+
+def sessions_page(ctx: Ctx, user: User) -> Page:
+    sessions = overview.list_sessions(ctx.rt, user)
+    if not sessions:
+        overview_ = overview.user_overview(ctx.rt, user)
+        if not overview_.exists:
+            raise NotFoundError(
+                f"no user {user.id!r} in this stack: nothing is stored under that id"
+            )
+        return Page(
+            f"Sessions of {user.id}", notice("No sessions yet."), user_id=user.id, tab="sessions"
+        )
+    rows = [
+        [
+            link(user_url(user.id, "sessions", s.session_id), s.session_id),
+            esc(s.turns),
+            esc(s.first_at or "–"),
+            esc(s.last_at or "–"),
+        ]
+        for s in sessions
+    ]
+    return Page(
+        f"Sessions of {user.id}",
+        table(["session", "turns", "first", "last"], rows, caption="Most recently active first"),
+        user_id=user.id,
+        tab="sessions",
+    )
+
+
+def session_page(ctx: Ctx, user: User, session_id: str) -> Page:
+    validate_session_id(session_id)
+    records, _ = list_turns(ctx.rt, user, session_id, limit=500)
+    if not records:
+        raise NotFoundError(f"{user.id!r} has no session {session_id!r}")
+    body = "".join(_turn_view(r) for r in records)
+    return Page(f"Session {session_id}", body, user_id=user.id, tab="sessions")
+
+
+def _turn_view(record: TurnRecord) -> str:
+    usage = record.usage
+    marks = []
+    if record.compacted:
+        marks.append('<span class="badge warn">compacted: older turns were summarised here</span>')
+    if record.source == "import":
+        marks.append('<span class="badge">imported</span>')
+    messages = []
+    for m in record.messages:
+        calls = "".join(
+            '<div class="call"><span class="role">tool call</span> '
+            f'<code>{esc(c.name)}</code> <code class="id">{esc(c.id)}</code>'
+            f"<pre>{esc(c.arguments)}</pre></div>"
+            for c in m.tool_calls
+        )
+        if m.role == "tool":
+            content = (
+                '<span class="role">tool result</span> '
+                f"<code>{esc(m.name or '')}</code> "
+                f'<code class="id">{esc(m.tool_call_id or "")}</code>'
+                f"<pre>{esc(m.content)}</pre>"
+            )
+        else:
+            content = (
+                f'<span class="role">{esc(m.role)}</span> '
+                f'<span class="text">{esc(m.content)}</span>'
+            )
+        messages.append(f'<li class="msg {esc(m.role)}">{content}{calls}</li>')
+    recalled = ""
+    if record.memory.recalled:
+        recalled = f'<p class="meta">recalled: {esc(", ".join(record.memory.recalled))}</p>'
+    return (
+        f'<article class="turn" id="turn-{record.turn}">'
+        f"<h2>Turn {record.turn} {''.join(marks)}</h2>"
+        f'<p class="meta">{esc(record.created_at)} · model {esc(record.model or "–")} · '
+        f"{usage.input_tokens:,} in / {usage.output_tokens:,} out tokens · "
+        f"memory {record.memory.total_tokens:,} tokens</p>"
+        f'{recalled}<ol class="messages">{"".join(messages)}</ol></article>'
+    )
+
+
+def search_page(ctx: Ctx, user: User) -> Page:
+    query, message = ctx.q("q").strip(), ctx.q("message").strip()
+    controls = (
+        f'<form method="get" action="{esc(user_url(user.id, "search"))}" role="search" '
+        'class="stack">'
+        '<label for="q">Search memory and threads</label>'
+        f'<input id="q" name="q" value="{esc(query)}">'
+        '<label for="message">Preview automatic recall for a message</label>'
+        f'<input id="message" name="message" value="{esc(message)}" '
+        'placeholder="a user message, as the agent would get it">'
+        '<button type="submit">Search</button></form>'
+    )
+    parts = [controls]
+    if query:
+        columns = "".join(_mode_column(ctx, user, query, mode) for mode in MODES)
+        parts.append(f'<div class="modes">{columns}</div>')
+    if message:
+        parts.append(_recall_section(ctx, user, message))
+    return Page(f"Search {user.id}", "".join(parts), user_id=user.id, tab="search")
+
+
+def _mode_column(ctx: Ctx, user: User, query: str, mode: Mode) -> str:
+    """One match mode's hits in MEMORY.md and the ledgers, and in the threads."""
+    hits = search_memory(ctx.rt, user, query, mode, SEARCH_LIMIT, ctx.rt.search_cache)
+    threads = search_threads(ctx.rt, user, query, mode, SEARCH_LIMIT, ctx.rt.search_cache)
+    memory_items = (
+        "".join(
+            f'<li><span class="score">{_score(h.score)}</span> '
+            f"{_source_link(user, h.path, h.line)} {esc(h.text)}</li>"
+            for h in hits
+        )
+        or '<li class="none">no match</li>'
+    )
+    thread_items = (
+        "".join(
+            f'<li><span class="score">{_score(h.score)}</span> '
+            f"{_turn_link(user, h.session_id, h.turn)} "
+            f'<span class="role">{esc(h.role)}</span> {esc(h.text)}</li>'
+            for h in threads
+        )
+        or '<li class="none">no match</li>'
+    )
+    return (
+        f'<section class="mode" aria-labelledby="mode-{mode}"><h2 id="mode-{mode}">{mode}</h2>'
+        f'<h3>Memory</h3><ol class="hits">{memory_items}</ol>'
+        f'<h3>Threads</h3><ol class="hits">{thread_items}</ol></section>'
+    )
+
+
+def _recall_section(ctx: Ctx, user: User, message: str) -> str:
+    """What automatic recall would inject for ``message``, or why nothing."""
+    preview = preview_recall(ctx.rt, user, message)
+    if preview.off:
+        text = notice(
+            "Automatic recall is off on this stack "
+            "(HARNESS_RECALL_MAX_TOKENS=0 or HARNESS_DISABLE_MEMORY_HOOKS)."
+        )
+    elif preview.content is None:
+        text = notice(
+            "Recall would inject nothing: no line clears the score floor "
+            "(HARNESS_RECALL_MIN_SCORE)."
+        )
+    else:
+        text = (
+            f'<p class="hint">{preview.tokens:,} tokens · {len(preview.sources)} lines: '
+            f"{esc(', '.join(preview.sources))}</p>"
+            f'<pre class="recall">{esc(preview.content)}</pre>'
+        )
+    return (
+        '<section id="recall" aria-labelledby="recall-h">'
+        f'<h2 id="recall-h">What recall would inject</h2>{text}</section>'
+    )
+
+
+def _turn_link(user: User, session_id: str, turn: int) -> str:
+    href = user_url(user.id, "sessions", session_id) + f"#turn-{turn}"
+    return link(href, f"{session_id}#{turn}")
+
+
+def _score(score: float | None) -> str:
+    return esc(f"{score:.3f}") if score is not None else "–"
+
+
+def _source_link(user: User, path: str, line: int) -> str:
+    day = ledger_day(path)
+    if day and path.count("/") == 1:
+        return link(
+            user_url(user.id, "ledgers", day=day) + f"#L{line}", f"{path}#{line}", class_="src"
+        )
+    if path == "MEMORY.md":
+        return link(user_url(user.id, line=line) + "#origin", f"{path}#{line}", class_="src")
+    return f'<span class="src">{esc(path)}#{line}</span>'
+
+
+def operations_page(ctx: Ctx) -> Page:
+    parts = []
+    done = ctx.q("redriven")
+    if done:
+        parts.append(notice(f"Redrove {done} {ctx.q('queue')} job(s) back to their queue.", "ok"))
+    if ctx.q("forgotten"):
+        parts.append(
+            notice(
+                f"Forgot {ctx.q('forgotten')!r}: {ctx.q('versions')} object versions and "
+                f"{ctx.q('items')} items deleted.",
+                "ok",
+            )
+        )
+    for queue in QUEUES:
+        source = _queue_url(ctx, queue)
+        dead = dlq.dead_letter_queue(ctx.rt.clients["sqs"], source)
+        letters = dlq.peek(ctx.rt.clients["sqs"], dead, 50)
+        rows = [
+            [
+                f"<code>{esc(x.message_id)}</code>",
+                esc(x.receives),
+                esc(_sent(x.sent_at)),
+                f"<pre>{esc(json.dumps(x.body, ensure_ascii=False)[:400])}</pre>",
+            ]
+            for x in letters
+        ]
+        listing = (
+            table(["message", "receives", "sent", "job"], rows)
+            if rows
+            else notice("No dead letters.")
+        )
+        redrive_form = (
+            form(
+                "/operations/redrive",
+                ctx.token,
+                f'<input type="hidden" name="queue" value="{queue}">',
+                f"Redrive {queue} dead letters",
+            )
+            if rows
+            else ""
+        )
+        parts.append(
+            f'<section aria-labelledby="q-{queue}">'
+            f'<h2 id="q-{queue}">{queue.capitalize()} dead-letter queue</h2>'
+            f"{listing}{redrive_form}</section>"
+        )
+    fields = (
+        '<label for="forget-user">User id</label>'
+        '<input id="forget-user" name="user" autocomplete="off" required>'
+        '<label for="forget-confirm">Type the user id again to confirm</label>'
+        '<input id="forget-confirm" name="confirm" autocomplete="off">'
+    )
+    parts.append(
+        '<section aria-labelledby="forget-h"><h2 id="forget-h">Forget a user</h2>'
+        '<p class="hint">Deletes every object version and item of the user. '
+        "This cannot be undone.</p>"
+        + form("/operations/forget", ctx.token, fields, "Forget this user", danger=True)
+        + "</section>"
+    )
+    return Page("Operations", "".join(parts))
+
+
+def _queue_url(ctx: Ctx, queue: str) -> str:
+    if queue not in QUEUES:
+        raise InvalidRequestError(f"queue must be one of {', '.join(QUEUES)}")
+    return (
+        ctx.rt.settings.flush_queue_url
+        if queue == "flush"
+        else ctx.rt.settings.consolidation_queue_url
+    )
+
+
+def _sent(ms: str | None) -> str:
+    from datetime import UTC, datetime
+
+    if not ms or not ms.isdigit():
+        return "–"
+    return datetime.fromtimestamp(int(ms) / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def redrive(ctx: Ctx) -> str:
+    queue = ctx.form.get("queue", "")
+    source = _queue_url(ctx, queue)
+    sqs = ctx.rt.clients["sqs"]
+    moved = dlq.redrive(sqs, dlq.dead_letter_queue(sqs, source), source)
+    return f"/operations?redriven={moved}&queue={queue}"
+
+
+def forget(ctx: Ctx) -> str:
+    """Forget a user only when the confirmation repeats the id exactly; otherwise a 400
+    page, and nothing is deleted."""
+    user_id, confirm = ctx.form.get("user", ""), ctx.form.get("confirm", "")
+    user = user_of(user_id)
+    if confirm != user_id:
+        raise InvalidRequestError(
+            f"type the user id {user_id!r} exactly to confirm; nothing was deleted"
+        )
+    outcome = forget_user(ctx.rt, user)
+    from urllib.parse import urlencode
+
+    query = urlencode(
+        {"forgotten": user.id, "versions": outcome.object_versions, "items": outcome.items}
+    )
+    return f"/operations?{query}"
