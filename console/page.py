@@ -11,7 +11,18 @@ from urllib.parse import quote, urlencode
 if TYPE_CHECKING:
     from agent_harness.runtime import Runtime
 
-__all__ = ["Ctx", "Page", "error_page", "esc", "form", "link", "notice", "table", "user_url"]
+__all__ = [
+    "Ctx",
+    "Page",
+    "error_page",
+    "esc",
+    "form",
+    "ledger_url",
+    "link",
+    "notice",
+    "table",
+    "user_url",
+]
 
 
 def esc(value: object) -> str:
@@ -23,6 +34,18 @@ def user_url(user_id: str, *rest: str, **query: object) -> str:
     path = "/users/" + quote(user_id, safe="") + "".join("/" + quote(r, safe="") for r in rest)
     params = {k: str(v) for k, v in query.items() if v not in (None, "")}
     return path + ("?" + urlencode(params) if params else "")
+
+
+def ledger_url(user_id: str, path: str, line: int) -> str | None:
+    """The ledgers page at ``path``'s line (an active or archived day), or None when
+    ``path`` is not a ledger."""
+    from agent_harness.paths import archive_day, ledger_day
+
+    if day := ledger_day(path):
+        return user_url(user_id, "ledgers", day=day) + f"#L{line}"
+    if day := archive_day(path):
+        return user_url(user_id, "ledgers", day=day, archived=1) + f"#L{line}"
+    return None
 
 
 def link(href: str, text: object, **attrs: str) -> str:

@@ -12,9 +12,10 @@ from agent_harness import overview
 from agent_harness.errors import NotFoundError
 from agent_harness.ids import User
 from agent_harness.memory import files
-from agent_harness.paths import MEMORY_FILE, ledger_day
+from agent_harness.paths import MEMORY_FILE
+from agent_harness.usage import usage_report
 from console.charts import line_chart
-from console.page import Page, esc, form, link, notice, table, user_url
+from console.page import Page, esc, form, ledger_url, link, notice, table, user_url
 
 if TYPE_CHECKING:
     from agent_harness.records import TurnRecord
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = ["memory_page", "rollback", "save_memory", "user_of", "users_page", "versions_page"]
 
+#: the days the usage chart covers
+CHART_DAYS = 30
 #: users shown on the users page (each costs a LIST and a user-item read)
 MAX_USERS = 50
 
@@ -101,7 +104,9 @@ def memory_page(ctx: Ctx, user: User, *, draft: str | None = None, message: str 
     origin = _origin(ctx, user, lines[chosen - 1]) if chosen and 0 < chosen <= len(lines) else ""
     edit = _edit_form(ctx, user, draft if draft is not None else document.content, document.etag)
     charts = line_chart("Memory size", "bytes", overview.memory_sizes(ctx.rt, user)) + line_chart(
-        "Tokens per day by role", "tokens", _by_role(overview.tokens_by_day(ctx.rt, user))
+        f"Tokens per day by role, last {CHART_DAYS} days",
+        "tokens",
+        usage_report(ctx.rt, user, CHART_DAYS).series(),
     )
     if not message and ctx.q("saved"):
         message = notice("Saved: MEMORY.md has a new version.", "ok")
@@ -153,12 +158,8 @@ def _origin(ctx: Ctx, user: User, text: str) -> str:
     parts = []
     for item in found:
         o = item.origin
-        day = ledger_day(o.path)
-        where = (
-            link(user_url(user.id, "ledgers", day=day) + f"#L{o.line}", f"{o.path}#{o.line}")
-            if day
-            else esc(f"{o.path}#{o.line}")
-        )
+        href = ledger_url(user.id, o.path, o.line)
+        where = link(href, f"{o.path}#{o.line}") if href else esc(f"{o.path}#{o.line}")
         turns = "".join(_turn(user, item.session_id, record) for record in item.turns)
         parts.append(
             '<article class="origin">'
@@ -337,13 +338,6 @@ def rollback(ctx: Ctx, user: User) -> str:
         raise InvalidRequestError("choose a version to roll back to")
     files.rollback_memory(ctx.rt, user, version_id, writer="console")
     return user_url(user.id, "versions", restored=version_id)
-
-
-def _by_role(days: dict[str, dict[str, int]]) -> dict[str, list[tuple[str, int]]]:
-    return {
-        role: [(day, roles.get(role, 0)) for day, roles in days.items()]
-        for role in ("agent", "compaction")
-    }
 
 
 def _int(value: str) -> int | None:

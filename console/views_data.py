@@ -15,8 +15,7 @@ from agent_harness.ids import validate_day, validate_session_id
 from agent_harness.memory.forget import forget_user
 from agent_harness.memory.search import search_memory
 from agent_harness.memory.threads import search_threads
-from agent_harness.paths import ledger_day
-from console.page import Page, esc, form, link, notice, table, user_url
+from console.page import Page, esc, form, ledger_url, link, notice, table, user_url
 from console.views import user_of
 
 if TYPE_CHECKING:
@@ -44,31 +43,15 @@ def ledgers_page(ctx: Ctx, user: User) -> Page:
     view = overview.user_overview(ctx.rt, user)
     if not view.exists:
         raise NotFoundError(f"no user {user.id!r} in this stack: nothing is stored under that id")
-    days = list(view.watermarks)
-    if not days:
-        text = "No active ledgers" + (
-            f"; {view.archive_days} archived days (searchable)." if view.archive_days else "."
+    days, archived = list(view.watermarks), list(view.archived)
+    if not days and not archived:
+        return Page(
+            f"Ledgers of {user.id}", notice("No ledgers yet."), user_id=user.id, tab="ledgers"
         )
-        return Page(f"Ledgers of {user.id}", notice(text), user_id=user.id, tab="ledgers")
-    day = validate_day(ctx.q("day") or days[-1])
-    rows = []
-    for d in reversed(days):
-        done, size = view.watermarks[d]
-        name = f"{d} (shown)" if d == day else d
-        rows.append(
-            [
-                link(user_url(user.id, "ledgers", day=d), name),
-                esc(f"{size:,}"),
-                esc(f"{done:,}"),
-                esc("all" if done >= size else f"{size - done:,} bytes to merge"),
-            ]
-        )
-    listing = table(
-        ["day", "bytes", "merged bytes (watermark)", "consolidation"],
-        rows,
-        caption="Active ledger days, newest first",
-    )
-    sections, consumed, size = overview.ledger_sections(ctx.rt, user, day)
+    in_archive = bool(ctx.q("archived")) or not days
+    day = validate_day(ctx.q("day") or (archived if in_archive else days)[-1])
+    listing = _day_tables(user, view, day, in_archive)
+    sections, consumed, size = overview.ledger_sections(ctx.rt, user, day, archived=in_archive)
     rendered = []
     for s in sections:
         badge = (
@@ -92,14 +75,54 @@ def ledgers_page(ctx: Ctx, user: User) -> Page:
             f'<p class="meta">source: {source} · bytes {s.start:,}–{s.end:,}</p>'
             f'<ol class="ledger">{lines}</ol></article>'
         )
+    where = f"memory/archive/{day}.md" if in_archive else f"memory/{day}.md"
     body = (
         listing
-        + f'<section aria-labelledby="day-h"><h2 id="day-h">memory/{esc(day)}.md</h2>'
+        + f'<section aria-labelledby="day-h"><h2 id="day-h">{esc(where)}</h2>'
         + f'<p class="hint">Watermark: consolidation has merged {consumed:,} of {size:,} bytes.</p>'
         + "".join(rendered)
         + "</section>"
     )
     return Page(f"Ledgers of {user.id}", body, user_id=user.id, tab="ledgers")
+
+
+def _day_tables(user: User, view: overview.UserOverview, day: str, in_archive: bool) -> str:
+    """The active days with their watermark, then the archived days (all merged)."""
+    rows = []
+    for d in reversed(view.watermarks):
+        done, size = view.watermarks[d]
+        name = f"{d} (shown)" if d == day and not in_archive else d
+        rows.append(
+            [
+                link(user_url(user.id, "ledgers", day=d), name),
+                esc(f"{size:,}"),
+                esc(f"{done:,}"),
+                esc("all" if done >= size else f"{size - done:,} bytes to merge"),
+            ]
+        )
+    out = (
+        table(
+            ["day", "bytes", "merged bytes (watermark)", "consolidation"],
+            rows,
+            caption="Active ledger days, newest first",
+        )
+        if rows
+        else notice("No active ledgers.")
+    )
+    if view.archived:
+        links = [
+            link(
+                user_url(user.id, "ledgers", day=d, archived=1),
+                f"{d} (shown)" if d == day and in_archive else d,
+            )
+            for d in reversed(view.archived)
+        ]
+        out += (
+            '<details class="archive"' + (" open" if in_archive else "") + ">"
+            f"<summary>Archived days ({len(links)}, consolidated, still searchable)</summary>"
+            f'<p class="days">{" ".join(links)}</p></details>'
+        )
+    return out
 
 
 def sessions_page(ctx: Ctx, user: User) -> Page:
@@ -264,11 +287,9 @@ def _score(score: float | None) -> str:
 
 
 def _source_link(user: User, path: str, line: int) -> str:
-    day = ledger_day(path)
-    if day and path.count("/") == 1:
-        return link(
-            user_url(user.id, "ledgers", day=day) + f"#L{line}", f"{path}#{line}", class_="src"
-        )
+    href = ledger_url(user.id, path, line)
+    if href:
+        return link(href, f"{path}#{line}", class_="src")
     if path == "MEMORY.md":
         return link(user_url(user.id, line=line) + "#origin", f"{path}#{line}", class_="src")
     return f'<span class="src">{esc(path)}#{line}</span>'

@@ -30,6 +30,8 @@ from agent_harness.keys import due_shard
 from agent_harness.models import ModelRegistry
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
 from agent_harness.ports import (
+    ROLES,
+    DayUsage,
     DueUser,
     FlushDue,
     GateClaim,
@@ -37,9 +39,12 @@ from agent_harness.ports import (
     PauseMark,
     SessionState,
     StoredObject,
+    UsageDelta,
     UserState,
     VersionInfo,
     cas_append,
+    check_day,
+    check_usage,
     writer_label,
 )
 from agent_harness.runtime import Runtime
@@ -278,6 +283,8 @@ class MemoryTable:
     def __init__(self) -> None:
         self.sessions: dict[tuple[str, str], _SessionItem] = {}
         self.users: dict[str, _UserItem] = {}
+        #: (user key, day) -> that day's usage (the D#<day> items)
+        self.usage: dict[tuple[str, str], DayUsage] = {}
         self.lock = threading.Lock()
         self.calls: list[str] = []
 
@@ -302,14 +309,27 @@ class MemoryTable:
             item.lease_owner, item.lease_expires_ms = owner, now_ms + lease_ms
             return item.state
 
-    def commit_turn(self, user: User, session_id: str, owner: str, turn: int, now_iso: str) -> None:
+    def commit_turn(
+        self,
+        user: User,
+        session_id: str,
+        owner: str,
+        turn: int,
+        now_iso: str,
+        *,
+        usage: UsageDelta | None = None,
+    ) -> None:
         self.calls.append("commit_turn")
+        if usage is not None:
+            check_usage(usage)
         with self.lock:
             item = self.sessions.get((user.key, session_id))
             if item is None or item.lease_owner != owner:  # lease_owner = :o fails on no item
-                raise ConflictError("lease lost")
+                raise ConflictError("lease lost")  # and the usage is not added (one transaction)
             item.state = replace(item.state, turn=turn, pause=None)
             item.lease_owner = None
+            if usage is not None and not usage.empty():
+                self._add_usage(user, usage)
 
     def pause_turn(
         self, user: User, session_id: str, owner: str, mark: PauseMark, turn: int
@@ -454,8 +474,49 @@ class MemoryTable:
             doomed = [k for k in self.sessions if k[0] == user.key]
             for k in doomed:
                 del self.sessions[k]
+            days = [k for k in self.usage if k[0] == user.key]
+            for k in days:
+                del self.usage[k]
             had_user = self.users.pop(user.key, None) is not None
-            return len(doomed) + int(had_user)
+            return len(doomed) + len(days) + int(had_user)
+
+    def add_usage(self, user: User, delta: UsageDelta) -> None:
+        """Records a call only when it writes (an empty delta makes no request)."""
+        check_usage(delta)
+        if delta.empty():
+            return
+        self.calls.append("add_usage")
+        with self.lock:
+            self._add_usage(user, delta)
+
+    def _add_usage(self, user: User, delta: UsageDelta) -> None:
+        old = self.usage.get((user.key, delta.day)) or DayUsage(
+            delta.day, dict.fromkeys(ROLES, (0, 0)), dict.fromkeys(ROLES, 0), 0
+        )
+        tokens = dict(old.tokens)
+        for role, (tokens_in, tokens_out) in delta.tokens.items():
+            tokens[role] = (tokens[role][0] + tokens_in, tokens[role][1] + tokens_out)
+        calls = dict(old.model_calls)
+        for role, n in delta.model_calls.items():
+            calls[role] += n
+        self.usage[(user.key, delta.day)] = DayUsage(
+            delta.day, tokens, calls, old.turns + delta.turns
+        )
+
+    def usage_days(self, user: User, first_day: str, last_day: str) -> list[DayUsage]:
+        check_day(first_day)
+        check_day(last_day)
+        return [
+            usage
+            for (key, day), usage in sorted(self.usage.items())
+            if key == user.key and first_day <= day <= last_day
+        ]
+
+    def top_users(self, day: str, limit: int) -> list[tuple[str, DayUsage]]:
+        check_day(day)
+        found = [(key, usage) for (key, d), usage in self.usage.items() if d == day]
+        found.sort(key=lambda row: (-row[1].total_tokens, row[0]))
+        return found[: max(limit, 0)]
 
     def query_due(self, shard: str) -> list[DueUser]:
         return [

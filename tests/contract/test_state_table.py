@@ -1,6 +1,7 @@
 """The ``StateTable`` contract: ``MemoryTable`` (the fake) and ``DynamoStateTable`` on a
 moto table (with its sparse ``due-index`` GSI) must agree on leases, counters, cursors,
-the flush gate, due marks, the consolidation watermark and forgetting a user.
+the flush gate, due marks, the consolidation watermark, usage counters and forgetting a
+user.
 
 moto differs from DynamoDB in one way these tests rely on: its GSI is read-after-write
 consistent, while a DynamoDB GSI is eventually consistent (a mark may take a moment to
@@ -20,12 +21,15 @@ from agent_harness.errors import ConflictError, SessionBusyError, SessionNotFoun
 from agent_harness.ids import User
 from agent_harness.keys import due_shard, shard_name
 from agent_harness.ports import (
+    ROLES,
+    DayUsage,
     DueUser,
     FlushDue,
     GateClaim,
     PauseMark,
     SessionState,
     StateTable,
+    UsageDelta,
     UserState,
 )
 from tests.fakes import MemoryTable
@@ -38,6 +42,14 @@ T0 = 1_000_000  # epoch ms
 LEASE = 60_000
 NOW = "2026-11-30T09:00:00Z"
 LATER = "2026-11-30T09:05:00Z"
+DAY = "2026-11-30"
+#: a turn's spend: 100 + 20 agent tokens in two calls, 30 + 5 of one compaction call
+SPEND = UsageDelta(
+    DAY,
+    tokens={"agent": (100, 20), "compaction": (30, 5)},
+    model_calls={"agent": 2, "compaction": 1},
+    turns=1,
+)
 
 
 @pytest.fixture
@@ -273,6 +285,10 @@ MISSING_ITEM_OPERATIONS: dict[str, tuple[Callable[[StateTable], Any], Any]] = {
     ),
     "complete_consolidation": (
         lambda t: t.complete_consolidation(ALICE, "a", {}, 0, NOW),
+        ConflictError,
+    ),
+    "commit_turn with usage": (  # the transaction adds no usage either
+        lambda t: t.commit_turn(ALICE, "s1", "a", 1, NOW, usage=SPEND),
         ConflictError,
     ),
 }
@@ -600,6 +616,183 @@ def test_abandoning_keeps_a_user_with_a_watermark(table: StateTable) -> None:
     assert table.get_user(ALICE).last_consolidated_at == NOW
 
 
+# -- usage counters ------------------------------------------------------------------------
+
+
+def usage(
+    day: str = DAY,
+    tokens: dict[str, tuple[int, int]] | None = None,
+    calls: dict[str, int] | None = None,
+    turns: int = 0,
+) -> DayUsage:
+    """A day's usage as read back: every role present."""
+    return DayUsage(
+        day,
+        dict.fromkeys(ROLES, (0, 0)) | (tokens or {}),
+        dict.fromkeys(ROLES, 0) | (calls or {}),
+        turns,
+    )
+
+
+def test_usage_adds_up_per_role_on_the_day(table: StateTable) -> None:
+    table.add_usage(ALICE, SPEND)
+    table.add_usage(ALICE, UsageDelta(DAY, tokens={"memory": (7, 3)}, model_calls={"memory": 1}))
+    table.add_usage(ALICE, UsageDelta(DAY, tokens={"agent": (1, 2)}, model_calls={"agent": 1}))
+
+    [day] = table.usage_days(ALICE, DAY, DAY)
+    assert day == usage(
+        tokens={"agent": (101, 22), "compaction": (30, 5), "memory": (7, 3)},
+        calls={"agent": 3, "compaction": 1, "memory": 1},
+        turns=1,
+    )
+    assert day.total_tokens == 168
+
+
+def test_usage_of_other_days_and_users_is_kept_apart(table: StateTable) -> None:
+    table.add_usage(ALICE, SPEND)
+    table.add_usage(ALICE, UsageDelta("2026-12-01", tokens={"agent": (1, 1)}))
+    table.add_usage(AL, UsageDelta(DAY, turns=4))  # al's key is a prefix of alice's
+
+    assert table.usage_days(ALICE, DAY, DAY)[0].total_tokens == 155
+    assert table.usage_days(ALICE, "2026-12-01", "2026-12-01") == [
+        usage("2026-12-01", tokens={"agent": (1, 1)})
+    ]
+    assert table.usage_days(AL, DAY, "2026-12-01") == [usage(turns=4)]
+    assert table.usage_days(BOB, DAY, "2026-12-01") == []
+
+
+@pytest.mark.parametrize(
+    "delta",
+    [
+        UsageDelta(DAY, tokens={"planner": (1, 1)}),  # an unknown role
+        UsageDelta(DAY, model_calls={"planner": 1}),
+        UsageDelta(DAY, tokens={"planner": (0, 0)}),  # even with nothing to add
+        UsageDelta(DAY, tokens={"agent": (-1, 5)}),  # a negative count
+        UsageDelta(DAY, model_calls={"agent": -1}),
+        UsageDelta(DAY, turns=-1),
+        UsageDelta(DAY, tokens={"agent": (1.5, 0)}),  # type: ignore[dict-item]
+        UsageDelta(DAY, turns=True),  # a bool is no count
+        UsageDelta("2026-11-31", turns=1),  # not a day
+        UsageDelta("30.11.2026", turns=1),
+    ],
+    ids=lambda d: repr(d),
+)
+def test_a_malformed_delta_is_rejected_and_adds_nothing(
+    table: StateTable, delta: UsageDelta
+) -> None:
+    with pytest.raises(ValueError):
+        table.add_usage(ALICE, delta)
+    assert table.usage_days(ALICE, "2026-01-01", "2026-12-31") == []
+    assert table.purge_user(ALICE) == 0
+
+
+def test_an_empty_delta_adds_nothing(table: StateTable) -> None:
+    for delta in (
+        UsageDelta(DAY),
+        UsageDelta(DAY, tokens={"agent": (0, 0)}, model_calls=dict.fromkeys(ROLES, 0)),
+    ):
+        assert delta.empty()
+        table.add_usage(ALICE, delta)
+    assert table.usage_days(ALICE, DAY, DAY) == []
+    assert table.top_users(DAY, 10) == []
+    assert table.purge_user(ALICE) == 0
+
+
+def test_usage_days_returns_the_days_of_the_range_that_have_usage_oldest_first(
+    table: StateTable,
+) -> None:
+    for day in ("2026-12-05", "2026-11-28", "2026-12-01", "2026-11-30"):
+        table.add_usage(ALICE, UsageDelta(day, turns=1))
+
+    assert [d.day for d in table.usage_days(ALICE, "2026-11-29", "2026-12-05")] == [
+        "2026-11-30",
+        "2026-12-01",
+        "2026-12-05",
+    ]
+    assert [d.day for d in table.usage_days(ALICE, "2026-11-28", "2026-11-28")] == ["2026-11-28"]
+    assert table.usage_days(ALICE, "2026-12-02", "2026-12-04") == []  # no day in the range
+    assert table.usage_days(ALICE, "2026-12-05", "2026-11-28") == []  # an empty range
+    with pytest.raises(ValueError):
+        table.usage_days(ALICE, "2026-11", "2026-12-05")
+
+
+def test_top_users_ranks_the_days_users_by_tokens_then_key(table: StateTable) -> None:
+    carol = User.from_id("carol")
+    table.add_usage(ALICE, UsageDelta(DAY, tokens={"agent": (20, 10)}))
+    table.add_usage(AL, UsageDelta(DAY, tokens={"memory": (25, 5)}))  # ties with alice
+    table.add_usage(BOB, UsageDelta(DAY, tokens={"agent": (10, 10)}))
+    table.add_usage(BOB, UsageDelta(DAY, tokens={"compaction": (40, 0)}, turns=2))
+    table.add_usage(carol, UsageDelta(DAY, turns=1))  # turns but no tokens: ranked last
+    table.add_usage(carol, UsageDelta("2026-12-01", tokens={"agent": (500, 0)}))
+    new_session(table, ALICE)  # other items are not users' days
+
+    top = table.top_users(DAY, 10)
+
+    assert [(key, u.total_tokens) for key, u in top] == [
+        (BOB.key, 60),
+        (AL.key, 30),
+        (ALICE.key, 30),
+        (carol.key, 0),
+    ]
+    assert top[0][1] == usage(tokens={"agent": (10, 10), "compaction": (40, 0)}, turns=2)
+    assert [key for key, _ in table.top_users(DAY, 2)] == [BOB.key, AL.key]
+    assert table.top_users(DAY, 0) == []
+    assert table.top_users("2026-12-01", 10) == [
+        (carol.key, usage("2026-12-01", tokens={"agent": (500, 0)}))
+    ]
+    assert table.top_users("2026-12-02", 10) == []
+
+
+def test_commit_turn_with_usage_commits_the_turn_and_adds_the_usage(table: StateTable) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    table.commit_turn(ALICE, "s1", "a", 1, NOW, usage=SPEND)
+    table.acquire_session_lease(ALICE, "s1", "b", T0 + 1, LEASE)  # the lease was released
+    table.commit_turn(ALICE, "s1", "b", 2, NOW, usage=SPEND)
+
+    state = table.get_session(ALICE, "s1")
+    assert state is not None and state.turn == 2
+    assert table.usage_days(ALICE, DAY, DAY) == [
+        usage(
+            tokens={"agent": (200, 40), "compaction": (60, 10)},
+            calls={"agent": 4, "compaction": 2},
+            turns=2,
+        )
+    ]
+
+
+def test_commit_turn_with_an_empty_usage_is_a_plain_commit(table: StateTable) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    table.commit_turn(ALICE, "s1", "a", 1, NOW, usage=UsageDelta(DAY))
+    state = table.get_session(ALICE, "s1")
+    assert state is not None and state.turn == 1
+    assert table.usage_days(ALICE, DAY, DAY) == []
+    table.acquire_session_lease(ALICE, "s1", "b", T0 + 1, LEASE)
+
+
+def test_commit_turn_with_usage_after_losing_the_lease_changes_neither(table: StateTable) -> None:
+    new_session(table, turn=3)
+    table.add_usage(ALICE, UsageDelta(DAY, turns=1))
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    table.acquire_session_lease(ALICE, "s1", "b", T0 + LEASE + 1, LEASE)  # a's expired
+
+    with pytest.raises(ConflictError):
+        table.commit_turn(ALICE, "s1", "a", 4, NOW, usage=SPEND)
+
+    state = table.get_session(ALICE, "s1")
+    assert state is not None and state.turn == 3
+    assert table.usage_days(ALICE, DAY, DAY) == [usage(turns=1)]
+    with pytest.raises(SessionBusyError):  # b still holds it
+        table.acquire_session_lease(ALICE, "s1", "c", T0 + LEASE + 2, LEASE)
+
+
+def test_commit_turn_with_a_malformed_usage_commits_nothing(table: StateTable) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    with pytest.raises(ValueError):
+        table.commit_turn(ALICE, "s1", "a", 1, NOW, usage=UsageDelta(DAY, model_calls={"x": 1}))
+    assert table.get_session(ALICE, "s1") == SessionState()
+    table.commit_turn(ALICE, "s1", "a", 1, NOW)  # the lease is still ours
+
+
 # -- forgetting a user ---------------------------------------------------------------------
 
 
@@ -634,6 +827,19 @@ def test_purge_user_removes_every_item_of_one_user_only(table: StateTable) -> No
     # leases went with the items
     table.acquire_session_lease(ALICE, "s2", "b", T0 + 1, LEASE)
     table.acquire_consolidation_lease(ALICE, "run-2", T0 + 1, LEASE)
+
+
+def test_purge_user_removes_the_users_usage_days_only(table: StateTable) -> None:
+    new_session(table)
+    table.add_usage(ALICE, SPEND)
+    table.add_usage(ALICE, UsageDelta("2026-12-01", turns=1))
+    table.add_usage(AL, SPEND)
+
+    assert table.purge_user(ALICE) == 3  # the session and two days
+
+    assert table.usage_days(ALICE, "2026-01-01", "2026-12-31") == []
+    assert [key for key, _ in table.top_users(DAY, 10)] == [AL.key]
+    assert table.usage_days(AL, DAY, DAY)[0].total_tokens == 155
 
 
 def test_purging_a_user_twice_removes_nothing_the_second_time(table: StateTable) -> None:

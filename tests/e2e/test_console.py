@@ -160,7 +160,10 @@ def test_an_operator_traces_diffs_rolls_back_searches_and_redrives_in_a_browser(
     page.get_by_role("button", name="Compare A with B").click()
     diff = page.locator("table.diff")
     assert "Prefers dark mode" in diff.locator("tr.insert, tr.replace").inner_text()
-    assert "api" in page.locator("table").last.inner_text() or "api" in page.content()
+    writers = page.get_by_role("table", name="MEMORY.md versions, newest first").inner_text()
+    assert "consolidation model=offline" in writers and "\napi\n" in f"\n{writers}\n".replace(
+        "\t", "\n"
+    )
     page.screenshot(path=str(SHOTS / "console-versions.png"), full_page=True)
     page.locator("ul.restores li").nth(1).get_by_role("button", name="Roll back to this").click()
     assert "Rolled back" in page.get_by_role("status").first.inner_text()

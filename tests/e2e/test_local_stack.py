@@ -165,3 +165,20 @@ def test_the_operator_cli_drives_the_running_local_stack(
         Bucket="agent-harness-local-workspace", Prefix="users/cli-user/"
     )
     assert not listed.get("Versions") and not listed.get("DeleteMarkers")
+
+
+def test_usage_over_http_counts_the_callers_turns_and_memory_calls(
+    offline_stack: LocalStackProcess,
+) -> None:
+    with offline_stack.client("usage-ann") as http:
+        assert (
+            http.post("/v1/sessions/u1/messages", json={"message": "I like tea."}).status_code
+            == 200
+        )
+        wait_for(lambda: http.get("/v1/memory/ledger").json()["days"])  # the flush ran
+        report = http.get("/v1/usage", params={"days": 2}).json()
+        assert len(report["days"]) == 2 and report["totals"]["turns"] == 1
+        assert report["totals"]["by_role"]["memory"]["model_calls"] >= 1
+        assert http.get("/v1/usage", params={"days": 91}).status_code == 422
+    with offline_stack.client("usage-bob") as other:
+        assert other.get("/v1/usage").json()["totals"]["turns"] == 0

@@ -74,7 +74,7 @@ HOT_PATH = [
     "ListObjectsV2",  # memory/, for automatic recall (ledgers come from the cache)
     "PutObject",  # the turn's log object
     "PutObject",  # the working context
-    "UpdateItem",  # commit and release
+    "TransactWriteItems",  # commit and release, with the user's usage counted
     "SendMessage",  # the post-turn job
 ]
 
@@ -301,6 +301,20 @@ def test_the_thread_log_can_be_read_back(stack: Stack) -> None:
     paged["queryStringParameters"] = {"after": "1", "limit": "1"}
     page = body(stack.invoke(app, paged, FN))
     assert [t["turn"] for t in page["turns"]] == [2] and page["next_after"] == 2
+
+
+def test_usage_reports_the_callers_spend_by_role_and_day(stack: Stack) -> None:
+    app = stack.handler(FN)
+    turns = [body(stack.invoke(app, load_event("agent_call_post_message.json"), FN)) for _ in "ab"]
+    report = body(stack.invoke(app, load_event("agent_call_get_usage.json"), FN))
+    assert len(report["days"]) == 7 and report["totals"]["turns"] == 2
+    agent = report["totals"]["by_role"]["agent"]
+    spent = sum(t["usage"]["by_role"]["agent"]["input_tokens"] for t in turns)
+    assert agent["input_tokens"] == spent
+    bad = load_event("agent_call_get_usage.json", rawQueryString="days=0")
+    bad["queryStringParameters"] = {"days": "0"}
+    refused = stack.invoke(app, bad, FN)
+    assert refused["statusCode"] == 422 and body(refused)["error"]["code"] == "validation_error"
 
 
 def test_memory_edits_are_conditional_and_versioned(stack: Stack) -> None:

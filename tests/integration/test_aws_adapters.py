@@ -1,13 +1,20 @@
-"""What only the adapters on moto show: an append losing a race to a real 412, and the
-CLI and provider keys reaching deployed resources. Every port's semantics are in the
-contract suites (tests/contract), run on the adapters and on the fakes alike."""
+"""What only the adapters on moto show: an append losing a race to a real 412, the
+requests a turn's commit makes and how its transaction fails, and the CLI and provider
+keys reaching deployed resources. Every port's semantics are in the contract suites
+(tests/contract), run on the adapters and on the fakes alike."""
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError
+
+from agent_harness.aws.state import DynamoStateTable
 from agent_harness.aws.workspace import S3WorkspaceStore
+from agent_harness.errors import ConflictError, StoreError
 from agent_harness.ids import User
+from agent_harness.ports import UsageDelta
 from tests.integration.conftest import Stack
 
 ALICE = User.from_id("alice")
@@ -48,6 +55,91 @@ def test_creating_a_ledger_that_appeared_meanwhile_appends_to_it(store: S3Worksp
 
     store.append(ALICE, "memory/2026-12-01.md", build)
     assert store.get(ALICE, "memory/2026-12-01.md").content == "- theirs\n- ours\n"
+
+
+SPEND = UsageDelta("2026-11-30", tokens={"agent": (100, 20)}, model_calls={"agent": 2}, turns=1)
+
+
+def dynamo_requests(stack: Stack) -> list[str]:
+    """The DynamoDB operations the stack's client (the adapter's) makes from now on."""
+    calls: list[str] = []
+    stack.clients["dynamodb"].meta.events.register(
+        "before-parameter-build", lambda model, **kw: calls.append(model.name)
+    )
+    return calls
+
+
+@pytest.fixture
+def table(stack: Stack) -> DynamoStateTable:
+    return DynamoStateTable(stack.clients["dynamodb"], stack.table, sleep=lambda s: None)
+
+
+def test_a_commit_with_usage_is_one_request_and_without_it_one_update(
+    stack: Stack, table: DynamoStateTable
+) -> None:
+    """The hot path's request count does not grow: the usage rides in the commit."""
+    table.acquire_session_lease(ALICE, "s1", "a", 1_000, 60_000)
+    calls = dynamo_requests(stack)
+    table.commit_turn(ALICE, "s1", "a", 1, "2026-11-30T09:00:00Z", usage=SPEND)
+    assert calls == ["TransactWriteItems"]
+
+    table.acquire_session_lease(ALICE, "s1", "b", 2_000, 60_000)
+    calls.clear()
+    empty = UsageDelta("2026-11-30")
+    table.commit_turn(ALICE, "s1", "b", 2, "2026-11-30T09:00:00Z", usage=empty)
+    assert calls == ["UpdateItem"]  # an empty usage: the plain commit
+    assert table.usage_days(ALICE, "2026-11-30", "2026-11-30")[0].turns == 1
+
+
+def test_adding_usage_is_one_update_and_an_empty_delta_none(
+    stack: Stack, table: DynamoStateTable
+) -> None:
+    calls = dynamo_requests(stack)
+    table.add_usage(ALICE, SPEND)
+    table.add_usage(ALICE, UsageDelta("2026-11-30", tokens={"memory": (0, 0)}))
+    assert calls == ["UpdateItem"]
+
+
+class FailingTransactions:
+    """A DynamoDB client whose transactions fail with ``error``."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def transact_write_items(self, **kwargs: Any) -> None:
+        raise self.error
+
+
+def cancelled(*codes: str) -> ClientError:
+    return ClientError(
+        {
+            "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+            "CancellationReasons": [{"Code": c} for c in codes],
+        },
+        "TransactWriteItems",
+    )
+
+
+@pytest.mark.parametrize(
+    ("error", "raised"),
+    [
+        (cancelled("ConditionalCheckFailed", "None"), ConflictError),
+        (cancelled("None", "ValidationError"), StoreError),
+        (cancelled("TransactionConflict", "None"), StoreError),
+        (ClientError({"Error": {"Code": "ThrottlingException"}}, "TransactWriteItems"), StoreError),
+        (EndpointConnectionError(endpoint_url="https://dynamodb"), StoreError),
+    ],
+    ids=["lease-lost", "usage-invalid", "conflict", "throttled", "unreachable"],
+)
+def test_a_failed_commit_transaction_is_a_conflict_only_when_the_lease_was_lost(
+    error: Exception, raised: type[Exception]
+) -> None:
+    table = DynamoStateTable(FailingTransactions(error), "t")
+    with pytest.raises(raised) as caught:
+        table.commit_turn(ALICE, "s1", "a", 1, "2026-11-30T09:00:00Z", usage=SPEND)
+    assert caught.type is raised
+    if raised is ConflictError:
+        assert str(caught.value) == "the lease on session s1 was lost"
 
 
 def test_the_cli_finds_a_deployed_stack_through_its_outputs() -> None:

@@ -161,3 +161,15 @@ def test_the_search_page_shows_the_four_modes_and_the_recall_preview(console) ->
     for mode in ("phrase", "all", "any", "ranked"):
         assert f'id="mode-{mode}"' in page.text
     assert 'id="recall"' in page.text and "User said: I use vim." in page.text
+
+
+def test_an_archived_ledger_day_is_readable_and_linked_from_search(console, rt) -> None:
+    rt.store.put(
+        ANN, "memory/archive/2026-08-01.md", "## Flush — 2026-08-01T09:00:00Z\n- old kayak trip\n"
+    )
+    _, client = console
+    page = client.get("/users/ann/ledgers", params={"day": "2026-08-01", "archived": "1"})
+    assert page.status_code == 200 and "memory/archive/2026-08-01.md" in page.text
+    assert "old kayak trip" in page.text and "merged" in page.text
+    found = client.get("/users/ann/search", params={"q": "kayak"})
+    assert "/users/ann/ledgers?day=2026-08-01&amp;archived=1#L2" in found.text

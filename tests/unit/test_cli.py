@@ -143,3 +143,18 @@ def test_users_lists_users_by_prefix_with_what_is_not_merged_yet(capsys) -> None
     bob = json.loads(out)[1]
     assert bob["user"] == "bob" and bob["memory_bytes"] == 0
     assert bob["unmerged_bytes"] == bob["ledger_bytes"] > 0
+
+
+def test_usage_and_top_show_spend_by_user_role_and_day(capsys) -> None:
+    rt = make_runtime()
+    remembered(rt, ALICE, "Remember that I prefer window seats on long flights.")
+    remembered(rt, BOB, "Remember that I prefer aisle seats.")
+
+    status, out = cli(rt, capsys, "usage", "alice", "--days", "3")
+    report = json.loads(out)
+    assert status == 0 and len(report["days"]) == 3 and report["totals"]["turns"] == 1
+    assert report["totals"]["by_role"]["memory"]["model_calls"] == 1  # the flush
+    status, out = cli(rt, capsys, "top", "--limit", "5")
+    assert status == 0 and {r["user"] for r in json.loads(out)["users"]} == {"alice", "bob"}
+    status, _ = cli(rt, capsys, "top", "--day", "not-a-day")
+    assert status == 1

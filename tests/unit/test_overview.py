@@ -93,14 +93,12 @@ def test_versions_name_their_writers_newest_first(rt) -> None:
     assert oldest.writer is not None and oldest.writer.startswith("consolidation")
 
 
-def test_the_charts_read_memory_size_and_tokens_by_role_per_day(rt) -> None:
+def test_the_memory_size_chart_follows_versions_and_ledgers(rt) -> None:
     sizes = overview.memory_sizes(rt, ANN)
     assert [size for _, size in sizes["MEMORY.md"]] == [
         overview.user_overview(rt, ANN).memory_bytes
     ]
     assert sizes["ledgers"][-1][1] == overview.user_overview(rt, ANN).ledger_bytes
-    ((_day, roles),) = overview.tokens_by_day(rt, ANN).items()
-    assert roles["agent"] > 0 and roles["compaction"] == 0
 
 
 def test_the_recall_preview_is_what_a_first_turn_would_inject(rt) -> None:
@@ -116,3 +114,18 @@ def test_a_user_prefix_with_a_slash_cannot_reach_past_the_users_root(rt) -> None
     assert overview.find_users(rt, "../") == []
     with pytest.raises(InvalidRequestError):
         overview.find_users(rt, "x" * 300)
+
+
+ARCHIVED = (
+    "## Flush — 2026-08-01T09:00:00Z\n> source: session=s0 turns=1 model=offline\n- old fact\n"
+)
+
+
+def test_an_archived_day_is_listed_and_shown_all_merged(rt) -> None:
+    rt.store.put(ANN, "memory/archive/2026-08-01.md", ARCHIVED)
+    view = overview.user_overview(rt, ANN)
+    assert view.archived == ("2026-08-01",) and view.archive_bytes == len(ARCHIVED.encode())
+    sections, consumed, size = overview.ledger_sections(rt, ANN, "2026-08-01", archived=True)
+    assert consumed == size and [s.merged for s in sections] == [True]
+    with pytest.raises(NotFoundError):
+        overview.ledger_sections(rt, ANN, "2026-08-01")  # not an active day

@@ -3,6 +3,8 @@
     python -m agent_harness.cli [--env-file F | --stack NAME] <command> <user> ...
 
     users [PREFIX] [--limit N]                  users whose id starts with PREFIX, at a glance
+    usage USER [--days N]                       a user's tokens by role and day, turns, calls
+    top [--day D] [--limit N]                   the heaviest users of a day (default today)
     show USER [--day D | --versions | --days]   MEMORY.md (or one ledger day, versions, days)
     search USER QUERY [--mode M] [--limit N]    memory_search over MEMORY.md and ledgers
     trace USER TEXT                             which ledger sections (session, turns, model)
@@ -106,6 +108,14 @@ def _parser() -> argparse.ArgumentParser:
     users.add_argument("prefix", nargs="?", default="")
     users.add_argument("--limit", type=int, default=50)
 
+    usage = commands.add_parser("usage", help="a user's spend by day and role")
+    usage.add_argument("user")
+    usage.add_argument("--days", type=int, default=7)
+
+    top = commands.add_parser("top", help="the heaviest users of a day, by tokens")
+    top.add_argument("--day", help="YYYY-MM-DD (default: today in HARNESS_TIMEZONE)")
+    top.add_argument("--limit", type=int, default=10)
+
     show = commands.add_parser("show", help="print MEMORY.md, a ledger day, versions or days")
     show.add_argument("user")
     pick = show.add_mutually_exclusive_group()
@@ -160,6 +170,8 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
         return _dlq(args, rt)
     if args.command == "users":
         return _users(args, rt)
+    if args.command == "top":
+        return _top(args, rt)
     user = User.from_id(args.user)
     if args.command == "show":
         if args.day:
@@ -171,6 +183,10 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
         else:
             document = files.get_memory(rt, user)
             out(document.content if document.etag else "(no MEMORY.md yet)")
+    elif args.command == "usage":
+        from agent_harness.usage import usage_report
+
+        _print(usage_report(rt, user, args.days).view())
     elif args.command == "search":
         hits = search_memory(rt, user, args.query, args.mode, args.limit, rt.search_cache)
         _print([{"path": h.path, "line": h.line, "text": h.text} for h in hits])
@@ -223,6 +239,13 @@ def _users(args: argparse.Namespace, rt: Runtime) -> int:
             }
         )
     _print(found)
+    return 0
+
+
+def _top(args: argparse.Namespace, rt: Runtime) -> int:
+    from agent_harness.usage import top_report
+
+    _print(top_report(rt, args.day, args.limit))
     return 0
 
 

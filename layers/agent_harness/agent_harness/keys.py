@@ -2,6 +2,9 @@
 
     pk = U#<user key>  sk = S#<session>   a session (turn counter, cursors, lease, gate)
     pk = U#<user key>  sk = USER          a user (consolidation lease, watermark, due mark)
+    pk = U#<user key>  sk = D#<day>       the user's usage that day (YYYY-MM-DD in
+                                          HARNESS_TIMEZONE): tokens and model calls per
+                                          role, turns, and the running token total
 
 Idempotency records of post-turn jobs live in the same user partition. The sparse
 ``due-index`` GSI is keyed by a shard (``due#k`` for consolidation, ``flush#k`` for
@@ -19,6 +22,8 @@ __all__ = [
     "session_id_of",
     "session_sk",
     "shard_name",
+    "usage_day_of",
+    "usage_sk",
     "user_key_of",
     "user_pk",
 ]
@@ -27,6 +32,7 @@ DUE_INDEX = "due-index"
 USER_SK = "USER"
 _USER = "U#"
 _SESSION = "S#"
+_USAGE = "D#"
 
 
 def user_pk(user_key: str) -> str:
@@ -44,6 +50,15 @@ def session_sk(session_id: str) -> str:
 
 def session_id_of(sk: str) -> str:
     return sk.removeprefix(_SESSION)
+
+
+def usage_sk(day: str) -> str:
+    """The item of one day's usage (``day``: YYYY-MM-DD); sorts by day in the partition."""
+    return f"{_USAGE}{day}"
+
+
+def usage_day_of(sk: str) -> str:
+    return sk.removeprefix(_USAGE)
 
 
 def shard_name(kind: str, number: int) -> str:

@@ -23,6 +23,8 @@ from agent_harness.paths import (
     MEMORY_FILE,
     SEGMENT_DIR,
     SNAPSHOT_DIR,
+    archive_day,
+    archive_path,
     ledger_day,
     ledger_path,
     turn_path,
@@ -46,13 +48,11 @@ __all__ = [
     "list_sessions",
     "memory_sizes",
     "memory_versions",
-    "tokens_by_day",
     "user_overview",
 ]
 
-#: the most versions whose writer is read (one GET each), and turns read for the chart
+#: the most versions whose writer is read (one GET each)
 MAX_VERSIONS = 50
-MAX_CHART_TURNS = 400
 _READERS = 8
 
 
@@ -72,6 +72,7 @@ class UserOverview:
     ledger_bytes: int
     archive_days: int
     archive_bytes: int
+    archived: tuple[str, ...]  # the archived days, in order (all consolidated)
     sessions: int
     turns: int
     derived_bytes: int  # thread segments and ranked snapshots (rebuildable)
@@ -90,8 +91,8 @@ def user_overview(rt: Runtime, user: User) -> UserOverview:
     objects = rt.store.list(user, "")
     state = rt.table.get_user(user)
     memory = next((o for o in objects if o.path == MEMORY_FILE), None)
-    ledgers = {d: o for o in objects if (d := ledger_day(o.path)) and _active(o.path)}
-    archive = [o for o in objects if ledger_day(o.path) and not _active(o.path)]
+    ledgers = {d: o for o in objects if (d := ledger_day(o.path))}
+    archive = {d: o for o in objects if (d := archive_day(o.path))}
     sessions = {o.path.split("/")[1] for o in objects if o.path.startswith("sessions/")}
     turns = [o for o in objects if "/turns/" in o.path and o.path.startswith("sessions/")]
     derived = [o for o in objects if o.path.startswith((SEGMENT_DIR, SNAPSHOT_DIR))]
@@ -104,7 +105,8 @@ def user_overview(rt: Runtime, user: User) -> UserOverview:
         ledger_days=len(ledgers),
         ledger_bytes=sum(o.size for o in ledgers.values()),
         archive_days=len(archive),
-        archive_bytes=sum(o.size for o in archive),
+        archive_bytes=sum(o.size for o in archive.values()),
+        archived=tuple(sorted(archive)),
         sessions=len(sessions),
         turns=len(turns),
         derived_bytes=sum(o.size for o in derived),
@@ -115,10 +117,6 @@ def user_overview(rt: Runtime, user: User) -> UserOverview:
             for day, o in sorted(ledgers.items())
         },
     )
-
-
-def _active(path: str) -> bool:
-    return path.startswith(LEDGER_DIR) and path.count("/") == 1
 
 
 @dataclass(frozen=True)
@@ -162,15 +160,20 @@ class LedgerSection:
     merged: bool  # consolidation has read all of it (the watermark is at or past its end)
 
 
-def ledger_sections(rt: Runtime, user: User, day: str) -> tuple[list[LedgerSection], int, int]:
+def ledger_sections(
+    rt: Runtime, user: User, day: str, *, archived: bool = False
+) -> tuple[list[LedgerSection], int, int]:
     """A ledger day cut into its sections, each marked merged or not by the user's
-    consolidation watermark; also (merged bytes, file bytes). Active days only."""
+    consolidation watermark; also (merged bytes, file bytes). An archived day was
+    consolidated whole before it moved (``memory.maintenance``): all of it is merged."""
     from agent_harness.errors import NotFoundError
 
-    obj = rt.store.get(user, ledger_path(validate_day(day)))
+    path = (archive_path if archived else ledger_path)(validate_day(day))
+    obj = rt.store.get(user, path)
     if obj is None:
-        raise NotFoundError(f"no ledger for {day}")
-    consumed = min(rt.table.get_user(user).consumed.get(day, 0), obj.size)
+        raise NotFoundError(f"no {'archived ' if archived else ''}ledger for {day}")
+    watermark = obj.size if archived else rt.table.get_user(user).consumed.get(day, 0)
+    consumed = min(watermark, obj.size)
     sections: list[LedgerSection] = []
     current: list[tuple[int, str]] = []
     kind = at = source = None
@@ -269,7 +272,7 @@ def memory_sizes(rt: Runtime, user: User) -> dict[str, list[tuple[str, int]]]:
             by_day[v.last_modified.date().isoformat()] = v.size
     ledgers: dict[str, int] = {}
     for info in rt.store.list(user, LEDGER_DIR):
-        day = ledger_day(info.path)
+        day = ledger_day(info.path) or archive_day(info.path)
         if day:
             ledgers[day] = ledgers.get(day, 0) + info.size
     running, cumulative = 0, []
@@ -277,29 +280,3 @@ def memory_sizes(rt: Runtime, user: User) -> dict[str, list[tuple[str, int]]]:
         running += ledgers[day]
         cumulative.append((day, running))
     return {"MEMORY.md": sorted(by_day.items()), "ledgers": cumulative}
-
-
-def tokens_by_day(
-    rt: Runtime, user: User, *, limit: int = MAX_CHART_TURNS
-) -> dict[str, dict[str, int]]:
-    """Tokens (input + output) per day and role, from the user's latest ``limit`` turns:
-    ``{day: {"agent": n, "compaction": n}}`` (the day in ``HARNESS_TIMEZONE``)."""
-    infos = [
-        i
-        for i in rt.store.list(user, "sessions/")
-        if "/turns/" in i.path and i.path.endswith(".json")
-    ]
-    infos.sort(key=lambda i: (i.last_modified is not None, i.last_modified), reverse=True)
-    got = rt.store.get_many(user, [i.path for i in infos[:limit]])
-    out: dict[str, dict[str, int]] = {}
-    for obj in got.values():
-        record = TurnRecord.parse_or_none(obj.content)
-        if record is None:
-            continue
-        day = record.created().astimezone(rt.settings.zone).date().isoformat()
-        roles = out.setdefault(day, {"agent": 0, "compaction": 0})
-        roles["agent"] += record.usage.input_tokens + record.usage.output_tokens
-        roles["compaction"] += (
-            record.compaction_usage.input_tokens + record.compaction_usage.output_tokens
-        )
-    return dict(sorted(out.items()))

@@ -29,6 +29,7 @@ __all__ = [
     "SEGMENT_DIR",
     "SNAPSHOT_DIR",
     "USER_ROOT",
+    "archive_day",
     "archive_path",
     "context_path",
     "ledger_date",
@@ -50,6 +51,7 @@ LEDGER_DIR = "memory/"
 SEGMENT_DIR = "index/threads"
 SNAPSHOT_DIR = "index/ranked/"
 _LEDGER_FILE = re.compile(r"memory/(\d{4}-\d{2}-\d{2})\.md")
+_ARCHIVE_FILE = re.compile(r"memory/archive/(\d{4}-\d{2}-\d{2})\.md")
 _ANY_LEDGER = re.compile(r"(\d{4})-(\d{2})-(\d{2})\.md$")
 
 
@@ -70,6 +72,12 @@ def archive_path(day: str) -> str:
 def ledger_day(path: str) -> str | None:
     """The day of an active ledger's path (``memory/2026-11-30.md``); None otherwise."""
     match = _LEDGER_FILE.fullmatch(path)
+    return match.group(1) if match else None
+
+
+def archive_day(path: str) -> str | None:
+    """The day of an archived ledger's path (``memory/archive/2026-08-01.md``)."""
+    match = _ARCHIVE_FILE.fullmatch(path)
     return match.group(1) if match else None
 
 

@@ -8,7 +8,8 @@ so they never depend on an adapter, and a contract suite runs every port against
     SessionTable        a session's lease, turn counter and pause mark (the hot path)
     FlushTable          flush cursors, the flush throttle gate and its due marks
     ConsolidationTable  a user's consolidation lease, watermark and due marks
-    StateTable          all three plus forgetting a user (one DynamoDB table)
+    UsageTable          per-user, per-day usage counters (tokens and calls by role, turns)
+    StateTable          all four plus forgetting a user (one DynamoDB table)
     JobQueue            the post-turn and consolidation queues (SQS)
     ToolServers         the remote tool servers of a container (MCP)
 """
@@ -19,6 +20,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_harness.errors import PreconditionFailedError, StoreError
@@ -32,8 +34,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_WRITER_CHARS",
+    "ROLES",
     "AppendBuilder",
     "ConsolidationTable",
+    "DayUsage",
     "DueUser",
     "FlushDue",
     "FlushTable",
@@ -46,10 +50,14 @@ __all__ = [
     "StateTable",
     "StoredObject",
     "ToolServers",
+    "UsageDelta",
+    "UsageTable",
     "UserState",
     "VersionInfo",
     "WorkspaceStore",
     "cas_append",
+    "check_day",
+    "check_usage",
     "writer_label",
 ]
 
@@ -247,8 +255,19 @@ class SessionTable(Protocol):
     ) -> SessionState: ...
 
     def commit_turn(
-        self, user: User, session_id: str, owner: str, turn: int, now_iso: str
-    ) -> None: ...
+        self,
+        user: User,
+        session_id: str,
+        owner: str,
+        turn: int,
+        now_iso: str,
+        *,
+        usage: UsageDelta | None = None,
+    ) -> None:
+        """Record ``turn``, clear any pause mark and release the lease, atomically; with a
+        non-empty ``usage``, add it to the user's day in the same atomic write (neither
+        happens when the lease was lost: ``ConflictError``)."""
+        ...
 
     def pause_turn(
         self, user: User, session_id: str, owner: str, mark: PauseMark, turn: int
@@ -303,7 +322,97 @@ class ConsolidationTable(Protocol):
     def abandon_consolidation(self, user: User, owner: str) -> bool: ...
 
 
-class StateTable(SessionTable, FlushTable, ConsolidationTable, Protocol):
+#: the model roles whose spend is counted
+ROLES = ("agent", "compaction", "memory")
+
+
+@dataclass(frozen=True)
+class UsageDelta:
+    """Spend to add to one user's day (the day in HARNESS_TIMEZONE)."""
+
+    day: str
+    #: role -> (input tokens, output tokens)
+    tokens: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: role -> model calls
+    model_calls: dict[str, int] = field(default_factory=dict)
+    turns: int = 0
+
+    def empty(self) -> bool:
+        """Nothing to add: every count is zero (or absent)."""
+        return (
+            not self.turns
+            and not any(i or o for i, o in self.tokens.values())
+            and not any(self.model_calls.values())
+        )
+
+
+@dataclass(frozen=True)
+class DayUsage:
+    """One user's spend on one day."""
+
+    day: str
+    #: every role of ROLES, (0, 0) when none
+    tokens: dict[str, tuple[int, int]]
+    #: every role of ROLES, 0 when none
+    model_calls: dict[str, int]
+    turns: int
+
+    @property
+    def total_tokens(self) -> int:
+        """Every role's input and output tokens."""
+        return sum(i + o for i, o in self.tokens.values())
+
+
+def check_day(day: str) -> str:
+    """``day`` if it is a YYYY-MM-DD date, else ValueError."""
+    try:
+        if len(day) == 10 and date.fromisoformat(day).isoformat() == day:
+            return day
+    except (TypeError, ValueError):
+        pass
+    raise ValueError(f"not a YYYY-MM-DD day: {day!r}")
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def check_usage(delta: UsageDelta) -> None:
+    """ValueError unless the day is YYYY-MM-DD, every role is one of ROLES and every
+    count a non-negative int (what both ``UsageTable`` implementations accept)."""
+    check_day(delta.day)
+    for role in (*delta.tokens, *delta.model_calls):
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r}: expected one of {', '.join(ROLES)}")
+    pairs = delta.tokens.values()
+    if not all(isinstance(p, tuple | list) and len(p) == 2 and all(map(_count, p)) for p in pairs):
+        raise ValueError("token counts must be (input, output) pairs of non-negative ints")
+    if not all(map(_count, [*delta.model_calls.values(), delta.turns])):
+        raise ValueError("model calls and turns must be non-negative ints")
+
+
+class UsageTable(Protocol):
+    """Per-user, per-day usage counters: one item per (user, day), added to atomically.
+
+    Each method raises ValueError for a malformed day, an unknown role or a negative
+    count, and StoreError when the table fails."""
+
+    def add_usage(self, user: User, delta: UsageDelta) -> None:
+        """Add ``delta`` to the user's day (creating it); an empty delta writes nothing."""
+        ...
+
+    def usage_days(self, user: User, first_day: str, last_day: str) -> list[DayUsage]:
+        """The user's days from ``first_day`` to ``last_day`` (both included) that have
+        usage, oldest first; days without any are left out."""
+        ...
+
+    def top_users(self, day: str, limit: int) -> list[tuple[str, DayUsage]]:
+        """The users (``User.key``) with the most tokens on ``day``, at most ``limit``
+        (none below 1), highest first, ties by key."""
+        ...
+
+
+class StateTable(SessionTable, FlushTable, ConsolidationTable, UsageTable, Protocol):
     """The one DynamoDB table holding all of the above, and forgetting a user."""
 
     def purge_user(self, user: User) -> int: ...

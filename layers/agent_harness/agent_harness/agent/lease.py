@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from agent_harness.ids import User
-    from agent_harness.ports import PauseMark, SessionState
+    from agent_harness.ports import PauseMark, SessionState, UsageDelta
     from agent_harness.runtime import Runtime
 
 __all__ = ["SessionLease", "session_lease"]
@@ -45,10 +45,11 @@ class SessionLease:
     state: SessionState
     committed: bool = False
 
-    def commit(self, turn: int) -> None:
-        """Record ``turn`` as the session's last turn and release, in one conditional write."""
+    def commit(self, turn: int, usage: UsageDelta | None = None) -> None:
+        """Record ``turn`` as the session's last turn and release, in one conditional write
+        (with ``usage``: the user's spend counted in the same write)."""
         self.rt.table.commit_turn(
-            self.user, self.session_id, self.owner, turn, iso(self.rt.clock.now())
+            self.user, self.session_id, self.owner, turn, iso(self.rt.clock.now()), usage=usage
         )
         self.committed = True
 

@@ -60,8 +60,9 @@ from agent_harness.errors import (
 from agent_harness.ids import validate_session_id
 from agent_harness.models.base import Message, ToolSpec, Usage
 from agent_harness.paths import AGENTS_FILE, MEMORY_FILE, context_path, turn_path
-from agent_harness.ports import PauseMark
+from agent_harness.ports import PauseMark, UsageDelta
 from agent_harness.records import MemoryInjection, PendingTurn, TurnRecord, WorkingContext
+from agent_harness.usage import combine, turn_delta
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -167,6 +168,9 @@ class _Turn:
         self.last_turn = lease.state.turn
         self.completed: int | None = None  # the last turn this request wrote
         self.history: list[TurnRecord] = []  # a new session's imported turns, to write
+        #: spend of a turn completed without its own commit (closed before a new message):
+        #: counted by the commit that follows
+        self.unbilled: UsageDelta | None = None
 
     # -- what the request asks ------------------------------------------------
     def serve(
@@ -424,8 +428,18 @@ class _Turn:
         self.context.answered = draft.answered
         self.etag = save_context(self.rt, self.user, self.context, self.etag)
         self.last_turn = self.completed = record.turn
+        # what this call spent, even where an earlier, crashed call wrote the record
+        spent = combine(
+            self.unbilled,
+            turn_delta(
+                self.rt, result.usage, result.model_calls, draft.compaction_usage, completed=True
+            ),
+        )
         if commit:
-            self.lease.commit(record.turn)
+            self.lease.commit(record.turn, spent)
+            self.unbilled = None
+        else:
+            self.unbilled = spent
         metrics.add_metric("Turns", MetricUnit.Count, 1)
         metrics.add_metric("ModelCalls", MetricUnit.Count, result.model_calls)
         metrics.add_metric("MemoryTokens", MetricUnit.Count, draft.memory.total_tokens)

@@ -69,6 +69,14 @@ def memory_routes(rt: Runtime) -> Router:
         content = files.get_ledger_day(rt, http.user(), day)
         return json_response(200, {"day": day, "content": content})
 
+    @router.get("/v1/usage")
+    def usage() -> Response[str]:
+        from agent_harness.usage import MAX_USAGE_DAYS, usage_report
+
+        user = http.user()
+        days = http.int_query("days", 7, 1, MAX_USAGE_DAYS)
+        return json_response(200, usage_report(rt, user, days).view())
+
     @router.post("/v1/memory/search")
     def memory_search() -> Response[str]:
         from agent_harness.memory.search import search_memory

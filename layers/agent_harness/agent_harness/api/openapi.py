@@ -131,6 +131,19 @@ def openapi_document() -> dict[str, Any]:
             "post": op("Save facts", _ok("saved"), requestBody=body(MemorySaveBody)),
         },
         "/v1/memory/consolidate": {"post": op("Consolidate now", _ok("queued", "202"))},
+        "/v1/usage": {
+            "get": op(
+                "The caller's spend: tokens by role and day, turns, model calls",
+                _ok("usage"),
+                parameters=[
+                    {
+                        "name": "days",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 90, "default": 7},
+                    }
+                ],
+            ),
+        },
         "/v1/chat/completions": {
             "post": op(
                 "OpenAI-compatible chat completion over the agent with memory "

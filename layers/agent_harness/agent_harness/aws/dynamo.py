@@ -10,7 +10,7 @@ from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from agent_harness.errors import StoreError
-from agent_harness.keys import DUE_INDEX, USER_SK, session_sk, user_pk
+from agent_harness.keys import DUE_INDEX, USER_SK, session_sk, usage_sk, user_pk
 from agent_harness.ports import PauseMark, SessionState, UserState
 
 if TYPE_CHECKING:
@@ -89,6 +89,10 @@ class DynamoItems:
     @staticmethod
     def _user_key(user: User) -> dict[str, Any]:
         return {"pk": s_(user_pk(user.key)), "sk": s_(USER_SK)}
+
+    @staticmethod
+    def _usage_key(user: User, day: str) -> dict[str, Any]:
+        return {"pk": s_(user_pk(user.key)), "sk": s_(usage_sk(day))}
 
     def _update(self, **kwargs: Any) -> dict[str, Any]:
         try:

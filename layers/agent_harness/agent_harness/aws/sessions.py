@@ -1,22 +1,63 @@
 """The session items of the state table (the agent's hot path): the lease that serialises
 calls on one (user, session), the turn counter, and the pause mark of a turn awaiting the
-caller's tool results (docs/design.md#session-lease)."""
+caller's tool results (docs/design.md#session-lease); and the user's per-day usage
+counters, which a turn's commit adds to in the same write.
+
+A usage item (``pk = U#<user key>``, ``sk = D#<day>``) holds ``<role>_in``,
+``<role>_out`` and ``<role>_calls`` for each role of ``ROLES``, ``turns``, ``total`` (the
+running sum of every token added, so the item can be ranked without adding it up) and
+``day``; every count is a DynamoDB ``ADD``, so concurrent writers never lose an update.
+"""
 
 from __future__ import annotations
 
+import heapq
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from agent_harness.aws.dynamo import DynamoItems, is_condition_failure, n_, plain, s_, session_state
 from agent_harness.errors import ConflictError, SessionBusyError, SessionNotFoundError, StoreError
+from agent_harness.keys import usage_day_of, usage_sk, user_key_of, user_pk
+from agent_harness.ports import ROLES, DayUsage, check_day, check_usage
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
-    from agent_harness.ports import PauseMark, SessionState
+    from agent_harness.ports import PauseMark, SessionState, UsageDelta
 
-__all__ = ["DynamoSessionTable"]
+__all__ = ["DynamoSessionTable", "DynamoUsageTable"]
+
+#: every counter attribute of a usage item but ``total``
+_COUNTERS = (*(f"{r}_{c}" for r in ROLES for c in ("in", "out", "calls")), "turns")
+
+
+def usage_update(delta: UsageDelta) -> dict[str, Any]:
+    """The UpdateItem arguments, all but the table and key, that add ``delta`` (checked,
+    not empty) to its day's item: ADD of each count it has and of its tokens to
+    ``total``, and SET of ``day``. Every attribute goes by an alias (DAY is reserved)."""
+    counts = {"total": sum(i + o for i, o in delta.tokens.values()), "turns": delta.turns}
+    for role, (tokens_in, tokens_out) in delta.tokens.items():
+        counts[f"{role}_in"], counts[f"{role}_out"] = tokens_in, tokens_out
+    for role, calls in delta.model_calls.items():
+        counts[f"{role}_calls"] = calls
+    added = sorted(a for a, n in counts.items() if n or a == "total")  # total: always there
+    values = {f":{a}": n_(counts[a]) for a in added}
+    return {
+        "UpdateExpression": "SET #day = :day ADD " + ", ".join(f"#{a} :{a}" for a in added),
+        "ExpressionAttributeNames": {"#day": "day"} | {f"#{a}": a for a in added},
+        "ExpressionAttributeValues": {":day": s_(delta.day)} | values,
+    }
+
+
+def day_usage(item: dict[str, Any]) -> DayUsage:
+    """A usage item (plain), every role present."""
+    return DayUsage(
+        day=usage_day_of(str(item["sk"])),
+        tokens={r: (int(item.get(f"{r}_in", 0)), int(item.get(f"{r}_out", 0))) for r in ROLES},
+        model_calls={r: int(item.get(f"{r}_calls", 0)) for r in ROLES},
+        turns=int(item.get("turns", 0)),
+    )
 
 
 class DynamoSessionTable(DynamoItems):
@@ -57,22 +98,54 @@ class DynamoSessionTable(DynamoItems):
             raise StoreError("acquiring the session lease failed") from exc
         return session_state(item)
 
-    def commit_turn(self, user: User, session_id: str, owner: str, turn: int, now_iso: str) -> None:
+    def commit_turn(
+        self,
+        user: User,
+        session_id: str,
+        owner: str,
+        turn: int,
+        now_iso: str,
+        *,
+        usage: UsageDelta | None = None,
+    ) -> None:
         """Record ``turn`` as the session's last turn, clear any pause mark and release the
-        lease, atomically."""
+        lease, atomically. With a non-empty ``usage``, one TransactWriteItems does that
+        and adds the usage to the user's day, so both happen or neither (still one
+        request; botocore's ClientRequestToken makes a retried transaction count once)."""
+        if usage is not None:
+            check_usage(usage)
+        session = {
+            "Key": self._session_key(user, session_id),
+            "UpdateExpression": (
+                "SET turn = :t, updated_at = :now "
+                "REMOVE lease_owner, lease_expires_ms, pause_id, pause_turn, paused_at_ms"
+            ),
+            "ConditionExpression": "lease_owner = :o",
+            "ExpressionAttributeValues": {":t": n_(turn), ":now": s_(now_iso), ":o": s_(owner)},
+        }
+        lost = f"the lease on session {session_id} was lost"
+        if usage is None or usage.empty():
+            try:
+                self._update(**session)
+            except ClientError as exc:
+                if is_condition_failure(exc):
+                    raise ConflictError(lost) from exc
+                raise StoreError("committing the turn failed") from exc
+            return
+        spend = {"Key": self._usage_key(user, usage.day), **usage_update(usage)}
         try:
-            self._update(
-                Key=self._session_key(user, session_id),
-                UpdateExpression=(
-                    "SET turn = :t, updated_at = :now "
-                    "REMOVE lease_owner, lease_expires_ms, pause_id, pause_turn, paused_at_ms"
-                ),
-                ConditionExpression="lease_owner = :o",
-                ExpressionAttributeValues={":t": n_(turn), ":now": s_(now_iso), ":o": s_(owner)},
+            self._ddb.transact_write_items(
+                TransactItems=[
+                    {"Update": {"TableName": self._table, **session}},
+                    {"Update": {"TableName": self._table, **spend}},
+                ]
             )
         except ClientError as exc:
-            if is_condition_failure(exc):
-                raise ConflictError(f"the lease on session {session_id} was lost") from exc
+            reasons = exc.response.get("CancellationReasons") or [{}]
+            if reasons[0].get("Code") == "ConditionalCheckFailed":
+                raise ConflictError(lost) from exc
+            raise StoreError("committing the turn failed") from exc
+        except BotoCoreError as exc:
             raise StoreError("committing the turn failed") from exc
 
     def pause_turn(
@@ -114,3 +187,66 @@ class DynamoSessionTable(DynamoItems):
             raise StoreError("reading the session failed") from exc
         item = resp.get("Item")
         return session_state(plain(item)) if item else None
+
+
+class DynamoUsageTable(DynamoItems):
+    """``UsageTable`` on the state table."""
+
+    def add_usage(self, user: User, delta: UsageDelta) -> None:
+        """One UpdateItem adding ``delta`` to the user's day (creating its item); an empty
+        delta makes no request. A retry after an unanswered request may count twice."""
+        check_usage(delta)
+        if delta.empty():
+            return
+        try:
+            self._update(Key=self._usage_key(user, delta.day), **usage_update(delta))
+        except ClientError as exc:
+            raise StoreError("adding the usage failed") from exc
+
+    def usage_days(self, user: User, first_day: str, last_day: str) -> list[DayUsage]:
+        """One Query of the user's partition (every page, consistent), oldest day first."""
+        check_day(first_day)
+        check_day(last_day)
+        if first_day > last_day:
+            return []
+        try:
+            pages = self._ddb.get_paginator("query").paginate(
+                TableName=self._table,
+                KeyConditionExpression="pk = :pk AND sk BETWEEN :first AND :last",
+                ExpressionAttributeValues={
+                    ":pk": s_(user_pk(user.key)),
+                    ":first": s_(usage_sk(first_day)),
+                    ":last": s_(usage_sk(last_day)),
+                },
+                ConsistentRead=True,
+            )
+            return [day_usage(plain(raw)) for page in pages for raw in page.get("Items", [])]
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("reading the usage failed") from exc
+
+    def top_users(self, day: str, limit: int) -> list[tuple[str, DayUsage]]:
+        """The ``limit`` users with the highest ``total`` on ``day``, highest first, ties
+        by key. A Scan of the whole table filtered on the day's sort key (every page,
+        only the usage attributes returned): it reads every item, so it is an operator's
+        command, never a hot path. At fleet scale a sharded GSI keyed by day (and sorted
+        by total) would replace it, as ``due-index`` does for the due marks."""
+        check_day(day)
+        if limit < 1:
+            return []
+        names = {f"#{a}": a for a in ("pk", "sk", "total", *_COUNTERS)}
+        try:
+            pages = self._ddb.get_paginator("scan").paginate(
+                TableName=self._table,
+                FilterExpression="#sk = :sk",
+                ProjectionExpression=", ".join(names),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues={":sk": s_(usage_sk(day))},
+                ConsistentRead=True,
+            )
+            items = [plain(raw) for page in pages for raw in page.get("Items", [])]
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("scanning the usage failed") from exc
+        top = heapq.nsmallest(
+            limit, items, key=lambda i: (-int(i.get("total", 0)), user_key_of(str(i["pk"])))
+        )
+        return [(user_key_of(str(i["pk"])), day_usage(i)) for i in top]

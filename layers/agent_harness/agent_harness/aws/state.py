@@ -1,10 +1,11 @@
 """The state table (DynamoDB): leases, counters, cursors and watermarks, all by
-conditional writes. One table, two item kinds:
+conditional writes, and the users' usage counters. One table, three item kinds:
 
     pk = U#<user key>  sk = S#<session>   session: turn counter, flush and index cursors,
                                           lease, flush throttle gate, flush tail mark,
                                           pause mark (a turn awaiting client tool results)
     pk = U#<user key>  sk = USER          user: consolidation lease, watermark, due mark
+    pk = U#<user key>  sk = D#<day>       usage: tokens and calls by role, turns, total
 
 The "due" marks are a sparse GSI (``due-index``: ``due_shard`` / ``due_at``): a flush
 puts the user in one of N ``due#k`` shards; the scheduled tick queries the shards
@@ -20,6 +21,10 @@ shared one throttle key between the two).
 The consolidation watermark is ``ledger_consumed``: a map of ledger day -> bytes already
 merged into MEMORY.md. Ledgers are append-only, so "content newer than the watermark"
 is exactly ``ledger[consumed:]``; appends that land during a run are never lost.
+
+Usage counters (``aws/sessions.py``) are added to with ``ADD``, by a turn's commit in the
+same transaction and by the memory jobs after each model call. The operator's
+``top_users`` is the table's one Scan (not a hot path).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from agent_harness.aws.dynamo import s_
 from agent_harness.aws.memory_items import DynamoConsolidationTable, DynamoFlushTable
-from agent_harness.aws.sessions import DynamoSessionTable
+from agent_harness.aws.sessions import DynamoSessionTable, DynamoUsageTable
 from agent_harness.errors import StoreError
 from agent_harness.keys import user_pk
 
@@ -40,12 +45,14 @@ if TYPE_CHECKING:
 __all__ = ["DynamoStateTable"]
 
 
-class DynamoStateTable(DynamoSessionTable, DynamoFlushTable, DynamoConsolidationTable):
+class DynamoStateTable(
+    DynamoSessionTable, DynamoFlushTable, DynamoConsolidationTable, DynamoUsageTable
+):
     """``StateTable`` on one DynamoDB table; the boto3 client is injected."""
 
     def purge_user(self, user: User) -> int:
         """Delete every item of the user (sessions, leases, cursors, gates, watermark,
-        due marks): one Query on the partition, BatchWriteItem in 25s."""
+        due marks, usage days): one Query on the partition, BatchWriteItem in 25s."""
         keys: list[dict[str, Any]] = []
         try:
             pages = self._ddb.get_paginator("query").paginate(

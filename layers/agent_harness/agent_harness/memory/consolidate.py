@@ -41,6 +41,7 @@ from agent_harness.memory.prompts import clean_memory_document, consolidation_me
 from agent_harness.models.base import ChatRequest
 from agent_harness.paths import MEMORY_FILE, ledger_path
 from agent_harness.ports import UserState
+from agent_harness.usage import record_spend
 
 if TYPE_CHECKING:
     from agent_harness.runtime import Runtime
@@ -238,6 +239,7 @@ def _run(
                 )
             )
             outcome.model_calls += 1
+            record_spend(rt, user, "memory", answer.usage)
             document = clean_memory_document(answer.message.content, max_chars=max_chars)
             if document.strip() == current_text.strip():
                 outcome.status = "unchanged"

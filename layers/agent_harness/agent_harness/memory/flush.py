@@ -53,6 +53,7 @@ from agent_harness.memory.threads import index_turns
 from agent_harness.models.base import ChatRequest
 from agent_harness.paths import MEMORY_FILE, ledger_path, segment_path, turn_path
 from agent_harness.records import TurnRecord
+from agent_harness.usage import record_spend
 
 if TYPE_CHECKING:
     from agent_harness.ports import GateClaim, SessionState
@@ -311,7 +312,9 @@ def _flush_chunk(
         zone=settings.timezone,
         prompt=settings.flush_prompt,
     )
-    answer = model.complete(ChatRequest(messages=messages, purpose="flush")).message.content
+    reply = model.complete(ChatRequest(messages=messages, purpose="flush"))
+    record_spend(rt, user, "memory", reply.usage)
+    answer = reply.message.content
     bullets = clean_bullets(answer)  # raises ModelOutputError on a malformed answer
     checked = check_facts(bullets, pii=settings.pii_kinds, instructions=settings.instruction_facts)
     for name, count in checked.counts.items():

@@ -1,0 +1,193 @@
+"""What each user spends, per day and role: the one owner of how spend is counted.
+
+    agent, compaction   a turn's own calls: added by the turn's commit, in the same
+                        DynamoDB write that commits it (no extra request on the hot path)
+    memory              each flush and consolidation call: added right after the call,
+                        so a job retried after a failure counts what it really spent
+    turns               completed turns
+
+The day is the user's day in ``HARNESS_TIMEZONE``. Counters live in the user's
+partition of the state table (``keys.usage_sk``); ``forget`` deletes them with the rest.
+CloudWatch gets the same spend as metrics by role, never by user (``models.resilience``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import TYPE_CHECKING
+
+from aws_lambda_powertools import Logger
+
+from agent_harness.errors import HarnessError, ValidationFailedError
+from agent_harness.ports import ROLES, UsageDelta
+
+if TYPE_CHECKING:
+    from agent_harness.ids import User
+    from agent_harness.models.base import Usage
+    from agent_harness.ports import DayUsage
+    from agent_harness.runtime import Runtime
+
+__all__ = [
+    "MAX_USAGE_DAYS",
+    "UsageReport",
+    "combine",
+    "record_spend",
+    "today",
+    "top_report",
+    "turn_delta",
+    "usage_report",
+]
+
+#: the longest window GET /v1/usage answers
+MAX_USAGE_DAYS = 90
+
+logger = Logger(child=True)
+
+
+def today(rt: Runtime) -> str:
+    return rt.clock.now().astimezone(rt.settings.zone).date().isoformat()
+
+
+def turn_delta(
+    rt: Runtime, agent: Usage, agent_calls: int, compaction: Usage, *, completed: bool
+) -> UsageDelta:
+    """What a turn's own calls spent, for its commit."""
+    return UsageDelta(
+        day=today(rt),
+        tokens={
+            "agent": (agent.input_tokens, agent.output_tokens),
+            "compaction": (compaction.input_tokens, compaction.output_tokens),
+        },
+        model_calls={
+            "agent": agent_calls,
+            "compaction": 1 if compaction.input_tokens or compaction.output_tokens else 0,
+        },
+        turns=1 if completed else 0,
+    )
+
+
+def combine(first: UsageDelta | None, second: UsageDelta) -> UsageDelta:
+    """Two deltas as one, on the later one's day."""
+    if first is None:
+        return second
+    roles = set(first.tokens) | set(second.tokens)
+    return UsageDelta(
+        day=second.day,
+        tokens={r: _add(first.tokens.get(r, (0, 0)), second.tokens.get(r, (0, 0))) for r in roles},
+        model_calls={
+            r: first.model_calls.get(r, 0) + second.model_calls.get(r, 0)
+            for r in set(first.model_calls) | set(second.model_calls)
+        },
+        turns=first.turns + second.turns,
+    )
+
+
+def _add(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    return a[0] + b[0], a[1] + b[1]
+
+
+def record_spend(rt: Runtime, user: User, role: str, usage: Usage) -> None:
+    """Count one model call of a background job. Best effort: the call has happened and
+    its work must not be lost because a counter could not be written."""
+    delta = UsageDelta(
+        day=today(rt),
+        tokens={role: (usage.input_tokens, usage.output_tokens)},
+        model_calls={role: 1},
+    )
+    try:
+        rt.table.add_usage(user, delta)
+    except HarnessError as exc:
+        logger.warning("usage not counted", extra={"role": role, "error": str(exc)})
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    first_day: str
+    last_day: str
+    days: list[DayUsage]
+
+    def series(self) -> dict[str, list[tuple[str, int]]]:
+        """Tokens (input + output) per role, one point per day with spend: for charts."""
+        return {
+            role: [(d.day, sum(d.tokens[role])) for d in sorted(self.days, key=lambda d: d.day)]
+            for role in ROLES
+        }
+
+    def view(self) -> dict[str, object]:
+        """The JSON of GET /v1/usage (and the CLI's ``usage``): every day of the window,
+        days without spend included, oldest first, and the window's totals."""
+        by_day = {d.day: d for d in self.days}
+        days = []
+        totals = {role: [0, 0] for role in ROLES}
+        calls = dict.fromkeys(ROLES, 0)
+        turns = 0
+        day = _parse(self.first_day)
+        while day.isoformat() <= self.last_day:
+            usage = by_day.get(day.isoformat())
+            days.append(_day_view(day.isoformat(), usage))
+            if usage:
+                for role in ROLES:
+                    totals[role][0] += usage.tokens[role][0]
+                    totals[role][1] += usage.tokens[role][1]
+                    calls[role] += usage.model_calls[role]
+                turns += usage.turns
+            day += timedelta(days=1)
+        return {
+            "first_day": self.first_day,
+            "last_day": self.last_day,
+            "days": days,
+            "totals": {
+                "tokens": sum(i + o for i, o in totals.values()),
+                "by_role": {r: _tokens(totals[r][0], totals[r][1], calls[r]) for r in ROLES},
+                "turns": turns,
+                "model_calls": sum(calls.values()),
+            },
+        }
+
+
+def usage_report(rt: Runtime, user: User, days: int) -> UsageReport:
+    """The last ``days`` days of the user's spend, today included (one Query)."""
+    if not 1 <= days <= MAX_USAGE_DAYS:
+        raise ValidationFailedError(f"days must be between 1 and {MAX_USAGE_DAYS}")
+    last = _parse(today(rt))
+    first = last - timedelta(days=days - 1)
+    found = rt.table.usage_days(user, first.isoformat(), last.isoformat())
+    return UsageReport(first.isoformat(), last.isoformat(), found)
+
+
+#: the most users ``top`` lists
+MAX_TOP = 100
+
+
+def top_report(rt: Runtime, day: str | None, limit: int) -> dict[str, object]:
+    """The heaviest users of ``day`` (default today) by tokens, for an operator."""
+    from agent_harness.ids import User, validate_day
+
+    day = validate_day(day) if day else today(rt)
+    if not 1 <= limit <= MAX_TOP:
+        raise ValidationFailedError(f"limit must be between 1 and {MAX_TOP}")
+    rows = []
+    for key, usage in rt.table.top_users(day, limit):
+        rows.append({"user": User.from_key(key).id, **_day_view(day, usage)})
+    return {"day": day, "users": rows}
+
+
+def _day_view(day: str, usage: DayUsage | None) -> dict[str, object]:
+    tokens = usage.tokens if usage else dict.fromkeys(ROLES, (0, 0))
+    calls = usage.model_calls if usage else dict.fromkeys(ROLES, 0)
+    return {
+        "day": day,
+        "tokens": usage.total_tokens if usage else 0,
+        "by_role": {r: _tokens(*tokens[r], calls[r]) for r in ROLES},
+        "turns": usage.turns if usage else 0,
+        "model_calls": sum(calls.values()),
+    }
+
+
+def _tokens(input_tokens: int, output_tokens: int, calls: int) -> dict[str, int]:
+    return {"input_tokens": input_tokens, "output_tokens": output_tokens, "model_calls": calls}
+
+
+def _parse(day: str) -> date:
+    return date.fromisoformat(day)
