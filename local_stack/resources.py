@@ -91,6 +91,18 @@ class Resolver:
         default = spec.get("Default", "")
         return ",".join(default) if isinstance(default, list) else str(default)
 
+    def broken_rules(self) -> list[str]:
+        """The assertions of the template's ``Rules`` these parameters break, as
+        CloudFormation would refuse the stack with them (their descriptions)."""
+        broken = []
+        for rule in self.template.get("Rules", {}).values():
+            if "RuleCondition" in rule and not self.resolve(rule["RuleCondition"]):
+                continue
+            for assertion in rule.get("Assertions", []):
+                if not self.resolve(assertion["Assert"]):
+                    broken.append(" ".join(str(assertion.get("AssertDescription", "")).split()))
+        return broken
+
     def condition(self, name: str) -> bool:
         return bool(self.resolve(self.template["Conditions"][name]))
 

@@ -31,7 +31,7 @@ ENDPOINT = "http://127.0.0.1:5001"
 
 def local_resolver(template: dict[str, Any], endpoint: str = ENDPOINT) -> Resolver:
     """The names `make moto` gives the template's resources, without creating them."""
-    resolver = Resolver(template, parameters={"DevMode": "true"})
+    resolver = Resolver(template, parameters={"DevMode": "true", "DevModeTestStack": "true"})
     for logical, res in template["Resources"].items():
         name = LOCAL_NAMES.get(logical)
         if name is None:

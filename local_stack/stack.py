@@ -120,6 +120,7 @@ class LocalStack:
         )
         self.resolver.parameters.update(
             DevMode="true",
+            DevModeTestStack="true",  # the local stack is one: no real users
             ConsolidationMinGapSeconds=str(self.config.consolidation_min_gap_seconds),
         )
         if self.config.aws_only:

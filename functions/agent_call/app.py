@@ -1,7 +1,8 @@
 """agent_call: the HTTP API. Route -> one agent_harness call -> JSON response.
 
-Module scope builds only cheap things (validated settings, boto3 clients, the router);
-models, tokenizer files and secrets load on first use.
+Module scope builds only cheap things (validated settings, boto3 clients, the router,
+which warns and counts a cold start of a dev-mode stack); models, tokenizer files and
+secrets load on first use.
 """
 
 from __future__ import annotations
@@ -20,10 +21,7 @@ if TYPE_CHECKING:
 
 logger = Logger()
 metrics = Metrics()
-settings = Settings.from_env()
-if settings.auth_mode == "dev":
-    logger.warning("HARNESS_AUTH_MODE=dev: the X-User-Id header is trusted as the user id")
-runtime = Runtime.from_settings(settings)
+runtime = Runtime.from_settings(Settings.from_env())
 app = build_app(runtime)
 
 

@@ -252,6 +252,24 @@ def test_dev_mode_takes_the_user_from_x_user_id(stack: Stack) -> None:
     assert stack.invoke(app, event, FN)["statusCode"] == 401
 
 
+@pytest.mark.parametrize("mode", ["dev", "jwt"])
+def test_a_dev_mode_cold_start_is_logged_and_counted(
+    stack: Stack, capsys, monkeypatch, mode: str
+) -> None:
+    from agent_harness.api import routes
+
+    warnings: list[str] = []
+    monkeypatch.setattr(routes.logger, "warning", lambda msg, *a, **k: warnings.append(msg))
+    capsys.readouterr()
+    app = stack.handler(FN, HARNESS_AUTH_MODE=mode)  # the cold start
+    stack.invoke(app, load_event("agent_call_health.json"), FN)  # flushes its metrics
+    captured = capsys.readouterr()
+    metrics = [json.loads(line) for line in captured.out.splitlines() if '"_aws"' in line]
+    counted = any("DevModeColdStarts" in m for m in metrics)
+    assert counted == (mode == "dev")
+    assert any("X-User-Id header is trusted" in w for w in warnings) == (mode == "dev")
+
+
 def test_a_second_concurrent_call_on_a_held_session_gets_409_and_writes_nothing(
     stack: Stack,
 ) -> None:

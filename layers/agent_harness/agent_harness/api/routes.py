@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aws_lambda_powertools import Logger
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
 from agent_harness.api.http import json_response
@@ -30,10 +31,15 @@ if TYPE_CHECKING:
 __all__ = ["build_app"]
 
 logger = Logger(child=True)
+metrics = Metrics()
 
 
 def build_app(rt: Runtime) -> APIGatewayHttpResolver:
-    """All routes, bound to one ``Runtime``."""
+    """All routes, bound to one ``Runtime`` (once per container: its cold start)."""
+    if rt.settings.auth_mode == "dev":
+        # any valid token may act as any user: say so at every cold start, loudly
+        logger.warning("HARNESS_AUTH_MODE=dev: the X-User-Id header is trusted as the user id")
+        metrics.add_metric("DevModeColdStarts", MetricUnit.Count, 1)
     app = APIGatewayHttpResolver()
 
     @app.exception_handler(HarnessError)  # type: ignore[untyped-decorator]  # Powertools' is unannotated
