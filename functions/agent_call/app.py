@@ -1,7 +1,7 @@
 """agent_call: the HTTP API. Route -> one agent_harness call -> JSON response.
 
-Module scope builds only cheap things (validated settings, boto3 clients, the router,
-which warns and counts a cold start of a dev-mode stack); models, tokenizer files and
+Module scope builds only cheap things (validated settings, boto3 clients, the router) and
+warns and counts a cold start of a dev-mode stack; models, tokenizer files and
 secrets load on first use.
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging import correlation_paths
 
-from agent_harness.api.routes import build_app
+from agent_harness.api.routes import announce_cold_start, build_app
 from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
 
@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
 logger = Logger()
 metrics = Metrics()
-runtime = Runtime.from_settings(Settings.from_env())
+settings = Settings.from_env()
+announce_cold_start(settings)
+runtime = Runtime.from_settings(settings)
 app = build_app(runtime)
 
 

@@ -27,19 +27,24 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
 
     from agent_harness.runtime import Runtime
+    from agent_harness.settings import Settings
 
-__all__ = ["build_app"]
+__all__ = ["announce_cold_start", "build_app"]
 
 logger = Logger(child=True)
 metrics = Metrics()
 
 
-def build_app(rt: Runtime) -> APIGatewayHttpResolver:
-    """All routes, bound to one ``Runtime`` (once per container: its cold start)."""
-    if rt.settings.auth_mode == "dev":
-        # any valid token may act as any user: say so at every cold start, loudly
+def announce_cold_start(settings: Settings) -> None:
+    """What a container says once, when it starts: in dev mode any valid token may act as
+    any user, so every cold start warns and counts ``DevModeColdStarts``."""
+    if settings.auth_mode == "dev":
         logger.warning("HARNESS_AUTH_MODE=dev: the X-User-Id header is trusted as the user id")
         metrics.add_metric("DevModeColdStarts", MetricUnit.Count, 1)
+
+
+def build_app(rt: Runtime) -> APIGatewayHttpResolver:
+    """All routes, bound to one ``Runtime``."""
     app = APIGatewayHttpResolver()
 
     @app.exception_handler(HarnessError)  # type: ignore[untyped-decorator]  # Powertools' is unannotated
