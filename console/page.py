@@ -62,13 +62,23 @@ def table(headers: list[str], rows: list[list[str]], *, caption: str = "", cls: 
     return f"<table{klass}>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def form(action: str, token: str, fields: str, button: str, *, danger: bool = False) -> str:
-    """A POST form with the console's anti-forgery token."""
+def form(
+    action: str,
+    token: str,
+    fields: str,
+    button: str,
+    *,
+    danger: bool = False,
+    describe: str = "",
+) -> str:
+    """A POST form with the console's anti-forgery token; ``describe`` completes the
+    button's accessible name where several buttons share a text (one per version)."""
     klass = ' class="danger"' if danger else ""
+    label = f' aria-label="{esc(f"{button}: {describe}")}"' if describe else ""
     return (
         f'<form method="post" action="{esc(action)}">'
         f'<input type="hidden" name="csrf" value="{esc(token)}">{fields}'
-        f'<button type="submit"{klass}>{esc(button)}</button></form>'
+        f'<button type="submit"{klass}{label}>{esc(button)}</button></form>'
     )
 
 

@@ -245,6 +245,7 @@ def versions_page(ctx: Ctx, user: User) -> Page:
     for n, v in enumerate(versions):
         pick = "".join(
             f'<label class="pick"><input type="radio" name="{side}" value="{esc(v.version_id)}"'
+            f' aria-label="{side.upper()}: the version of {esc(v.at or v.version_id)}"'
             f"{' checked' if v.version_id == chosen or (not chosen and n == default) else ''}> "
             f"{side.upper()}</label>"
             for side, chosen, default in (("a", a, 1), ("b", b, 0))
@@ -257,6 +258,7 @@ def versions_page(ctx: Ctx, user: User) -> Page:
                 ctx.token,
                 f'<input type="hidden" name="version_id" value="{esc(v.version_id)}">',
                 "Roll back to this",
+                describe=f"the version of {v.at or v.version_id}",
             )
         )
         rows.append(

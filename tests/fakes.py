@@ -504,6 +504,7 @@ class MemoryTable:
         )
 
     def usage_days(self, user: User, first_day: str, last_day: str) -> list[DayUsage]:
+        self.calls.append("usage_days")
         check_day(first_day)
         check_day(last_day)
         return [

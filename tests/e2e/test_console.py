@@ -270,3 +270,30 @@ def test_a_missing_stack_is_a_message_on_the_page(
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_the_console_works_from_the_keyboard_alone(
+    console: tuple[str, Path], browser: Any, ann: httpx.Client
+) -> None:
+    url, _ = console
+    page = browser.new_page()
+    page.goto(url + "/")
+
+    def tab_to(check: str, limit: int = 40) -> None:
+        for _ in range(limit):
+            page.keyboard.press("Tab")
+            if page.evaluate(check):
+                return
+        raise AssertionError(f"Tab never reached {check}")
+
+    tab_to("document.activeElement.id === 'q'")
+    page.keyboard.type("console-")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/?q=console-")
+    tab_to(f"document.activeElement.textContent === {USER!r}")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/users/{USER}")
+    tab_to("document.activeElement.closest('ol.memory') !== null")
+    page.keyboard.press("Enter")
+    assert "Where it came from" in page.locator("#origin").inner_text()
+    page.close()

@@ -173,3 +173,20 @@ def test_an_archived_ledger_day_is_readable_and_linked_from_search(console, rt) 
     assert "old kayak trip" in page.text and "merged" in page.text
     found = client.get("/users/ann/search", params={"q": "kayak"})
     assert "/users/ann/ledgers?day=2026-08-01&amp;archived=1#L2" in found.text
+
+
+def test_a_session_page_shows_tool_calls_and_their_results() -> None:
+    from tests.fakes import ScriptedModel, tool_call
+
+    agent = ScriptedModel(tool_call("memory_search", '{"query": "vim"}', "call_7"), "You use vim.")
+    rt = make_runtime(agent=agent)
+    run_turn(rt, ANN, "s2", "Which editor do I use, vim or emacs?")
+    server = ConsoleServer(Target(runtime=rt), 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        page = httpx.get(server.origin + "/users/ann/sessions/s2").text
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "tool call" in page and "memory_search" in page and "call_7" in page
+    assert "tool result" in page and "You use vim." in page and 'id="turn-1"' in page

@@ -189,3 +189,29 @@ def test_sessions_of_one_user_run_in_parallel(
     # every session's turn called the model once, and two of those calls overlapped
     assert len(model_spans) == SESSIONS, fake_llm.spans[-SESSIONS:]
     assert models_at_once >= 2 and fake_llm.together.peak >= 2, (model_spans, fake_llm.together)
+
+
+def test_concurrent_turns_of_one_user_are_all_counted_in_their_usage(
+    local_stack: LocalStackProcess, record
+) -> None:
+    targets = [(f"usage-{n}", f"counted turn {n}") for n in range(SESSIONS)]
+    results = fire(local_stack, "rel-erin", targets)
+    answered = [r.json() for r in results.values() if r.status_code == 200]
+    with local_stack.client("rel-erin") as client:
+        report = client.get("/v1/usage", params={"days": 1}).json()["totals"]
+    agent = report["by_role"]["agent"]
+    spent = sum(t["usage"]["by_role"]["agent"]["input_tokens"] for t in answered)
+    spent_out = sum(t["usage"]["by_role"]["agent"]["output_tokens"] for t in answered)
+    exact = (report["turns"], agent["input_tokens"], agent["output_tokens"]) == (
+        len(answered),
+        spent,
+        spent_out,
+    )
+    record(
+        "usage-exact",
+        f"{SESSIONS} concurrent turns of one user: turns and agent tokens counted / answered",
+        f"{report['turns']} turns, {agent['input_tokens']} tokens / {len(answered)}, {spent}",
+        "equal",
+        exact,
+    )
+    assert len(answered) == SESSIONS and exact, (report, len(answered), spent)

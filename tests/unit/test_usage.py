@@ -86,3 +86,52 @@ def test_top_lists_the_heaviest_users_of_a_day_by_tokens() -> None:
     assert top_report(rt, "2026-01-01", 10)["users"] == []
     with pytest.raises(ValidationFailedError):
         top_report(rt, None, 0)
+
+
+# -- the memory budget ---------------------------------------------------------------------
+def budgeted(tokens: int):
+    from agent_harness.settings import Settings
+
+    return make_runtime(
+        settings=Settings(consolidation_min_gap_seconds=0, user_daily_memory_tokens=tokens)
+    )
+
+
+def test_a_flush_over_the_memory_budget_leaves_its_turns_for_the_next_day() -> None:
+    from agent_harness.memory.flush import sweep_flush_tails
+
+    rt = budgeted(1)  # the first flush spends it
+    run_turn(rt, ANN, "s1", "Remember that I use vim.")
+    drain(rt)
+    run_turn(rt, ANN, "s1", "Remember that my cat is called Miso.")
+    job = rt.queue.post_turn.pop(0)
+    assert run_post_turn_job(rt, job).status == "over_budget"
+    assert rt.table.get_session(ANN, "s1").flush_cursor == 1  # the second turn waits
+    ledger = rt.store.text(ANN, "memory/2026-11-30.md") or ""
+    assert "vim" in ledger and "Miso" not in ledger
+    assert sweep_flush_tails(rt) == 0  # not before the budget renews
+
+    rt.clock.advance(hours=15)  # past midnight (UTC): a new day's budget
+    assert sweep_flush_tails(rt) == 1
+    drain(rt)
+    assert rt.table.get_session(ANN, "s1").flush_cursor == 2
+    assert "Miso" in (rt.store.text(ANN, "memory/2026-11-30.md") or "")
+
+
+def test_a_consolidation_over_the_memory_budget_waits_with_its_due_mark() -> None:
+    rt = budgeted(1)
+    run_turn(rt, ANN, "s1", "Remember that I use vim.")
+    drain(rt)  # the flush spends the day's budget
+    outcome = consolidate(rt, forced_job(rt, ANN))
+    assert outcome.status == "over_budget" and outcome.model_calls == 0
+    assert rt.store.text(ANN, "MEMORY.md") is None
+    assert rt.table.get_user(ANN).is_due
+    rt.clock.advance(hours=15)
+    assert consolidate(rt, forced_job(rt, ANN)).status == "consolidated"
+
+
+def test_without_a_memory_budget_no_usage_is_read_by_jobs() -> None:
+    rt = make_runtime()
+    run_turn(rt, ANN, "s1", "Remember that I use vim.")
+    drain(rt)
+    assert "usage_days" not in rt.table.calls

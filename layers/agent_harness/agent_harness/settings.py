@@ -77,6 +77,7 @@ ENV: dict[str, str] = {
     "recall_max_tokens": "HARNESS_RECALL_MAX_TOKENS",
     "recall_min_score": "HARNESS_RECALL_MIN_SCORE",
     "recall_listing_seconds": "HARNESS_RECALL_LISTING_SECONDS",
+    "user_daily_memory_tokens": "HARNESS_USER_DAILY_MEMORY_TOKENS",
     "consolidation_min_gap_seconds": "HARNESS_CONSOLIDATION_MIN_GAP_SECONDS",
     "consolidation_lease_seconds": "HARNESS_CONSOLIDATION_LEASE_SECONDS",
     "consolidation_max_input_bytes": "HARNESS_CONSOLIDATION_MAX_INPUT_BYTES",
@@ -256,6 +257,9 @@ class Settings(BaseModel):
     recall_min_score: float = Field(default=0.15, ge=0, le=1)
     #: how long a container reuses a user's last LIST of ledgers for recall (0: every turn)
     recall_listing_seconds: float = Field(default=30.0, ge=0, le=3600)
+    #: each user's memory-model tokens per day (flush and consolidation), in
+    #: ``timezone``; past it their jobs wait for the next day (0: unlimited)
+    user_daily_memory_tokens: int = Field(default=0, ge=0)
     consolidation_min_gap_seconds: int = Field(default=1800, ge=0)
     consolidation_lease_seconds: int = Field(default=900, gt=0)
     consolidation_max_input_bytes: int = Field(default=200_000, ge=1_000)

@@ -14,7 +14,7 @@ CloudWatch gets the same spend as metrics by role, never by user (``models.resil
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
@@ -32,7 +32,9 @@ __all__ = [
     "MAX_USAGE_DAYS",
     "UsageReport",
     "combine",
+    "memory_budget_exhausted",
     "record_spend",
+    "renewal",
     "today",
     "top_report",
     "turn_delta",
@@ -47,6 +49,25 @@ logger = Logger(child=True)
 
 def today(rt: Runtime) -> str:
     return rt.clock.now().astimezone(rt.settings.zone).date().isoformat()
+
+
+def renewal(rt: Runtime) -> datetime:
+    """When today's budgets renew: the next midnight in ``HARNESS_TIMEZONE``."""
+    now = rt.clock.now().astimezone(rt.settings.zone)
+    tomorrow = datetime.combine(now.date() + timedelta(days=1), time(), tzinfo=rt.settings.zone)
+    return tomorrow.astimezone(UTC)
+
+
+def memory_budget_exhausted(rt: Runtime, user: User) -> bool:
+    """Has the user spent today's ``HARNESS_USER_DAILY_MEMORY_TOKENS``? (One read when a
+    budget is set; a job checks before its first model call, so a job that starts under
+    the budget may end above it by what that one job spends.)"""
+    limit = rt.settings.user_daily_memory_tokens
+    if limit <= 0:
+        return False
+    day = today(rt)
+    spent = sum(sum(d.tokens["memory"]) for d in rt.table.usage_days(user, day, day))
+    return spent >= limit
 
 
 def turn_delta(

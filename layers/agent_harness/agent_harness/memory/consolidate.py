@@ -41,7 +41,7 @@ from agent_harness.memory.prompts import clean_memory_document, consolidation_me
 from agent_harness.models.base import ChatRequest
 from agent_harness.paths import MEMORY_FILE, ledger_path
 from agent_harness.ports import UserState
-from agent_harness.usage import record_spend
+from agent_harness.usage import memory_budget_exhausted, record_spend
 
 if TYPE_CHECKING:
     from agent_harness.runtime import Runtime
@@ -58,7 +58,7 @@ __all__ = [
 logger = Logger(child=True)
 metrics = Metrics()
 
-Status = Literal["consolidated", "unchanged", "nothing_new", "busy", "too_soon"]
+Status = Literal["consolidated", "unchanged", "nothing_new", "busy", "too_soon", "over_budget"]
 WRITE_ATTEMPTS = 3
 
 
@@ -164,6 +164,11 @@ def _run(
     if not force and last is not None and now - last < gap:
         rt.table.release_consolidation_lease(user, owner)
         return ConsolidationOutcome("too_soon")
+    if memory_budget_exhausted(rt, user):
+        # the due mark stays: a tick after the budget renews runs it
+        rt.table.release_consolidation_lease(user, owner)
+        metrics.add_metric("MemoryBudgetExhausted", MetricUnit.Count, 1)
+        return ConsolidationOutcome("over_budget")
 
     sizes = {day: info.size for day, info in ledger_files(rt, user).items()}
     current = rt.store.get(user, MEMORY_FILE)

@@ -2,7 +2,8 @@
 
     PostTurnJob(user, session, turn N, reason)
       -> session item: flush cursor C, index cursor I, throttle gate   DynamoDB GetItem
-      -> trigger (always | throttled:<gap> | on_compact | never, hooks switch):
+      -> trigger (always | throttled:<gap> | on_compact | never, hooks switch);
+         the user's memory budget spent today? -> tail mark at its renewal, no model call
            extract? throttled -> claim the session's gate              DynamoDB conditional
                      lost   -> tail mark (the tick flushes the rest)   DynamoDB
       -> turns min(C, I)+1..N (I+1..N when not extracting), 200 a run  S3 GETs (concurrent)
@@ -53,7 +54,7 @@ from agent_harness.memory.threads import index_turns
 from agent_harness.models.base import ChatRequest
 from agent_harness.paths import MEMORY_FILE, ledger_path, segment_path, turn_path
 from agent_harness.records import TurnRecord
-from agent_harness.usage import record_spend
+from agent_harness.usage import memory_budget_exhausted, record_spend, renewal
 
 if TYPE_CHECKING:
     from agent_harness.ports import GateClaim, SessionState
@@ -77,7 +78,7 @@ TURNS_PER_CALL = 40
 #: at most this many turns per job run; the rest goes to a continuation job
 TURNS_PER_JOB = 200
 
-Status = Literal["flushed", "nothing_new", "skipped", "throttled", "no_session"]
+Status = Literal["flushed", "nothing_new", "skipped", "throttled", "over_budget", "no_session"]
 
 
 @dataclass
@@ -138,6 +139,11 @@ def run_post_turn_job(rt: Runtime, job: PostTurnJob) -> FlushOutcome:
         status = "nothing_new"
     elif not extracts(rt.settings, job.reason):
         status = "skipped"
+    elif memory_budget_exhausted(rt, user):
+        # the cursor stays: the turns are flushed by a tail job once the budget renews
+        status = "over_budget"
+        rt.table.mark_flush_due(user, session_id, iso(renewal(rt)), rt.settings.due_shards)
+        metrics.add_metric("MemoryBudgetExhausted", MetricUnit.Count, 1)
     elif rt.settings.trigger.mode == "throttled" and job.reason in ("turn", "tail"):
         claim = _claim_gate(rt, user, session_id)
         if not claim.claimed:
