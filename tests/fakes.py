@@ -31,6 +31,7 @@ from agent_harness.models import ModelRegistry
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
 from agent_harness.ports import (
     ROLES,
+    Admission,
     DayUsage,
     DueUser,
     FlushDue,
@@ -285,6 +286,8 @@ class MemoryTable:
         self.users: dict[str, _UserItem] = {}
         #: (user key, day) -> that day's usage (the D#<day> items)
         self.usage: dict[tuple[str, str], DayUsage] = {}
+        #: (user key, day) -> [admitted, turn_tokens, reserved]: the turn budget's counts
+        self.budget: dict[tuple[str, str], list[int]] = {}
         self.lock = threading.Lock()
         self.calls: list[str] = []
 
@@ -474,9 +477,10 @@ class MemoryTable:
             doomed = [k for k in self.sessions if k[0] == user.key]
             for k in doomed:
                 del self.sessions[k]
-            days = [k for k in self.usage if k[0] == user.key]
+            days = sorted({k for k in [*self.usage, *self.budget] if k[0] == user.key})
             for k in days:
-                del self.usage[k]
+                self.usage.pop(k, None)
+                self.budget.pop(k, None)
             had_user = self.users.pop(user.key, None) is not None
             return len(doomed) + len(days) + int(had_user)
 
@@ -502,6 +506,44 @@ class MemoryTable:
         self.usage[(user.key, delta.day)] = DayUsage(
             delta.day, tokens, calls, old.turns + delta.turns
         )
+        counts = self.budget.setdefault((user.key, delta.day), [0, 0, 0])
+        counts[1] += delta.turn_tokens
+        counts[2] += delta.turn_tokens - delta.released
+
+    def admit_turn(
+        self,
+        user: User,
+        day: str,
+        *,
+        estimate: int,
+        count_turn: bool,
+        turn_limit: int,
+        token_limit: int,
+    ) -> Admission:
+        check_day(day)
+        self.calls.append("admit_turn")
+        with self.lock:
+            counts = self.budget.get((user.key, day), [0, 0, 0])
+            refused = (count_turn and turn_limit > 0 and counts[0] >= turn_limit) or (
+                token_limit > 0 and counts[2] >= token_limit
+            )
+            if not refused:
+                counts = [counts[0] + int(count_turn), counts[1], counts[2] + estimate]
+                self.budget[(user.key, day)] = counts
+                # the write makes the day's item, as on DynamoDB: its usage reads as zeros
+                self.usage.setdefault(
+                    (user.key, day),
+                    DayUsage(day, dict.fromkeys(ROLES, (0, 0)), dict.fromkeys(ROLES, 0), 0),
+                )
+            return Admission(not refused, counts[0], counts[1], counts[2])
+
+    def release_admission(self, user: User, day: str, *, estimate: int, count_turn: bool) -> None:
+        check_day(day)
+        self.calls.append("release_admission")
+        with self.lock:
+            counts = self.budget.setdefault((user.key, day), [0, 0, 0])
+            counts[0] -= int(count_turn)
+            counts[2] -= estimate
 
     def usage_days(self, user: User, first_day: str, last_day: str) -> list[DayUsage]:
         self.calls.append("usage_days")

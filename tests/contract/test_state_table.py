@@ -847,3 +847,46 @@ def test_purging_a_user_twice_removes_nothing_the_second_time(table: StateTable)
     assert table.purge_user(ALICE) == 1
     assert table.purge_user(ALICE) == 0
     assert table.purge_user(BOB) == 0
+
+
+# -- turn budgets: admissions ----------------------------------------------------------------
+def admit(table: StateTable, user: User = ALICE, **kwargs: Any) -> Any:
+    args = {"estimate": 100, "count_turn": True, "turn_limit": 0, "token_limit": 0} | kwargs
+    return table.admit_turn(user, DAY, **args)
+
+
+def test_the_turn_limit_admits_exactly_that_many_turns(table: StateTable) -> None:
+    found = [admit(table, turn_limit=2).admitted for _ in range(3)]
+    assert found == [True, True, False]
+    refused = admit(table, turn_limit=2)
+    assert (refused.admitted, refused.turns, refused.reserved) == (False, 2, 200)
+    assert admit(table, BOB, turn_limit=2).admitted  # another user's day is their own
+    assert admit(table, count_turn=False, turn_limit=2).admitted  # a resume is not a turn
+
+
+def test_the_token_limit_counts_reservations_and_commits_replace_them(table: StateTable) -> None:
+    assert admit(table, token_limit=150).admitted  # reserved 100
+    assert admit(table, token_limit=150).admitted  # 100 < 150: reserved 200
+    assert not admit(table, token_limit=150).admitted  # held by the running turns
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    spend = UsageDelta(DAY, tokens={"agent": (30, 10)}, turns=1, released=100)
+    table.commit_turn(ALICE, "s1", "a", 1, NOW, usage=spend)  # 200 - 100 + 40
+    after = admit(table, token_limit=150)
+    assert (after.admitted, after.turn_tokens, after.reserved) == (True, 40, 240)
+
+
+def test_releasing_an_admission_gives_back_its_estimate_and_turn(table: StateTable) -> None:
+    admit(table, turn_limit=1, token_limit=150)
+    assert not admit(table, turn_limit=1).admitted
+    table.release_admission(ALICE, DAY, estimate=100, count_turn=True)
+    again = admit(table, turn_limit=1, token_limit=150)
+    assert (again.admitted, again.turns, again.reserved) == (True, 1, 100)
+    table.release_admission(ALICE, DAY, estimate=100, count_turn=False)  # a paused turn
+    kept = admit(table, turn_limit=1)
+    assert (kept.admitted, kept.turns, kept.reserved) == (False, 1, 0)
+
+
+def test_admissions_leave_the_reported_usage_alone(table: StateTable) -> None:
+    admit(table, turn_limit=5, token_limit=1000)
+    (day,) = table.usage_days(ALICE, DAY, DAY)
+    assert day.turns == 0 and day.total_tokens == 0

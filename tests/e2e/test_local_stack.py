@@ -12,7 +12,7 @@ import httpx
 
 from agent_harness import markup
 from tests.conftest import ROOT
-from tests.e2e.conftest import FakeLLM, LocalStackProcess, wait_for
+from tests.e2e.conftest import FakeLLM, LocalStackProcess, start_stack, stop_stack, wait_for
 
 FACT = "I prefer window seats on long flights."
 
@@ -182,3 +182,21 @@ def test_usage_over_http_counts_the_callers_turns_and_memory_calls(
         assert http.get("/v1/usage", params={"days": 91}).status_code == 422
     with offline_stack.client("usage-bob") as other:
         assert other.get("/v1/usage").json()["totals"]["turns"] == 0
+
+
+def test_a_user_over_budget_gets_429_while_another_user_still_works() -> None:
+    stack = start_stack({"HARNESS_MODEL": "offline", "HARNESS_USER_DAILY_TURNS": "2"})
+    try:
+        with stack.client("budget-ann") as ann, stack.client("budget-bob") as bob:
+            for n in (1, 2):
+                sent = ann.post("/v1/sessions/b1/messages", json={"message": f"turn {n}"})
+                assert sent.status_code == 200
+            refused = ann.post("/v1/sessions/b2/messages", json={"message": "one too many"})
+            assert refused.status_code == 429
+            assert refused.json()["error"]["code"] == "budget_exhausted"
+            assert 0 < int(refused.headers["retry-after"]) <= 86_400
+            assert ann.get("/v1/sessions/b2/messages").json()["turns"] == []
+            assert bob.post("/v1/sessions/b1/messages", json={"message": "hi"}).status_code == 200
+            assert ann.get("/v1/usage", params={"days": 1}).json()["totals"]["turns"] == 2
+    finally:
+        stop_stack(stack)

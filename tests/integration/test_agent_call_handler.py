@@ -119,6 +119,28 @@ def test_a_second_turn_needs_no_ledger_listing_so_seven_requests(
     )
 
 
+def test_with_turn_budgets_a_turn_adds_one_conditional_write(stack: Stack) -> None:
+    app = stack.handler(FN, HARNESS_USER_DAILY_TURNS="5", HARNESS_USER_DAILY_TOKENS="100000")
+    stack.invoke(app, load_event("agent_call_post_message.json"), FN)
+    calls = count_requests(app)
+
+    response = stack.invoke(app, load_event("agent_call_post_message.json"), FN)
+
+    assert response["statusCode"] == 200
+    expected = [c for c in HOT_PATH if c != "ListObjectsV2"] + ["UpdateItem"]  # the admission
+    assert sorted(c.split(":")[0] for c in calls) == sorted(expected)
+
+
+def test_a_spent_turn_budget_is_429_with_retry_after_and_writes_nothing(stack: Stack) -> None:
+    app = stack.handler(FN, HARNESS_USER_DAILY_TURNS="1")
+    assert stack.invoke(app, load_event("agent_call_post_message.json"), FN)["statusCode"] == 200
+    before = stack.object_keys()
+    refused = stack.invoke(app, load_event("agent_call_post_message.json"), FN)
+    assert refused["statusCode"] == 429 and body(refused)["error"]["code"] == "budget_exhausted"
+    assert int(refused["headers"]["Retry-After"]) > 0
+    assert stack.object_keys() == before
+
+
 def test_a_new_sessions_first_turn_also_makes_at_most_eight_requests(stack: Stack) -> None:
     app = stack.handler(FN)
     calls = count_requests(app)

@@ -12,6 +12,7 @@
     │   ├── SessionBusyError          409 another call holds the session lease (Retry-After)
     │   └── ToolCallsStateError       409 the session's turn awaits client tool results, or
     │                                     awaits none (tool_results_required, ...)
+    ├── BudgetExhaustedError          429 the user's daily budget is spent (Retry-After)
     ├── PreconditionFailedError       412 stale ETag / object exists
     ├── PreconditionRequiredError     428 a conditional header is required
     ├── StoreError                    503 an AWS call failed (retryable)
@@ -38,6 +39,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "BudgetExhaustedError",
     "ConfigError",
     "ConflictError",
     "ContextOverflowError",
@@ -146,6 +148,20 @@ class ToolCallsStateError(ConflictError):
     def __init__(self, code: str, message: str, *, details: Any = None) -> None:
         super().__init__(message, details=details)
         self.code = code
+
+
+class BudgetExhaustedError(HarnessError):
+    """The user's budget for the day is spent (or held by their running turns)."""
+
+    status = 429
+    code = "budget_exhausted"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message, details={"retry_after": retry_after})
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
 
 
 class PreconditionFailedError(HarnessError):

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_WRITER_CHARS",
     "ROLES",
+    "Admission",
     "AppendBuilder",
     "ConsolidationTable",
     "DayUsage",
@@ -336,14 +337,36 @@ class UsageDelta:
     #: role -> model calls
     model_calls: dict[str, int] = field(default_factory=dict)
     turns: int = 0
+    #: the estimate this turn's admission reserved, given back as its real tokens land
+    released: int = 0
 
     def empty(self) -> bool:
         """Nothing to add: every count is zero (or absent)."""
         return (
             not self.turns
+            and not self.released
             and not any(i or o for i, o in self.tokens.values())
             and not any(self.model_calls.values())
         )
+
+    @property
+    def turn_tokens(self) -> int:
+        """The tokens a turn budget counts: the agent's and compaction's."""
+        return sum(sum(self.tokens.get(r, (0, 0))) for r in ("agent", "compaction"))
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A turn's admission against its user's budgets for the day, and the day's counts
+    as the admission left them (admitted) or found them (refused)."""
+
+    admitted: bool
+    #: turns admitted today (completed, running or failed), this one included if admitted
+    turns: int
+    #: agent and compaction tokens of committed turns
+    turn_tokens: int
+    #: ``turn_tokens`` plus the estimates of the turns still running
+    reserved: int
 
 
 @dataclass(frozen=True)
@@ -387,8 +410,8 @@ def check_usage(delta: UsageDelta) -> None:
     pairs = delta.tokens.values()
     if not all(isinstance(p, tuple | list) and len(p) == 2 and all(map(_count, p)) for p in pairs):
         raise ValueError("token counts must be (input, output) pairs of non-negative ints")
-    if not all(map(_count, [*delta.model_calls.values(), delta.turns])):
-        raise ValueError("model calls and turns must be non-negative ints")
+    if not all(map(_count, [*delta.model_calls.values(), delta.turns, delta.released])):
+        raise ValueError("model calls, turns and released tokens must be non-negative ints")
 
 
 class UsageTable(Protocol):
@@ -409,6 +432,26 @@ class UsageTable(Protocol):
     def top_users(self, day: str, limit: int) -> list[tuple[str, DayUsage]]:
         """The users (``User.key``) with the most tokens on ``day``, at most ``limit``
         (none below 1), highest first, ties by key."""
+        ...
+
+    def admit_turn(
+        self,
+        user: User,
+        day: str,
+        *,
+        estimate: int,
+        count_turn: bool,
+        turn_limit: int,
+        token_limit: int,
+    ) -> Admission:
+        """One conditional write: admit a turn while the day's admitted turns are under
+        ``turn_limit`` (when counted; 0: no limit) and its reserved tokens under
+        ``token_limit`` (0: no limit), reserving ``estimate`` tokens; a refusal returns
+        the counts it found and writes nothing."""
+        ...
+
+    def release_admission(self, user: User, day: str, *, estimate: int, count_turn: bool) -> None:
+        """Give back an admission whose turn ended without a commit (failed, or paused)."""
         ...
 
 

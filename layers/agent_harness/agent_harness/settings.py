@@ -78,6 +78,8 @@ ENV: dict[str, str] = {
     "recall_min_score": "HARNESS_RECALL_MIN_SCORE",
     "recall_listing_seconds": "HARNESS_RECALL_LISTING_SECONDS",
     "user_daily_memory_tokens": "HARNESS_USER_DAILY_MEMORY_TOKENS",
+    "user_daily_tokens": "HARNESS_USER_DAILY_TOKENS",
+    "user_daily_turns": "HARNESS_USER_DAILY_TURNS",
     "consolidation_min_gap_seconds": "HARNESS_CONSOLIDATION_MIN_GAP_SECONDS",
     "consolidation_lease_seconds": "HARNESS_CONSOLIDATION_LEASE_SECONDS",
     "consolidation_max_input_bytes": "HARNESS_CONSOLIDATION_MAX_INPUT_BYTES",
@@ -260,6 +262,10 @@ class Settings(BaseModel):
     #: each user's memory-model tokens per day (flush and consolidation), in
     #: ``timezone``; past it their jobs wait for the next day (0: unlimited)
     user_daily_memory_tokens: int = Field(default=0, ge=0)
+    #: each user's agent and compaction tokens per day, and turns per day (0: unlimited);
+    #: a turn over either is refused before any model call (429 budget_exhausted)
+    user_daily_tokens: int = Field(default=0, ge=0)
+    user_daily_turns: int = Field(default=0, ge=0)
     consolidation_min_gap_seconds: int = Field(default=1800, ge=0)
     consolidation_lease_seconds: int = Field(default=900, gt=0)
     consolidation_max_input_bytes: int = Field(default=200_000, ge=1_000)

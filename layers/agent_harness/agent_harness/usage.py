@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
-from agent_harness.errors import HarnessError, ValidationFailedError
+from agent_harness.errors import BudgetExhaustedError, HarnessError, ValidationFailedError
 from agent_harness.ports import ROLES, UsageDelta
 
 if TYPE_CHECKING:
@@ -30,10 +30,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_USAGE_DAYS",
+    "TurnAdmission",
     "UsageReport",
+    "admit_turn",
     "combine",
     "memory_budget_exhausted",
     "record_spend",
+    "release_turn",
     "renewal",
     "today",
     "top_report",
@@ -70,10 +73,89 @@ def memory_budget_exhausted(rt: Runtime, user: User) -> bool:
     return spent >= limit
 
 
+#: what a running turn reserves of a token budget, at least (before this container has
+#: seen the user's turns cost anything)
+MIN_ESTIMATE = 1_000
+#: a refusal because the user's own running turns hold the rest: ask again this soon
+HELD_RETRY_SECONDS = 5
+#: per container: each user's tokens per committed turn today, as last seen
+_AVERAGES: dict[str, int] = {}
+
+
+@dataclass(frozen=True)
+class TurnAdmission:
+    """A turn let in under its user's budgets: what it reserved, to give back or spend."""
+
+    day: str
+    estimate: int
+    count_turn: bool
+
+
+def admit_turn(rt: Runtime, user: User, *, counts_a_turn: bool) -> TurnAdmission | None:
+    """Let a turn in, or raise ``BudgetExhaustedError`` before anything is written or a
+    model called. One conditional write when a budget is set (none otherwise): the turn
+    limit is exact; a token budget admits while committed tokens plus the estimates of
+    the user's running turns are under it, so concurrent turns at the edge overspend by
+    at most the last one admitted (as long as a turn costs about the user's average).
+    A resumed turn (tool results) is checked against the tokens, not counted again."""
+    settings = rt.settings
+    if settings.user_daily_tokens <= 0 and settings.user_daily_turns <= 0:
+        return None
+    day = today(rt)
+    estimate = max(MIN_ESTIMATE, _AVERAGES.get(user.key, 0)) if settings.user_daily_tokens else 0
+    found = rt.table.admit_turn(
+        user,
+        day,
+        estimate=estimate,
+        count_turn=counts_a_turn,
+        turn_limit=settings.user_daily_turns,
+        token_limit=settings.user_daily_tokens,
+    )
+    done = found.turns - (1 if found.admitted and counts_a_turn else 0)
+    if done > 0 and found.turn_tokens:
+        _AVERAGES[user.key] = found.turn_tokens // done
+    if found.admitted:
+        return TurnAdmission(day, estimate, counts_a_turn)
+    spent_turns = counts_a_turn and 0 < settings.user_daily_turns <= found.turns
+    spent_tokens = 0 < settings.user_daily_tokens <= found.turn_tokens
+    if spent_turns or spent_tokens:
+        wait = max(1, int((renewal(rt) - rt.clock.now()).total_seconds()) + 1)
+        what = "turns" if spent_turns else "tokens"
+        raise BudgetExhaustedError(
+            f"today's budget of {what} is spent; it renews at midnight ({settings.timezone})",
+            retry_after=wait,
+        )
+    raise BudgetExhaustedError(
+        "the rest of today's token budget is held by this user's running turns",
+        retry_after=HELD_RETRY_SECONDS,
+    )
+
+
+def release_turn(rt: Runtime, user: User, admission: TurnAdmission, *, keep_turn: bool) -> None:
+    """Give back what a turn reserved when it ends without a commit that spends it:
+    failed (the turn too) or paused (``keep_turn``: its resume is not a new turn)."""
+    try:
+        rt.table.release_admission(
+            user,
+            admission.day,
+            estimate=admission.estimate,
+            count_turn=admission.count_turn and not keep_turn,
+        )
+    except HarnessError as exc:  # fail-safe: a lost release only lowers today's budget
+        logger.warning("budget reservation not released", extra={"error": str(exc)})
+
+
 def turn_delta(
-    rt: Runtime, agent: Usage, agent_calls: int, compaction: Usage, *, completed: bool
+    rt: Runtime,
+    agent: Usage,
+    agent_calls: int,
+    compaction: Usage,
+    *,
+    completed: bool,
+    released: int = 0,
 ) -> UsageDelta:
-    """What a turn's own calls spent, for its commit."""
+    """What a turn's own calls spent, for its commit (``released``: the estimate its
+    admission reserved, which its real tokens replace)."""
     return UsageDelta(
         day=today(rt),
         tokens={
@@ -85,6 +167,7 @@ def turn_delta(
             "compaction": 1 if compaction.input_tokens or compaction.output_tokens else 0,
         },
         turns=1 if completed else 0,
+        released=released,
     )
 
 
@@ -101,6 +184,7 @@ def combine(first: UsageDelta | None, second: UsageDelta) -> UsageDelta:
             for r in set(first.model_calls) | set(second.model_calls)
         },
         turns=first.turns + second.turns,
+        released=first.released + second.released,
     )
 
 

@@ -62,7 +62,7 @@ from agent_harness.models.base import Message, ToolSpec, Usage
 from agent_harness.paths import AGENTS_FILE, MEMORY_FILE, context_path, turn_path
 from agent_harness.ports import PauseMark, UsageDelta
 from agent_harness.records import MemoryInjection, PendingTurn, TurnRecord, WorkingContext
-from agent_harness.usage import combine, turn_delta
+from agent_harness.usage import TurnAdmission, admit_turn, combine, release_turn, turn_delta
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -105,13 +105,21 @@ def run_turn(
         check_history(history)
     declared = declare_tools(tools, rt.settings) if tools is not None else None
     started = rt.clock.now()
+    # the user's budgets, before anything is written (a cancel spends nothing new)
+    admission = None if cancel else admit_turn(rt, user, counts_a_turn=message is not None)
+    turn: _Turn | None = None
+    keep_turn = False  # a paused turn's resume is the same turn
     # results and cancels are for a turn that exists: a session never seen stays unmade
     try:
         with session_lease(rt, user, session_id, must_exist=message is None) as lease:
-            turn = _Turn(rt, user, session_id, lease, started)
+            turn = _Turn(rt, user, session_id, lease, started, admission)
             result = turn.serve(message, declared, tool_results, cancel, history, persona)
+        keep_turn = result.status == "requires_action"
     except SessionNotFoundError:
         raise pause.no_pending(session_id) from None
+    finally:  # failed, paused or answered again: no commit spent the admission
+        if admission is not None and not (turn and turn.admission_spent):
+            release_turn(rt, user, admission, keep_turn=keep_turn)
     if result.job_turn is not None:
         result.flush = enqueue_post_turn(rt, user, session_id, result, lease.state, started)
     return result
@@ -156,9 +164,18 @@ class _Turn:
     """One request on a session whose lease it holds."""
 
     def __init__(
-        self, rt: Runtime, user: User, session_id: str, lease: SessionLease, started: datetime
+        self,
+        rt: Runtime,
+        user: User,
+        session_id: str,
+        lease: SessionLease,
+        started: datetime,
+        admission: TurnAdmission | None = None,
     ) -> None:
         self.rt, self.user, self.session_id = rt, user, session_id
+        #: this call's budget admission; a commit spends its estimate (once)
+        self.admission = admission
+        self.admission_spent = False
         self.lease, self.started = lease, started
         self.settings = rt.settings
         self.tools_on = not self.settings.disable_memory_tools
@@ -429,10 +446,18 @@ class _Turn:
         self.etag = save_context(self.rt, self.user, self.context, self.etag)
         self.last_turn = self.completed = record.turn
         # what this call spent, even where an earlier, crashed call wrote the record
+        released = 0
+        if self.admission is not None and not self.admission_spent:
+            released, self.admission_spent = self.admission.estimate, True
         spent = combine(
             self.unbilled,
             turn_delta(
-                self.rt, result.usage, result.model_calls, draft.compaction_usage, completed=True
+                self.rt,
+                result.usage,
+                result.model_calls,
+                draft.compaction_usage,
+                completed=True,
+                released=released,
             ),
         )
         if commit:

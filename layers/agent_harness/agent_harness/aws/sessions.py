@@ -20,7 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from agent_harness.aws.dynamo import DynamoItems, is_condition_failure, n_, plain, s_, session_state
 from agent_harness.errors import ConflictError, SessionBusyError, SessionNotFoundError, StoreError
 from agent_harness.keys import usage_day_of, usage_sk, user_key_of, user_pk
-from agent_harness.ports import ROLES, DayUsage, check_day, check_usage
+from agent_harness.ports import ROLES, Admission, DayUsage, check_day, check_usage
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -37,6 +37,10 @@ def usage_update(delta: UsageDelta) -> dict[str, Any]:
     not empty) to its day's item: ADD of each count it has and of its tokens to
     ``total``, and SET of ``day``. Every attribute goes by an alias (DAY is reserved)."""
     counts = {"total": sum(i + o for i, o in delta.tokens.values()), "turns": delta.turns}
+    # a turn budget counts committed agent and compaction tokens, and the reservation
+    # moves from this turn's estimate to its real tokens
+    counts["turn_tokens"] = delta.turn_tokens
+    counts["reserved"] = delta.turn_tokens - delta.released
     for role, (tokens_in, tokens_out) in delta.tokens.items():
         counts[f"{role}_in"], counts[f"{role}_out"] = tokens_in, tokens_out
     for role, calls in delta.model_calls.items():
@@ -250,3 +254,64 @@ class DynamoUsageTable(DynamoItems):
             limit, items, key=lambda i: (-int(i.get("total", 0)), user_key_of(str(i["pk"])))
         )
         return [(user_key_of(str(i["pk"])), day_usage(i)) for i in top]
+
+    def admit_turn(
+        self,
+        user: User,
+        day: str,
+        *,
+        estimate: int,
+        count_turn: bool,
+        turn_limit: int,
+        token_limit: int,
+    ) -> Admission:
+        """One UpdateItem on the day's item: ADD ``admitted`` (when counted) and
+        ``reserved``, conditioned on the limits; a refusal returns the counts it found."""
+        check_day(day)
+        conditions, values = [], {":est": n_(estimate), ":one": n_(1 if count_turn else 0)}
+        if count_turn and turn_limit > 0:
+            conditions.append("(attribute_not_exists(admitted) OR admitted < :turns)")
+            values[":turns"] = n_(turn_limit)
+        if token_limit > 0:
+            conditions.append("(attribute_not_exists(reserved) OR reserved < :tokens)")
+            values[":tokens"] = n_(token_limit)
+        request: dict[str, Any] = {
+            "Key": self._usage_key(user, day),
+            "UpdateExpression": "SET #day = :day ADD admitted :one, reserved :est",
+            "ExpressionAttributeNames": {"#day": "day"},
+            "ExpressionAttributeValues": {":day": s_(day), **values},
+            "ReturnValues": "ALL_NEW",
+        }
+        if conditions:
+            request["ConditionExpression"] = " AND ".join(conditions)
+            request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        try:
+            item = plain(self._ddb.update_item(TableName=self._table, **request)["Attributes"])
+            admitted = True
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise StoreError("admitting the turn failed") from exc
+            item, admitted = plain(exc.response.get("Item") or {}), False
+        except BotoCoreError as exc:
+            raise StoreError("admitting the turn failed") from exc
+        return Admission(
+            admitted,
+            turns=int(item.get("admitted", 0)),
+            turn_tokens=int(item.get("turn_tokens", 0)),
+            reserved=int(item.get("reserved", 0)),
+        )
+
+    def release_admission(self, user: User, day: str, *, estimate: int, count_turn: bool) -> None:
+        """One UpdateItem giving the estimate (and the admitted turn) back."""
+        check_day(day)
+        try:
+            self._update(
+                Key=self._usage_key(user, day),
+                UpdateExpression="ADD admitted :turn, reserved :est",
+                ExpressionAttributeValues={
+                    ":turn": n_(-1 if count_turn else 0),
+                    ":est": n_(-estimate),
+                },
+            )
+        except ClientError as exc:
+            raise StoreError("releasing the admission failed") from exc

@@ -1,0 +1,100 @@
+"""Per-user daily budgets for turns (agent_harness.usage.admit_turn, in run_turn): the
+turn and token limits, refusals that write nothing and say when to come back, renewal
+at midnight, and admissions given back by turns that fail or pause."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_harness.agent.turn import run_turn
+from agent_harness.errors import BudgetExhaustedError, ModelError
+from agent_harness.ids import User
+from agent_harness.settings import Settings
+from agent_harness.usage import admit_turn, usage_report
+from tests.fakes import ScriptedModel, failing, make_runtime
+
+ANN, BOB = User.from_id("ann"), User.from_id("bob")
+#: ManualClock starts at 2026-11-30T09:00Z; the budgets renew at midnight UTC
+TO_MIDNIGHT = 15 * 3600
+
+
+def budgeted(agent: ScriptedModel | None = None, **limits: int):
+    settings = Settings(consolidation_min_gap_seconds=0, **limits)
+    return make_runtime(settings=settings, agent=agent)
+
+
+def test_the_turn_limit_refuses_the_next_turn_until_midnight_and_writes_nothing() -> None:
+    rt = budgeted(user_daily_turns=2)
+    run_turn(rt, ANN, "s1", "one")
+    run_turn(rt, ANN, "s1", "two")
+    objects, sessions = len(rt.store.objects), dict(rt.table.sessions)
+    with pytest.raises(BudgetExhaustedError) as refused:
+        run_turn(rt, ANN, "s9", "three, in a new session")
+    assert refused.value.status == 429 and refused.value.code == "budget_exhausted"
+    assert refused.value.headers() == {"Retry-After": str(TO_MIDNIGHT + 1)}
+    assert len(rt.store.objects) == objects and rt.table.sessions == sessions
+    assert run_turn(rt, BOB, "s1", "another user still works").status == "completed"
+    rt.clock.advance(seconds=TO_MIDNIGHT)
+    assert run_turn(rt, ANN, "s9", "a new day").status == "completed"
+
+
+def test_the_token_limit_counts_committed_agent_tokens() -> None:
+    rt = budgeted(ScriptedModel("a", "b", "c"), user_daily_tokens=30)  # 15 tokens a call
+    run_turn(rt, ANN, "s1", "one")
+    run_turn(rt, ANN, "s1", "two")  # 15 < 30 when admitted: the edge's one turn over
+    with pytest.raises(BudgetExhaustedError, match="tokens"):
+        run_turn(rt, ANN, "s1", "three")
+    assert usage_report(rt, ANN, 1).view()["totals"]["by_role"]["agent"]["input_tokens"] == 20
+
+
+def test_running_turns_hold_their_estimate_so_a_concurrent_one_waits_briefly() -> None:
+    rt = budgeted(user_daily_tokens=500)
+    first = admit_turn(rt, ANN, counts_a_turn=True)  # a turn in flight reserves 1,000
+    assert first is not None and first.estimate >= 500
+    with pytest.raises(BudgetExhaustedError, match="running turns") as held:
+        run_turn(rt, ANN, "s2", "at the same time")
+    assert held.value.retry_after == 5
+
+
+def test_a_failed_turn_gives_its_admission_back() -> None:
+    agent = ScriptedModel(failing("provider down"), "fine")
+    rt = budgeted(agent, user_daily_turns=1, user_daily_tokens=10_000)
+    with pytest.raises(ModelError):
+        run_turn(rt, ANN, "s1", "this one fails")
+    assert rt.table.budget[(ANN.key, "2026-11-30")] == [0, 0, 0]
+    assert run_turn(rt, ANN, "s1", "so this one is still allowed").status == "completed"
+
+
+def test_without_budgets_a_turn_makes_no_admission() -> None:
+    rt = make_runtime()
+    run_turn(rt, ANN, "s1", "hello")
+    assert "admit_turn" not in rt.table.calls
+
+
+def test_over_http_a_spent_budget_is_429_with_retry_after() -> None:
+    from tests.unit.test_routes import call
+
+    rt = make_runtime(settings=Settings(auth_mode="dev", user_daily_turns=1))
+    assert call(rt, "POST", "/v1/sessions/s1/messages", {"message": "one"})[0] == 200
+    status, body, headers = call(rt, "POST", "/v1/sessions/s1/messages", {"message": "two"})
+    assert status == 429 and body["error"]["code"] == "budget_exhausted"
+    assert headers["Retry-After"] == str(TO_MIDNIGHT + 1)
+    assert call(rt, "GET", "/v1/sessions/s1/messages")[1]["turns"][-1]["turn"] == 1
+
+
+def test_a_paused_turn_and_its_resume_count_as_one_turn() -> None:
+    from tests.fakes import ORDER_TOOL
+    from tests.unit.test_client_tools import calls
+    from tests.unit.test_routes import call
+
+    model = ScriptedModel(calls(("lookup_order", {"order_id": 42})), "Order 42 has shipped.")
+    settings = Settings(auth_mode="dev", user_daily_turns=1, user_daily_tokens=10_000)
+    rt = make_runtime(settings=settings, agent=model)
+    url = "/v1/sessions/s1/messages"
+    status, paused, _ = call(rt, "POST", url, {"message": "Where is 42?", "tools": [ORDER_TOOL]})
+    assert status == 200 and paused["status"] == "requires_action"
+    results = {"tool_results": [{"tool_call_id": "call_1", "content": "shipped"}]}
+    status, done, _ = call(rt, "POST", url, results)
+    assert status == 200 and done["status"] == "completed", done
+    admitted, turn_tokens, reserved = rt.table.budget[("alice", "2026-11-30")]
+    assert admitted == 1 and reserved == turn_tokens == 30  # two calls, estimates given back
