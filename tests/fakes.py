@@ -32,6 +32,7 @@ from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCa
 from agent_harness.ports import (
     ROLES,
     Admission,
+    Budget,
     DayUsage,
     DueUser,
     FlushDue,
@@ -288,6 +289,8 @@ class MemoryTable:
         self.usage: dict[tuple[str, str], DayUsage] = {}
         #: (user key, day) -> [admitted, turn_tokens, reserved]: the turn budget's counts
         self.budget: dict[tuple[str, str], list[int]] = {}
+        #: user key -> the operator's budget override
+        self.overrides: dict[str, Budget] = {}
         self.lock = threading.Lock()
         self.calls: list[str] = []
 
@@ -481,8 +484,9 @@ class MemoryTable:
             for k in days:
                 self.usage.pop(k, None)
                 self.budget.pop(k, None)
+            had_override = self.overrides.pop(user.key, None) is not None
             had_user = self.users.pop(user.key, None) is not None
-            return len(doomed) + len(days) + int(had_user)
+            return len(doomed) + len(days) + int(had_user) + int(had_override)
 
     def add_usage(self, user: User, delta: UsageDelta) -> None:
         """Records a call only when it writes (an empty delta makes no request)."""
@@ -507,6 +511,7 @@ class MemoryTable:
             delta.day, tokens, calls, old.turns + delta.turns
         )
         counts = self.budget.setdefault((user.key, delta.day), [0, 0, 0])
+        counts[0] += delta.unadmitted
         counts[1] += delta.turn_tokens
         counts[2] += delta.turn_tokens - delta.released
 
@@ -544,6 +549,18 @@ class MemoryTable:
             counts = self.budget.setdefault((user.key, day), [0, 0, 0])
             counts[0] -= int(count_turn)
             counts[2] -= estimate
+
+    def get_budget(self, user: User) -> Budget | None:
+        self.calls.append("get_budget")
+        return self.overrides.get(user.key)
+
+    def set_budget(self, user: User, budget: Budget | None) -> None:
+        self.calls.append("set_budget")
+        with self.lock:
+            if budget is None:
+                self.overrides.pop(user.key, None)
+            else:
+                self.overrides[user.key] = budget
 
     def usage_days(self, user: User, first_day: str, last_day: str) -> list[DayUsage]:
         self.calls.append("usage_days")

@@ -890,3 +890,19 @@ def test_admissions_leave_the_reported_usage_alone(table: StateTable) -> None:
     admit(table, turn_limit=5, token_limit=1000)
     (day,) = table.usage_days(ALICE, DAY, DAY)
     assert day.turns == 0 and day.total_tokens == 0
+
+
+def test_a_budget_override_is_kept_replaced_and_removed_per_user(table: StateTable) -> None:
+    from agent_harness.ports import Budget
+
+    assert table.get_budget(ALICE) is None
+    table.set_budget(ALICE, Budget(tokens=500, turns=None, memory_tokens=0))
+    assert table.get_budget(ALICE) == Budget(tokens=500, turns=None, memory_tokens=0)
+    assert table.get_budget(BOB) is None
+    table.set_budget(ALICE, Budget(turns=3))
+    assert table.get_budget(ALICE) == Budget(turns=3)
+    table.set_budget(ALICE, None)
+    assert table.get_budget(ALICE) is None
+    table.set_budget(ALICE, Budget(turns=1))
+    table.purge_user(ALICE)
+    assert table.get_budget(ALICE) is None

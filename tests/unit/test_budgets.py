@@ -98,3 +98,58 @@ def test_a_paused_turn_and_its_resume_count_as_one_turn() -> None:
     assert status == 200 and done["status"] == "completed", done
     admitted, turn_tokens, reserved = rt.table.budget[("alice", "2026-11-30")]
     assert admitted == 1 and reserved == turn_tokens == 30  # two calls, estimates given back
+
+
+# -- an operator's per-user override -------------------------------------------------------
+def admin_call(rt, method: str, path: str, payload: object | None = None, *, admin: bool = True):
+    import json
+
+    from agent_harness.api.routes import build_app
+    from local_stack.lambdas import context_for
+    from tests.unit.test_routes import http_event
+
+    headers = {"content-type": "application/json", "x-user-id": "ops"}
+    if admin:
+        headers["x-admin"] = "true"
+    body = json.dumps(payload).encode() if payload is not None else b""
+    response = build_app(rt).resolve(
+        http_event(method, path, headers=headers, body=body), context_for("AgentCallFunction")
+    )
+    return response["statusCode"], json.loads(response["body"])
+
+
+def test_only_an_operator_may_read_or_set_a_users_budget() -> None:
+    rt = make_runtime(settings=Settings(auth_mode="dev", user_daily_turns=3))
+    url = "/v1/admin/users/ann/budget"
+    for method, payload in (("GET", None), ("PUT", {"turns": 9}), ("DELETE", None)):
+        status, body = admin_call(rt, method, url, payload, admin=False)
+        assert status == 403 and body["error"]["code"] == "forbidden"
+    assert rt.table.overrides == {}
+    status, body = admin_call(rt, "GET", url)
+    assert status == 200 and body["effective"] == {"tokens": 0, "turns": 3, "memory_tokens": 0}
+
+
+def test_an_override_changes_one_users_limits_and_its_removal_restores_them() -> None:
+    rt = make_runtime(settings=Settings(auth_mode="dev", user_daily_turns=3))
+    status, body = admin_call(rt, "PUT", "/v1/admin/users/ann/budget", {"turns": 1})
+    assert status == 200 and body["effective"]["turns"] == 1 and body["override"]["turns"] == 1
+    run_turn(rt, ANN, "s1", "one")
+    with pytest.raises(BudgetExhaustedError):
+        run_turn(rt, ANN, "s1", "two")
+    run_turn(rt, BOB, "s1", "bob keeps the stack's three")
+    run_turn(rt, BOB, "s1", "two")
+    admin_call(rt, "PUT", "/v1/admin/users/ann/budget", {"turns": 0})  # unlimited for ann
+    for n in range(4):
+        run_turn(rt, ANN, "s1", f"more {n}")
+    status, body = admin_call(rt, "DELETE", "/v1/admin/users/ann/budget")
+    assert status == 200 and body["override"] is None and body["effective"]["turns"] == 3
+    with pytest.raises(BudgetExhaustedError):
+        run_turn(rt, ANN, "s1", "back to the stack's limit")
+
+
+def test_a_bad_override_is_422_and_writes_nothing() -> None:
+    rt = make_runtime(settings=Settings(auth_mode="dev", user_daily_turns=3))
+    for bad in ({"turns": -1}, {"turns": "many"}, {"limit": 3}):
+        status, body = admin_call(rt, "PUT", "/v1/admin/users/ann/budget", bad)
+        assert status == 422, body
+    assert rt.table.overrides == {}

@@ -158,3 +158,24 @@ def test_usage_and_top_show_spend_by_user_role_and_day(capsys) -> None:
     assert status == 0 and {r["user"] for r in json.loads(out)["users"]} == {"alice", "bob"}
     status, _ = cli(rt, capsys, "top", "--day", "not-a-day")
     assert status == 1
+
+
+def test_budget_shows_sets_and_clears_a_users_override(capsys) -> None:
+    from agent_harness.settings import Settings
+
+    rt = make_runtime(settings=Settings(user_daily_turns=5))
+    status, out = cli(rt, capsys, "budget", "alice", "--turns", "2")
+    view = json.loads(out)
+    assert status == 0 and view["override"]["turns"] == 2 and view["effective"]["turns"] == 2
+    status, out = cli(rt, capsys, "budget", "alice", "--tokens", "900")
+    assert json.loads(out)["effective"] == {"tokens": 900, "turns": 2, "memory_tokens": 0}
+    status, out = cli(rt, capsys, "budget", "alice", "--clear")
+    assert json.loads(out)["override"] is None and json.loads(out)["effective"]["turns"] == 5
+    status, _ = cli(rt, capsys, "budget", "alice", "--turns", "-1")
+    assert status == 1
+
+
+def test_budget_says_when_the_stack_has_no_budget_to_override(capsys) -> None:
+    rt = make_runtime()
+    status = main(["budget", "alice", "--turns", "2"], runtime=rt)
+    assert status == 0 and "overrides do not apply" in capsys.readouterr().err

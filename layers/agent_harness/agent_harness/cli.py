@@ -5,6 +5,8 @@
     users [PREFIX] [--limit N]                  users whose id starts with PREFIX, at a glance
     usage USER [--days N]                       a user's tokens by role and day, turns, calls
     top [--day D] [--limit N]                   the heaviest users of a day (default today)
+    budget USER [--tokens N] [--turns N] [--memory-tokens N] [--clear]
+                                                a user's daily budget: show, override, clear
     show USER [--day D | --versions | --days]   MEMORY.md (or one ledger day, versions, days)
     search USER QUERY [--mode M] [--limit N]    memory_search over MEMORY.md and ledgers
     trace USER TEXT                             which ledger sections (session, turns, model)
@@ -32,6 +34,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,6 +119,13 @@ def _parser() -> argparse.ArgumentParser:
     top.add_argument("--day", help="YYYY-MM-DD (default: today in HARNESS_TIMEZONE)")
     top.add_argument("--limit", type=int, default=10)
 
+    budget = commands.add_parser("budget", help="show or override a user's daily budget")
+    budget.add_argument("user")
+    budget.add_argument("--tokens", type=int, help="agent and compaction tokens a day (0: none)")
+    budget.add_argument("--turns", type=int, help="turns a day (0: unlimited)")
+    budget.add_argument("--memory-tokens", type=int, help="memory-model tokens a day")
+    budget.add_argument("--clear", action="store_true", help="remove the override")
+
     show = commands.add_parser("show", help="print MEMORY.md, a ledger day, versions or days")
     show.add_argument("user")
     pick = show.add_mutually_exclusive_group()
@@ -187,6 +197,8 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
         from agent_harness.usage import usage_report
 
         _print(usage_report(rt, user, args.days).view())
+    elif args.command == "budget":
+        return _budget(args, rt, user)
     elif args.command == "search":
         hits = search_memory(rt, user, args.query, args.mode, args.limit, rt.search_cache)
         _print([{"path": h.path, "line": h.line, "text": h.text} for h in hits])
@@ -239,6 +251,32 @@ def _users(args: argparse.Namespace, rt: Runtime) -> int:
             }
         )
     _print(found)
+    return 0
+
+
+def _budget(args: argparse.Namespace, rt: Runtime, user: User) -> int:
+    from agent_harness.ports import Budget
+    from agent_harness.usage import budget_view, set_user_budget
+
+    limits = (args.tokens, args.turns, args.memory_tokens)
+    if args.clear:
+        view = set_user_budget(rt, user, None)
+    elif any(v is not None for v in limits):
+        current = rt.table.get_budget(user) or Budget()
+        changed = Budget(
+            *(
+                new if new is not None else old
+                for new, old in zip(limits, asdict(current).values(), strict=True)
+            )
+        )
+        view = set_user_budget(rt, user, changed)
+    else:
+        view = budget_view(rt, user)
+    if not view["budgets_on"]:
+        print(
+            "note: this stack has no daily budget set, so overrides do not apply", file=sys.stderr
+        )
+    _print(view)
     return 0
 
 

@@ -6,6 +6,7 @@
     │   ├── ValidationFailedError     422 body or parameter failed validation
     │   └── PayloadTooLargeError      413
     ├── UnauthorizedError             401 no identity
+    ├── ForbiddenError                403 an operator's route, and the caller is no operator
     ├── NotFoundError                 404
     │   └── SessionNotFoundError      404 the session has never been written
     ├── ConflictError                 409
@@ -43,6 +44,7 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "ContextOverflowError",
+    "ForbiddenError",
     "HarnessError",
     "InvalidRequestError",
     "ModelAuthError",
@@ -111,6 +113,11 @@ class PayloadTooLargeError(InvalidRequestError):
 class UnauthorizedError(HarnessError):
     status = 401
     code = "unauthorized"
+
+
+class ForbiddenError(HarnessError):
+    status = 403
+    code = "forbidden"
 
 
 class NotFoundError(HarnessError):

@@ -2,6 +2,7 @@
 
     pk = U#<user key>  sk = S#<session>   a session (turn counter, cursors, lease, gate)
     pk = U#<user key>  sk = USER          a user (consolidation lease, watermark, due mark)
+    pk = U#<user key>  sk = BUDGET        the user's budget override (an operator's)
     pk = U#<user key>  sk = D#<day>       the user's usage that day (YYYY-MM-DD in
                                           HARNESS_TIMEZONE): tokens and model calls per
                                           role, turns, and the running token total
@@ -16,6 +17,7 @@ from __future__ import annotations
 import hashlib
 
 __all__ = [
+    "BUDGET_SK",
     "DUE_INDEX",
     "USER_SK",
     "due_shard",
@@ -30,6 +32,8 @@ __all__ = [
 
 DUE_INDEX = "due-index"
 USER_SK = "USER"
+#: a user's budget override, set by an operator
+BUDGET_SK = "BUDGET"
 _USER = "U#"
 _SESSION = "S#"
 _USAGE = "D#"

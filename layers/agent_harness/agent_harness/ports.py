@@ -37,6 +37,7 @@ __all__ = [
     "ROLES",
     "Admission",
     "AppendBuilder",
+    "Budget",
     "ConsolidationTable",
     "DayUsage",
     "DueUser",
@@ -339,12 +340,15 @@ class UsageDelta:
     turns: int = 0
     #: the estimate this turn's admission reserved, given back as its real tokens land
     released: int = 0
+    #: a turn no admission counted (no limit when it began), so a later limit sees it
+    unadmitted: int = 0
 
     def empty(self) -> bool:
         """Nothing to add: every count is zero (or absent)."""
         return (
             not self.turns
             and not self.released
+            and not self.unadmitted
             and not any(i or o for i, o in self.tokens.values())
             and not any(self.model_calls.values())
         )
@@ -356,9 +360,18 @@ class UsageDelta:
 
 
 @dataclass(frozen=True)
+class Budget:
+    """Daily limits (0: unlimited); in an override, None keeps the stack's default."""
+
+    tokens: int | None = None
+    turns: int | None = None
+    memory_tokens: int | None = None
+
+
+@dataclass(frozen=True)
 class Admission:
-    """A turn's admission against its user's budgets for the day, and the day's counts
-    as the admission left them (admitted) or found them (refused)."""
+    """A turn's admission under its user's budgets, with the day's counts it left (or,
+    refused, found)."""
 
     admitted: bool
     #: turns admitted today (completed, running or failed), this one included if admitted
@@ -410,7 +423,8 @@ def check_usage(delta: UsageDelta) -> None:
     pairs = delta.tokens.values()
     if not all(isinstance(p, tuple | list) and len(p) == 2 and all(map(_count, p)) for p in pairs):
         raise ValueError("token counts must be (input, output) pairs of non-negative ints")
-    if not all(map(_count, [*delta.model_calls.values(), delta.turns, delta.released])):
+    counts = [*delta.model_calls.values(), delta.turns, delta.released, delta.unadmitted]
+    if not all(map(_count, counts)):
         raise ValueError("model calls, turns and released tokens must be non-negative ints")
 
 
@@ -444,14 +458,20 @@ class UsageTable(Protocol):
         turn_limit: int,
         token_limit: int,
     ) -> Admission:
-        """One conditional write: admit a turn while the day's admitted turns are under
-        ``turn_limit`` (when counted; 0: no limit) and its reserved tokens under
-        ``token_limit`` (0: no limit), reserving ``estimate`` tokens; a refusal returns
-        the counts it found and writes nothing."""
+        """One conditional write: admit while admitted turns < ``turn_limit`` and reserved
+        tokens < ``token_limit`` (0: none), reserving ``estimate``; refused: no write."""
         ...
 
     def release_admission(self, user: User, day: str, *, estimate: int, count_turn: bool) -> None:
         """Give back an admission whose turn ended without a commit (failed, or paused)."""
+        ...
+
+    def get_budget(self, user: User) -> Budget | None:
+        """The user's budget override (an operator's), or None."""
+        ...
+
+    def set_budget(self, user: User, budget: Budget | None) -> None:
+        """Replace the user's override; None removes it."""
         ...
 
 

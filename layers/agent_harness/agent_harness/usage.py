@@ -13,14 +13,14 @@ CloudWatch gets the same spend as metrics by role, never by user (``models.resil
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
 from agent_harness.errors import BudgetExhaustedError, HarnessError, ValidationFailedError
-from agent_harness.ports import ROLES, UsageDelta
+from agent_harness.ports import ROLES, Budget, UsageDelta
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -33,11 +33,15 @@ __all__ = [
     "TurnAdmission",
     "UsageReport",
     "admit_turn",
+    "budget_view",
     "combine",
+    "effective_budget",
     "memory_budget_exhausted",
     "record_spend",
     "release_turn",
     "renewal",
+    "set_user_budget",
+    "stack_budget",
     "today",
     "top_report",
     "turn_delta",
@@ -61,11 +65,77 @@ def renewal(rt: Runtime) -> datetime:
     return tomorrow.astimezone(UTC)
 
 
+#: how long a container trusts a user's budget override it has read
+OVERRIDE_SECONDS = 60.0
+#: per container: user key -> (read at, by the clock; the override or None)
+_OVERRIDES: dict[str, tuple[float, Budget | None]] = {}
+
+
+def stack_budget(rt: Runtime) -> Budget:
+    settings = rt.settings
+    return Budget(
+        settings.user_daily_tokens, settings.user_daily_turns, settings.user_daily_memory_tokens
+    )
+
+
+def effective_budget(rt: Runtime, user: User, *, fresh: bool = False) -> Budget:
+    """The user's daily limits: the stack's, each replaced by the operator's override
+    where it sets one. Overrides apply on a stack with budgets on (any limit above 0),
+    which reads them at most once a minute per container (``fresh``: now)."""
+    base = stack_budget(rt)
+    if not (base.tokens or base.turns or base.memory_tokens):
+        return base
+    now = rt.clock.now().timestamp()
+    cached = _OVERRIDES.get(user.key)
+    if fresh or cached is None or now - cached[0] >= OVERRIDE_SECONDS:
+        cached = (now, rt.table.get_budget(user))
+        _OVERRIDES[user.key] = cached
+    override = cached[1]
+    if override is None:
+        return base
+    return Budget(
+        *(
+            mine if mine is not None else default
+            for mine, default in zip(
+                (override.tokens, override.turns, override.memory_tokens),
+                (base.tokens, base.turns, base.memory_tokens),
+                strict=True,
+            )
+        )
+    )
+
+
+def set_user_budget(rt: Runtime, user: User, budget: Budget | None) -> dict[str, object]:
+    """An operator's override for one user (None removes it); returns ``budget_view``.
+    Other containers see it within ``OVERRIDE_SECONDS``."""
+    for value in (budget.tokens, budget.turns, budget.memory_tokens) if budget else ():
+        if value is not None and (isinstance(value, bool) or value < 0):
+            raise ValidationFailedError("budget limits are whole numbers, 0 or more")
+    empty = budget is not None and budget == Budget()
+    rt.table.set_budget(user, None if empty else budget)
+    _OVERRIDES.pop(user.key, None)
+    return budget_view(rt, user)
+
+
+def budget_view(rt: Runtime, user: User) -> dict[str, object]:
+    """The stack's limits, the user's override and what applies (0: unlimited)."""
+    base = stack_budget(rt)
+    override = rt.table.get_budget(user)
+    on = bool(base.tokens or base.turns or base.memory_tokens)
+    return {
+        "user_id": user.id,
+        "stack": asdict(base),
+        "override": asdict(override) if override else None,
+        "effective": asdict(effective_budget(rt, user, fresh=True)),
+        "budgets_on": on,
+    }
+
+
 def memory_budget_exhausted(rt: Runtime, user: User) -> bool:
     """Has the user spent today's ``HARNESS_USER_DAILY_MEMORY_TOKENS``? (One read when a
     budget is set; a job checks before its first model call, so a job that starts under
     the budget may end above it by what that one job spends.)"""
-    limit = rt.settings.user_daily_memory_tokens
+    limit = effective_budget(rt, user).memory_tokens or 0
     if limit <= 0:
         return False
     day = today(rt)
@@ -98,31 +168,32 @@ def admit_turn(rt: Runtime, user: User, *, counts_a_turn: bool) -> TurnAdmission
     the user's running turns are under it, so concurrent turns at the edge overspend by
     at most the last one admitted (as long as a turn costs about the user's average).
     A resumed turn (tool results) is checked against the tokens, not counted again."""
-    settings = rt.settings
-    if settings.user_daily_tokens <= 0 and settings.user_daily_turns <= 0:
+    limits = effective_budget(rt, user)
+    token_limit, turn_limit = limits.tokens or 0, limits.turns or 0
+    if token_limit <= 0 and turn_limit <= 0:
         return None
     day = today(rt)
-    estimate = max(MIN_ESTIMATE, _AVERAGES.get(user.key, 0)) if settings.user_daily_tokens else 0
+    estimate = max(MIN_ESTIMATE, _AVERAGES.get(user.key, 0)) if token_limit else 0
     found = rt.table.admit_turn(
         user,
         day,
         estimate=estimate,
         count_turn=counts_a_turn,
-        turn_limit=settings.user_daily_turns,
-        token_limit=settings.user_daily_tokens,
+        turn_limit=turn_limit,
+        token_limit=token_limit,
     )
     done = found.turns - (1 if found.admitted and counts_a_turn else 0)
     if done > 0 and found.turn_tokens:
         _AVERAGES[user.key] = found.turn_tokens // done
     if found.admitted:
         return TurnAdmission(day, estimate, counts_a_turn)
-    spent_turns = counts_a_turn and 0 < settings.user_daily_turns <= found.turns
-    spent_tokens = 0 < settings.user_daily_tokens <= found.turn_tokens
+    spent_turns = counts_a_turn and 0 < turn_limit <= found.turns
+    spent_tokens = 0 < token_limit <= found.turn_tokens
     if spent_turns or spent_tokens:
         wait = max(1, int((renewal(rt) - rt.clock.now()).total_seconds()) + 1)
         what = "turns" if spent_turns else "tokens"
         raise BudgetExhaustedError(
-            f"today's budget of {what} is spent; it renews at midnight ({settings.timezone})",
+            f"today's budget of {what} is spent; it renews at midnight ({rt.settings.timezone})",
             retry_after=wait,
         )
     raise BudgetExhaustedError(
@@ -152,10 +223,11 @@ def turn_delta(
     compaction: Usage,
     *,
     completed: bool,
-    released: int = 0,
+    admission: TurnAdmission | None = None,
 ) -> UsageDelta:
-    """What a turn's own calls spent, for its commit (``released``: the estimate its
-    admission reserved, which its real tokens replace)."""
+    """What a turn's own calls spent, for its commit: its ``admission`` (this call's,
+    not yet spent) reserved an estimate that the real tokens replace; a turn begun with
+    no admission that counted it is counted as admitted now."""
     return UsageDelta(
         day=today(rt),
         tokens={
@@ -167,7 +239,8 @@ def turn_delta(
             "compaction": 1 if compaction.input_tokens or compaction.output_tokens else 0,
         },
         turns=1 if completed else 0,
-        released=released,
+        released=admission.estimate if admission else 0,
+        unadmitted=1 if completed and admission is None else 0,
     )
 
 
@@ -185,6 +258,7 @@ def combine(first: UsageDelta | None, second: UsageDelta) -> UsageDelta:
         },
         turns=first.turns + second.turns,
         released=first.released + second.released,
+        unadmitted=first.unadmitted + second.unadmitted,
     )
 
 

@@ -446,9 +446,8 @@ class _Turn:
         self.etag = save_context(self.rt, self.user, self.context, self.etag)
         self.last_turn = self.completed = record.turn
         # what this call spent, even where an earlier, crashed call wrote the record
-        released = 0
-        if self.admission is not None and not self.admission_spent:
-            released, self.admission_spent = self.admission.estimate, True
+        admission = None if self.admission_spent else self.admission
+        self.admission_spent = admission is not None or self.admission_spent
         spent = combine(
             self.unbilled,
             turn_delta(
@@ -457,7 +456,7 @@ class _Turn:
                 result.model_calls,
                 draft.compaction_usage,
                 completed=True,
-                released=released,
+                admission=admission,
             ),
         )
         if commit:

@@ -14,7 +14,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ValidationError
 
 from agent_harness.api.schemas import SearchBody
-from agent_harness.errors import InvalidRequestError, UnauthorizedError, ValidationFailedError
+from agent_harness.errors import (
+    ForbiddenError,
+    InvalidRequestError,
+    UnauthorizedError,
+    ValidationFailedError,
+)
 from agent_harness.ids import User, validate_session_id
 
 if TYPE_CHECKING:
@@ -25,7 +30,11 @@ if TYPE_CHECKING:
 
     from agent_harness.runtime import Runtime
 
-__all__ = ["Http", "json_response", "text_response"]
+#: what makes a caller an operator: the OAuth scope, or the Cognito group
+ADMIN_SCOPE = "agent-harness/admin"
+ADMIN_GROUP = "agent-harness-admins"
+
+__all__ = ["ADMIN_GROUP", "ADMIN_SCOPE", "Http", "json_response", "text_response"]
 
 metrics = Metrics()
 B = TypeVar("B", bound=BaseModel)
@@ -81,6 +90,23 @@ class Http:
             return User.from_id(str(user_id))
         except InvalidRequestError as exc:
             raise UnauthorizedError(f"unusable user id: {exc.message}") from exc
+
+    def operator(self) -> None:
+        """403 unless the caller is an operator: a JWT whose ``scope`` holds
+        ``ADMIN_SCOPE`` or whose ``cognito:groups`` holds ``ADMIN_GROUP`` (in dev mode,
+        the ``X-Admin: true`` header, as the user id is a header there)."""
+        self.user()  # 401 first, as every route
+        if self._rt.settings.auth_mode == "dev":
+            if (self.header("x-admin") or "").lower() == "true":
+                return
+        else:
+            event = cast("APIGatewayProxyEventV2", self._router.current_event)
+            claims = event.request_context.authorizer.jwt_claim or {}
+            scopes = str(claims.get("scope", "")).split()
+            groups = str(claims.get("cognito:groups", "")).strip("[]").replace(",", " ").split()
+            if ADMIN_SCOPE in scopes or ADMIN_GROUP in groups:
+                return
+        raise ForbiddenError("only an operator may do this")
 
     def session(self, session_id: str) -> str:
         """A session id from the path: the id rules, and the configured length cap."""

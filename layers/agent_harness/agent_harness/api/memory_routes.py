@@ -1,5 +1,6 @@
 """Routes of a user's memory: MEMORY.md and its versions, the ledgers, search, saving,
-consolidating now, and forgetting the user."""
+consolidating now, forgetting the user; the caller's usage; and an operator's budget
+override of any user (``/v1/admin/...``, operators only)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,22 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from agent_harness.api.http import Http, json_response
-from agent_harness.api.schemas import MemoryPutBody, MemorySaveBody, RollbackBody
+from agent_harness.api.schemas import BudgetBody, MemoryPutBody, MemorySaveBody, RollbackBody
 from agent_harness.clock import iso
+from agent_harness.ids import User
 from agent_harness.memory import files
 
 if TYPE_CHECKING:
     from agent_harness.runtime import Runtime
 
 __all__ = ["memory_routes"]
+
+
+def _user_of(user_id: str) -> User:
+    """The user an operator's path names (percent-decoded once by the API)."""
+    from urllib.parse import unquote
+
+    return User.from_id(unquote(user_id))
 
 
 def memory_routes(rt: Runtime) -> Router:
@@ -68,6 +77,29 @@ def memory_routes(rt: Runtime) -> Router:
     def ledger_day(day: str) -> Response[str]:
         content = files.get_ledger_day(rt, http.user(), day)
         return json_response(200, {"day": day, "content": content})
+
+    @router.get("/v1/admin/users/<user_id>/budget")
+    def get_budget(user_id: str) -> Response[str]:
+        from agent_harness.usage import budget_view
+
+        http.operator()
+        return json_response(200, budget_view(rt, _user_of(user_id)))
+
+    @router.put("/v1/admin/users/<user_id>/budget")
+    def put_budget(user_id: str) -> Response[str]:
+        from agent_harness.ports import Budget
+        from agent_harness.usage import set_user_budget
+
+        http.operator()
+        user, body = _user_of(user_id), http.body(BudgetBody)
+        return json_response(200, set_user_budget(rt, user, Budget(**body.model_dump())))
+
+    @router.delete("/v1/admin/users/<user_id>/budget")
+    def delete_budget(user_id: str) -> Response[str]:
+        from agent_harness.usage import set_user_budget
+
+        http.operator()
+        return json_response(200, set_user_budget(rt, _user_of(user_id), None))
 
     @router.get("/v1/usage")
     def usage() -> Response[str]:

@@ -65,6 +65,7 @@ def openapi_document() -> dict[str, Any]:
     from agent_harness.agent.importer import ImportBody
     from agent_harness.api.openai_compat import ChatBody
     from agent_harness.api.schemas import (
+        BudgetBody,
         MemoryPutBody,
         MemorySaveBody,
         MessageBody,
@@ -131,6 +132,18 @@ def openapi_document() -> dict[str, Any]:
             "post": op("Save facts", _ok("saved"), requestBody=body(MemorySaveBody)),
         },
         "/v1/memory/consolidate": {"post": op("Consolidate now", _ok("queued", "202"))},
+        "/v1/admin/users/{user_id}/budget": {
+            "parameters": [
+                {"name": "user_id", "in": "path", "required": True, "schema": {"type": "string"}}
+            ],
+            "get": op("A user's daily budget (operators only)", _ok("the budget")),
+            "put": op(
+                "Override a user's daily budget (operators only)",
+                _ok("the budget"),
+                requestBody=body(BudgetBody),
+            ),
+            "delete": op("Remove a user's override (operators only)", _ok("the budget")),
+        },
         "/v1/usage": {
             "get": op(
                 "The caller's spend: tokens by role and day, turns, model calls",

@@ -159,3 +159,12 @@ class MemorySaveBody(_Body):
     #: the turns the facts came from: recorded as the section's provenance, and ranked
     #: memory_search reads the facts together with those turns' messages
     source: SaveSource | None = None
+
+
+class BudgetBody(_Body):
+    """An operator's override of one user's daily limits: a number (0: unlimited) or
+    null (the stack's default) for each."""
+
+    tokens: int | None = Field(default=None, ge=0)
+    turns: int | None = Field(default=None, ge=0)
+    memory_tokens: int | None = Field(default=None, ge=0)

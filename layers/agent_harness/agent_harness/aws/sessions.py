@@ -19,8 +19,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from agent_harness.aws.dynamo import DynamoItems, is_condition_failure, n_, plain, s_, session_state
 from agent_harness.errors import ConflictError, SessionBusyError, SessionNotFoundError, StoreError
-from agent_harness.keys import usage_day_of, usage_sk, user_key_of, user_pk
-from agent_harness.ports import ROLES, Admission, DayUsage, check_day, check_usage
+from agent_harness.keys import BUDGET_SK, usage_day_of, usage_sk, user_key_of, user_pk
+from agent_harness.ports import ROLES, Admission, Budget, DayUsage, check_day, check_usage
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -41,6 +41,7 @@ def usage_update(delta: UsageDelta) -> dict[str, Any]:
     # moves from this turn's estimate to its real tokens
     counts["turn_tokens"] = delta.turn_tokens
     counts["reserved"] = delta.turn_tokens - delta.released
+    counts["admitted"] = delta.unadmitted
     for role, (tokens_in, tokens_out) in delta.tokens.items():
         counts[f"{role}_in"], counts[f"{role}_out"] = tokens_in, tokens_out
     for role, calls in delta.model_calls.items():
@@ -315,3 +316,33 @@ class DynamoUsageTable(DynamoItems):
             )
         except ClientError as exc:
             raise StoreError("releasing the admission failed") from exc
+
+    _LIMITS = ("tokens", "turns", "memory_tokens")
+
+    def get_budget(self, user: User) -> Budget | None:
+        """One consistent GetItem of the user's override."""
+        try:
+            resp = self._ddb.get_item(
+                TableName=self._table,
+                Key={"pk": s_(user_pk(user.key)), "sk": s_(BUDGET_SK)},
+                ConsistentRead=True,
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("reading the budget failed") from exc
+        item = plain(resp.get("Item") or {})
+        if not item:
+            return None
+        return Budget(**{k: int(item[k]) if k in item else None for k in self._LIMITS})
+
+    def set_budget(self, user: User, budget: Budget | None) -> None:
+        """One PutItem (or DeleteItem for None)."""
+        key = {"pk": s_(user_pk(user.key)), "sk": s_(BUDGET_SK)}
+        try:
+            if budget is None:
+                self._ddb.delete_item(TableName=self._table, Key=key)
+                return
+            limits = {k: getattr(budget, k) for k in self._LIMITS}
+            item = key | {k: n_(v) for k, v in limits.items() if v is not None}
+            self._ddb.put_item(TableName=self._table, Item=item)
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("writing the budget failed") from exc
