@@ -139,15 +139,24 @@ class AwsMeter:
         return total * 1000
 
 
+#: per-user daily budgets high enough never to refuse: what a budget costs a turn
+BUDGETS_ON = {"HARNESS_USER_DAILY_TURNS": "100000", "HARNESS_USER_DAILY_TOKENS": "1000000000"}
+
+
 def count_requests(resolver: Resolver, env: dict[str, str]) -> dict[str, Any]:
-    """AWS requests of a first and a later turn, default settings, offline model."""
-    app = import_handler(resolver, FN, env)
-    meter = AwsMeter().attach(app.runtime.clients)
+    """AWS requests of a first and a later turn, offline model: default settings, then
+    with per-user budgets on (a new container, a new session)."""
     turns = {}
-    for label in ("first turn of a new session", "later turn"):
-        meter.reset()
-        post(app, "count", "Remember that I prefer green tea.")
-        turns[label] = {"requests": len(meter.operations), "operations": sorted(meter.operations)}
+    for suffix, extra in (("", {}), (", budgets on", BUDGETS_ON)):
+        app = import_handler(resolver, FN, {**env, **extra})
+        meter = AwsMeter().attach(app.runtime.clients)
+        for label in ("first turn of a new session", "later turn"):
+            meter.reset()
+            post(app, f"count{suffix.replace(' ', '-')}", "Remember that I prefer green tea.")
+            turns[label + suffix] = {
+                "requests": len(meter.operations),
+                "operations": sorted(meter.operations),
+            }
     return turns
 
 
@@ -485,6 +494,12 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
             "botocore hooks on its own clients.",
             "",
             *_requests_table(result),
+            "",
+            "*Budgets on* sets per-user daily turn and token budgets (high enough never to "
+            "refuse): a turn is admitted by one more conditional write (`UpdateItem` on the "
+            "user's day), and a container reads the user's budget override once a minute "
+            "(`GetItem`). The commit that counts the usage is the same single request either "
+            "way (`TransactWriteItems`).",
             "",
             f"**Memory on vs off** (target: median latency ratio ≤ {lat['budget']}). The same "
             "handler in two containers, the agent model a stub that sleeps "

@@ -55,6 +55,10 @@ class Runtime:
     clients: dict[str, Any] = field(default_factory=dict)
     #: when this invocation's model work must end; handlers start it from their context
     deadline: Deadline = field(default_factory=Deadline)
+    #: per container, by user key: budget overrides as read (when, what) and the tokens
+    #: of a committed turn as last seen (a running turn's reservation)
+    budget_cache: dict[str, tuple[float, Any]] = field(default_factory=dict)
+    turn_costs: dict[str, int] = field(default_factory=dict)
     #: the remote tool servers (MCP) of this container: built on first use, so importing
     #: a handler imports no MCP code and opens no connection
     tool_servers: ToolServers | None = None

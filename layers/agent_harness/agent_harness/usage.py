@@ -65,10 +65,8 @@ def renewal(rt: Runtime) -> datetime:
     return tomorrow.astimezone(UTC)
 
 
-#: how long a container trusts a user's budget override it has read
+#: how long a container trusts a user's budget override it has read (``rt.budget_cache``)
 OVERRIDE_SECONDS = 60.0
-#: per container: user key -> (read at, by the clock; the override or None)
-_OVERRIDES: dict[str, tuple[float, Budget | None]] = {}
 
 
 def stack_budget(rt: Runtime) -> Budget:
@@ -86,11 +84,11 @@ def effective_budget(rt: Runtime, user: User, *, fresh: bool = False) -> Budget:
     if not (base.tokens or base.turns or base.memory_tokens):
         return base
     now = rt.clock.now().timestamp()
-    cached = _OVERRIDES.get(user.key)
+    cached = rt.budget_cache.get(user.key)
     if fresh or cached is None or now - cached[0] >= OVERRIDE_SECONDS:
         cached = (now, rt.table.get_budget(user))
-        _OVERRIDES[user.key] = cached
-    override = cached[1]
+        rt.budget_cache[user.key] = cached
+    override: Budget | None = cached[1]
     if override is None:
         return base
     return Budget(
@@ -113,7 +111,7 @@ def set_user_budget(rt: Runtime, user: User, budget: Budget | None) -> dict[str,
             raise ValidationFailedError("budget limits are whole numbers, 0 or more")
     empty = budget is not None and budget == Budget()
     rt.table.set_budget(user, None if empty else budget)
-    _OVERRIDES.pop(user.key, None)
+    rt.budget_cache.pop(user.key, None)
     return budget_view(rt, user)
 
 
@@ -148,8 +146,6 @@ def memory_budget_exhausted(rt: Runtime, user: User) -> bool:
 MIN_ESTIMATE = 1_000
 #: a refusal because the user's own running turns hold the rest: ask again this soon
 HELD_RETRY_SECONDS = 5
-#: per container: each user's tokens per committed turn today, as last seen
-_AVERAGES: dict[str, int] = {}
 
 
 @dataclass(frozen=True)
@@ -173,7 +169,7 @@ def admit_turn(rt: Runtime, user: User, *, counts_a_turn: bool) -> TurnAdmission
     if token_limit <= 0 and turn_limit <= 0:
         return None
     day = today(rt)
-    estimate = max(MIN_ESTIMATE, _AVERAGES.get(user.key, 0)) if token_limit else 0
+    estimate = max(MIN_ESTIMATE, rt.turn_costs.get(user.key, 0)) if token_limit else 0
     found = rt.table.admit_turn(
         user,
         day,
@@ -184,7 +180,7 @@ def admit_turn(rt: Runtime, user: User, *, counts_a_turn: bool) -> TurnAdmission
     )
     done = found.turns - (1 if found.admitted and counts_a_turn else 0)
     if done > 0 and found.turn_tokens:
-        _AVERAGES[user.key] = found.turn_tokens // done
+        rt.turn_costs[user.key] = found.turn_tokens // done
     if found.admitted:
         return TurnAdmission(day, estimate, counts_a_turn)
     spent_turns = counts_a_turn and 0 < turn_limit <= found.turns
