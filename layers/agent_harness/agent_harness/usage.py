@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import TYPE_CHECKING
 
-from aws_lambda_powertools import Logger
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.errors import BudgetExhaustedError, HarnessError, ValidationFailedError
 from agent_harness.ports import ROLES, Budget, UsageDelta
@@ -52,6 +53,7 @@ __all__ = [
 MAX_USAGE_DAYS = 90
 
 logger = Logger(child=True)
+metrics = Metrics()
 
 
 def today(rt: Runtime) -> str:
@@ -183,6 +185,7 @@ def admit_turn(rt: Runtime, user: User, *, counts_a_turn: bool) -> TurnAdmission
         rt.turn_costs[user.key] = found.turn_tokens // done
     if found.admitted:
         return TurnAdmission(day, estimate, counts_a_turn)
+    metrics.add_metric("TurnsRefusedOverBudget", MetricUnit.Count, 1)  # never per user
     spent_turns = counts_a_turn and 0 < turn_limit <= found.turns
     spent_tokens = 0 < token_limit <= found.turn_tokens
     if spent_turns or spent_tokens:
