@@ -89,7 +89,7 @@ def memory_page(ctx: Ctx, user: User, *, draft: str | None = None, message: str 
     document = files.get_memory(ctx.rt, user)
     lines = document.content.splitlines()
     chosen = _int(ctx.q("line"))
-    facts = _summary(view)
+    facts = _summary(view, _spend(ctx, user))
     if document.etag is None:
         text = notice("No MEMORY.md yet: consolidation writes it from the ledgers.")
     else:
@@ -124,7 +124,27 @@ def memory_page(ctx: Ctx, user: User, *, draft: str | None = None, message: str 
     return Page(f"MEMORY.md of {user.id}", body, user_id=user.id, tab="")
 
 
-def _summary(v: overview.UserOverview) -> str:
+def _spend(ctx: Ctx, user: User) -> list[tuple[str, str]]:
+    """Today's spend against the user's daily budget (the usage counters)."""
+    from agent_harness.usage import effective_budget
+
+    days = usage_report(ctx.rt, user, 1).days
+    limits = effective_budget(ctx.rt, user, fresh=True)
+    turns = sum(d.turns for d in days)
+    agent = sum(sum(d.tokens["agent"]) + sum(d.tokens["compaction"]) for d in days)
+    memory = sum(sum(d.tokens["memory"]) for d in days)
+    return [
+        ("Turns today", f"{turns:,}{_of(limits.turns)}"),
+        ("Agent tokens today", f"{agent:,}{_of(limits.tokens)}"),
+        ("Memory tokens today", f"{memory:,}{_of(limits.memory_tokens)}"),
+    ]
+
+
+def _of(limit: int | None) -> str:
+    return f" of {limit:,}" if limit else " (no daily limit)"
+
+
+def _summary(v: overview.UserOverview, spend: list[tuple[str, str]]) -> str:
     merged = sum(done for done, _ in v.watermarks.values())
     total = sum(size for _, size in v.watermarks.values())
     items = [
@@ -137,6 +157,7 @@ def _summary(v: overview.UserOverview) -> str:
         ("Consolidation", "due" if v.state.is_due else "not due"),
         ("Last consolidated", v.state.last_consolidated_at or "never"),
         ("Watermark", f"{merged:,} of {total:,} ledger bytes merged"),
+        *spend,
     ]
     rows = "".join(f"<div><dt>{esc(k)}</dt><dd>{esc(val)}</dd></div>" for k, val in items)
     return f'<dl class="facts">{rows}</dl>'

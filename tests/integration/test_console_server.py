@@ -190,3 +190,19 @@ def test_a_session_page_shows_tool_calls_and_their_results() -> None:
         server.server_close()
     assert "tool call" in page and "memory_search" in page and "call_7" in page
     assert "tool result" in page and "You use vim." in page and 'id="turn-1"' in page
+
+
+def test_the_user_page_shows_todays_spend_against_the_daily_budget() -> None:
+    from agent_harness.settings import Settings
+
+    rt = make_runtime(settings=Settings(consolidation_min_gap_seconds=0, user_daily_turns=5))
+    run_turn(rt, ANN, "s1", "Remember that I use vim.")
+    server = ConsoleServer(Target(runtime=rt), 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        page = httpx.get(server.origin + "/users/ann").text
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "Turns today</dt><dd>1 of 5" in page
+    assert "Memory tokens today</dt><dd>0 (no daily limit)" in page
