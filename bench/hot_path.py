@@ -147,12 +147,12 @@ def count_requests(resolver: Resolver, env: dict[str, str]) -> dict[str, Any]:
     """AWS requests of a first and a later turn, offline model: default settings, then
     with per-user budgets on (a new container, a new session)."""
     turns = {}
-    for suffix, extra in (("", {}), (", budgets on", BUDGETS_ON)):
+    for suffix, session, extra in (("", "count", {}), (", budgets on", "budgets", BUDGETS_ON)):
         app = import_handler(resolver, FN, {**env, **extra})
         meter = AwsMeter().attach(app.runtime.clients)
         for label in ("first turn of a new session", "later turn"):
             meter.reset()
-            post(app, f"count{suffix.replace(' ', '-')}", "Remember that I prefer green tea.")
+            post(app, session, "Remember that I prefer green tea.")
             turns[label + suffix] = {
                 "requests": len(meter.operations),
                 "operations": sorted(meter.operations),
