@@ -153,3 +153,28 @@ def test_a_bad_override_is_422_and_writes_nothing() -> None:
         status, body = admin_call(rt, "PUT", "/v1/admin/users/ann/budget", bad)
         assert status == 422, body
     assert rt.table.overrides == {}
+
+
+def test_a_paused_turn_closed_by_a_new_message_and_that_message_count_two_turns() -> None:
+    from tests.fakes import ORDER_TOOL
+    from tests.unit.test_client_tools import calls
+    from tests.unit.test_routes import call
+
+    model = ScriptedModel(
+        calls(("lookup_order", {"order_id": 42})), "Closed without the result.", "Hello."
+    )
+    settings = Settings(
+        auth_mode="dev",
+        user_daily_turns=10,
+        user_daily_tokens=10_000,
+        tool_result_timeout_seconds=60,
+    )
+    rt = make_runtime(settings=settings, agent=model)
+    url = "/v1/sessions/s1/messages"
+    status, paused, _ = call(rt, "POST", url, {"message": "Where is 42?", "tools": [ORDER_TOOL]})
+    assert status == 200 and paused["status"] == "requires_action"
+    rt.clock.advance(seconds=120)  # the caller never sent the result
+    status, done, _ = call(rt, "POST", url, {"message": "Never mind. Hi!"})
+    assert status == 200 and done["status"] == "completed", done
+    admitted, turn_tokens, reserved = rt.table.budget[("alice", "2026-11-30")]
+    assert admitted == 2 and reserved == turn_tokens  # every estimate given back

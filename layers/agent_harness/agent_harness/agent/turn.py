@@ -26,7 +26,7 @@ on, then 4-7 as above, or another pause.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger, Metrics
@@ -445,20 +445,20 @@ class _Turn:
         self.context.answered = draft.answered
         self.etag = save_context(self.rt, self.user, self.context, self.etag)
         self.last_turn = self.completed = record.turn
-        # what this call spent, even where an earlier, crashed call wrote the record
-        admission = None if self.admission_spent else self.admission
-        self.admission_spent = admission is not None or self.admission_spent
-        spent = combine(
-            self.unbilled,
-            turn_delta(
-                self.rt,
-                result.usage,
-                result.model_calls,
-                draft.compaction_usage,
-                completed=True,
-                admission=admission,
-            ),
+        # what this call spent, even where an earlier, crashed call wrote the record; a
+        # paused turn closed late was counted when it began: this call's admission is
+        # for the turn that follows
+        admission = None if self.admission_spent or not commit else self.admission
+        self.admission_spent = self.admission_spent or admission is not None
+        delta = turn_delta(
+            self.rt,
+            result.usage,
+            result.model_calls,
+            draft.compaction_usage,
+            completed=True,
+            admission=admission,
         )
+        spent = combine(self.unbilled, delta if commit else replace(delta, unadmitted=0))
         if commit:
             self.lease.commit(record.turn, spent)
             self.unbilled = None
