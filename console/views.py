@@ -21,7 +21,15 @@ if TYPE_CHECKING:
     from agent_harness.records import TurnRecord
     from console.page import Ctx
 
-__all__ = ["memory_page", "rollback", "save_memory", "user_of", "users_page", "versions_page"]
+__all__ = [
+    "existing_user",
+    "memory_page",
+    "rollback",
+    "save_memory",
+    "user_of",
+    "users_page",
+    "versions_page",
+]
 
 #: the days the usage chart covers
 CHART_DAYS = 30
@@ -72,12 +80,13 @@ def users_page(ctx: Ctx) -> Page:
 
 
 def _due(v: overview.UserOverview) -> str:
-    pending = sum(size - done for done, size in v.watermarks.values())
+    pending = v.unmerged_bytes
     state = "due" if v.state.is_due else "not due"
     return f"{state}; {pending:,} ledger bytes not merged yet"
 
 
-def _existing(ctx: Ctx, user: User) -> overview.UserOverview:
+def existing_user(ctx: Ctx, user: User) -> overview.UserOverview:
+    """The user's overview, or a 404 page when nothing is stored under the id."""
     view = overview.user_overview(ctx.rt, user)
     if not view.exists:
         raise NotFoundError(f"no user {user.id!r} in this stack: nothing is stored under that id")
@@ -85,7 +94,7 @@ def _existing(ctx: Ctx, user: User) -> overview.UserOverview:
 
 
 def memory_page(ctx: Ctx, user: User, *, draft: str | None = None, message: str = "") -> Page:
-    view = _existing(ctx, user)
+    view = existing_user(ctx, user)
     document = files.get_memory(ctx.rt, user)
     lines = document.content.splitlines()
     chosen = _int(ctx.q("line"))
@@ -131,7 +140,7 @@ def _spend(ctx: Ctx, user: User) -> list[tuple[str, str]]:
     days = usage_report(ctx.rt, user, 1).days
     limits = effective_budget(ctx.rt, user, fresh=True)
     turns = sum(d.turns for d in days)
-    agent = sum(sum(d.tokens["agent"]) + sum(d.tokens["compaction"]) for d in days)
+    agent = sum(d.turn_tokens for d in days)
     memory = sum(sum(d.tokens["memory"]) for d in days)
     return [
         ("Turns today", f"{turns:,}{_of(limits.turns)}"),
@@ -145,8 +154,8 @@ def _of(limit: int | None) -> str:
 
 
 def _summary(v: overview.UserOverview, spend: list[tuple[str, str]]) -> str:
-    merged = sum(done for done, _ in v.watermarks.values())
-    total = sum(size for _, size in v.watermarks.values())
+    total = v.ledger_bytes
+    merged = total - v.unmerged_bytes
     items = [
         ("MEMORY.md", f"{v.memory_bytes:,} bytes" if v.memory_etag else "none yet"),
         ("Ledgers", f"{v.ledger_days} days, {v.ledger_bytes:,} bytes"),
@@ -227,7 +236,7 @@ def save_memory(ctx: Ctx, user: User) -> Page | str:
     a 412 page that keeps the operator's text and writes nothing."""
     from agent_harness.errors import PreconditionFailedError
 
-    _existing(ctx, user)
+    existing_user(ctx, user)
     content, etag = ctx.form.get("content", ""), ctx.form.get("etag", "")
     try:
         files.put_memory(
@@ -252,7 +261,7 @@ def save_memory(ctx: Ctx, user: User) -> Page | str:
 
 
 def versions_page(ctx: Ctx, user: User) -> Page:
-    _existing(ctx, user)
+    existing_user(ctx, user)
     versions = overview.memory_versions(ctx.rt, user)
     if not versions:
         return Page(

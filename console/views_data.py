@@ -16,7 +16,7 @@ from agent_harness.memory.forget import forget_user
 from agent_harness.memory.search import search_memory
 from agent_harness.memory.threads import search_threads
 from console.page import Page, esc, form, ledger_url, link, notice, table, user_url
-from console.views import user_of
+from console.views import existing_user, user_of
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -40,9 +40,7 @@ QUEUES = ("flush", "consolidation")
 
 
 def ledgers_page(ctx: Ctx, user: User) -> Page:
-    view = overview.user_overview(ctx.rt, user)
-    if not view.exists:
-        raise NotFoundError(f"no user {user.id!r} in this stack: nothing is stored under that id")
+    view = existing_user(ctx, user)
     days, archived = list(view.watermarks), list(view.archived)
     if not days and not archived:
         return Page(
@@ -60,13 +58,9 @@ def ledgers_page(ctx: Ctx, user: User) -> Page:
             else '<span class="badge">not merged yet</span>'
         )
         source = esc(s.source or "no source line")
-        fields = dict(f.split("=", 1) for f in (s.source or "").split() if "=" in f)
-        if "session" in fields:
-            turn = fields.get("turns", "").split("-")[0].split(",")[0]
-            href = user_url(user.id, "sessions", fields["session"]) + (
-                f"#turn-{turn}" if turn.isdigit() else ""
-            )
-            source = link(href, s.source or "")
+        if s.origin is not None:
+            href = user_url(user.id, "sessions", s.origin.session_id)
+            source = link(f"{href}#turn-{s.origin.turns[0]}", s.source or "")
         lines = "".join(f'<li id="L{n}" value="{n}">{esc(text)}</li>' for n, text in s.lines)
         kind = esc(s.kind or "(before the first section)")
         rendered.append(
@@ -128,11 +122,7 @@ def _day_tables(user: User, view: overview.UserOverview, day: str, in_archive: b
 def sessions_page(ctx: Ctx, user: User) -> Page:
     sessions = overview.list_sessions(ctx.rt, user)
     if not sessions:
-        overview_ = overview.user_overview(ctx.rt, user)
-        if not overview_.exists:
-            raise NotFoundError(
-                f"no user {user.id!r} in this stack: nothing is stored under that id"
-            )
+        existing_user(ctx, user)
         return Page(
             f"Sessions of {user.id}", notice("No sessions yet."), user_id=user.id, tab="sessions"
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx
 import pytest
@@ -33,14 +34,25 @@ def rt():
     return rt
 
 
+@contextmanager
+def serving(target: Target) -> Iterator[ConsoleServer]:
+    """The console on a free loopback port for the ``with`` block."""
+    server = ConsoleServer(target, 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.fixture
 def console(rt) -> Iterator[tuple[ConsoleServer, httpx.Client]]:
-    server = ConsoleServer(Target(runtime=rt), 0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    with httpx.Client(base_url=server.origin, follow_redirects=False) as client:
+    with (
+        serving(Target(runtime=rt)) as server,
+        httpx.Client(base_url=server.origin, follow_redirects=False) as client,
+    ):
         yield server, client
-    server.shutdown()
-    server.server_close()
 
 
 def post(console, path: str, data: dict[str, str], **headers: str) -> httpx.Response:
@@ -145,14 +157,9 @@ def test_an_unexpected_failure_shows_no_trace_or_detail(console, monkeypatch) ->
 
 
 def test_a_stack_that_cannot_be_resolved_is_a_503_page(tmp_path) -> None:
-    server = ConsoleServer(Target(env_file=str(tmp_path / "missing.json")), 0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with serving(Target(env_file=str(tmp_path / "missing.json"))) as server:
         page = httpx.get(server.origin + "/")
-        assert page.status_code == 503 and "does not exist" in page.text
-    finally:
-        server.shutdown()
-        server.server_close()
+    assert page.status_code == 503 and "does not exist" in page.text
 
 
 def test_the_search_page_shows_the_four_modes_and_the_recall_preview(console) -> None:
@@ -181,13 +188,8 @@ def test_a_session_page_shows_tool_calls_and_their_results() -> None:
     agent = ScriptedModel(tool_call("memory_search", '{"query": "vim"}', "call_7"), "You use vim.")
     rt = make_runtime(agent=agent)
     run_turn(rt, ANN, "s2", "Which editor do I use, vim or emacs?")
-    server = ConsoleServer(Target(runtime=rt), 0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with serving(Target(runtime=rt)) as server:
         page = httpx.get(server.origin + "/users/ann/sessions/s2").text
-    finally:
-        server.shutdown()
-        server.server_close()
     assert "tool call" in page and "memory_search" in page and "call_7" in page
     assert "tool result" in page and "You use vim." in page and 'id="turn-1"' in page
 
@@ -197,12 +199,7 @@ def test_the_user_page_shows_todays_spend_against_the_daily_budget() -> None:
 
     rt = make_runtime(settings=Settings(consolidation_min_gap_seconds=0, user_daily_turns=5))
     run_turn(rt, ANN, "s1", "Remember that I use vim.")
-    server = ConsoleServer(Target(runtime=rt), 0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with serving(Target(runtime=rt)) as server:
         page = httpx.get(server.origin + "/users/ann").text
-    finally:
-        server.shutdown()
-        server.server_close()
     assert "Turns today</dt><dd>1 of 5" in page
     assert "Memory tokens today</dt><dd>0 (no daily limit)" in page

@@ -334,14 +334,20 @@ def test_a_custom_consolidation_prompt_is_used() -> None:
     )
 
 
-def test_rollback_restores_an_older_memory_as_a_new_version() -> None:
-    from agent_harness.memory.files import list_memory_versions, rollback_memory
-
+def consolidated_twice():
+    """MEMORY.md written twice by consolidation: "- first", then "- second"."""
     rt = make_runtime(memory=ScriptedModel("# Memory\n- first\n", "# Memory\n- second\n"))
     append(rt, "2026-11-30", "- first\n")
     consolidate(rt, job())
     append(rt, "2026-11-30", "- second\n")
     consolidate(rt, job(force=True))
+    return rt
+
+
+def test_rollback_restores_an_older_memory_as_a_new_version() -> None:
+    from agent_harness.memory.files import list_memory_versions, rollback_memory
+
+    rt = consolidated_twice()
     versions = list_memory_versions(rt, ALICE)
     assert [v.is_latest for v in versions] == [True, False]
 
@@ -392,11 +398,7 @@ def test_a_merge_onto_a_human_edit_names_each_writer() -> None:
 def test_a_rollback_names_its_writer_and_the_restored_version() -> None:
     from agent_harness.memory.files import rollback_memory
 
-    rt = make_runtime(memory=ScriptedModel("# Memory\n- first\n", "# Memory\n- second\n"))
-    append(rt, "2026-11-30", "- first\n")
-    consolidate(rt, job())
-    append(rt, "2026-11-30", "- second\n")
-    consolidate(rt, job(force=True))
+    rt = consolidated_twice()
     first = rt.store.list_versions(ALICE, "MEMORY.md")[-1].version_id
 
     rollback_memory(rt, ALICE, first)

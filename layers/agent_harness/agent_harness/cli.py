@@ -34,7 +34,7 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import asdict
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -247,7 +247,7 @@ def _users(args: argparse.Namespace, rt: Runtime) -> int:
                 "sessions": view.sessions,
                 "last_activity": view.last_activity,
                 "consolidation_due": view.state.is_due,
-                "unmerged_bytes": sum(size - done for done, size in view.watermarks.values()),
+                "unmerged_bytes": view.unmerged_bytes,
             }
         )
     _print(found)
@@ -258,17 +258,12 @@ def _budget(args: argparse.Namespace, rt: Runtime, user: User) -> int:
     from agent_harness.ports import Budget
     from agent_harness.usage import budget_view, set_user_budget
 
-    limits = (args.tokens, args.turns, args.memory_tokens)
     if args.clear:
         view = set_user_budget(rt, user, None)
-    elif any(v is not None for v in limits):
+    elif any(v is not None for v in (args.tokens, args.turns, args.memory_tokens)):
+        given = {"tokens": args.tokens, "turns": args.turns, "memory_tokens": args.memory_tokens}
         current = rt.table.get_budget(user) or Budget()
-        changed = Budget(
-            *(
-                new if new is not None else old
-                for new, old in zip(limits, asdict(current).values(), strict=True)
-            )
-        )
+        changed = replace(current, **{k: v for k, v in given.items() if v is not None})
         view = set_user_budget(rt, user, changed)
     else:
         view = budget_view(rt, user)

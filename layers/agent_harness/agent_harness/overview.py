@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agent_harness.clock import iso
+from agent_harness.errors import ValidationFailedError
 from agent_harness.ids import User, validate_day, validate_session_id
-from agent_harness.memory.ledger import parse_header, parse_turns, source_fields
+from agent_harness.memory.ledger import Source, parse_header, source_fields, source_of
 from agent_harness.memory.provenance import trace_line
 from agent_harness.paths import (
     LEDGER_DIR,
@@ -84,6 +85,11 @@ class UserOverview:
     @property
     def exists(self) -> bool:
         return self.objects > 0
+
+    @property
+    def unmerged_bytes(self) -> int:
+        """Active-ledger bytes consolidation has not merged yet."""
+        return sum(size - done for done, size in self.watermarks.values())
 
 
 def user_overview(rt: Runtime, user: User) -> UserOverview:
@@ -159,6 +165,11 @@ class LedgerSection:
     end: int
     merged: bool  # consolidation has read all of it (the watermark is at or past its end)
 
+    @property
+    def origin(self) -> Source | None:
+        """The session and turns the source line names (None: a save naming none)."""
+        return source_of(self.source or "")
+
 
 def ledger_sections(
     rt: Runtime, user: User, day: str, *, archived: bool = False
@@ -215,15 +226,15 @@ def line_origins(rt: Runtime, user: User, text: str, *, limit: int = 5) -> list[
     messages that produced it; the first 5 turns of each section)."""
     out = []
     for origin in trace_line(rt, user, text, limit=limit):
-        fields = dict(f.split("=", 1) for f in (origin.source or "").split() if "=" in f)
-        session_id, records = fields.get("session"), []
-        if session_id and "turns" in fields:
+        source = source_of(origin.source or "")
+        session_id, records = None, []
+        if source is not None:
             try:
-                validate_session_id(session_id)
-            except Exception:  # a hand-edited ledger: show the origin without its turns
+                session_id = validate_session_id(source.session_id)
+            except ValidationFailedError:  # a hand-edited ledger: the origin, not its turns
                 session_id = None
             else:
-                wanted = sorted(parse_turns(fields["turns"]))[:5]
+                wanted = list(source.turns[:5])
                 got = rt.store.get_many(user, [turn_path(session_id, n) for n in wanted])
                 parsed = (TurnRecord.parse_or_none(got[p].content) for p in sorted(got))
                 records = sorted((r for r in parsed if r), key=lambda r: r.turn)
@@ -266,9 +277,8 @@ def memory_sizes(rt: Runtime, user: User) -> dict[str, list[tuple[str, int]]]:
     """Memory size over time, as (day, bytes) points: MEMORY.md at each version (its last
     version of the day), and the ledgers, active and archived, summed up to each day."""
     by_day: dict[str, int] = {}
-    dated = [v for v in rt.store.list_versions(user, MEMORY_FILE) if v.last_modified]
-    for v in sorted(dated, key=lambda v: v.last_modified or 0):
-        if v.last_modified:
+    for v in reversed(rt.store.list_versions(user, MEMORY_FILE)):  # oldest first
+        if v.last_modified:  # a later version of the same day replaces an earlier one
             by_day[v.last_modified.date().isoformat()] = v.size
     ledgers: dict[str, int] = {}
     for info in rt.store.list(user, LEDGER_DIR):

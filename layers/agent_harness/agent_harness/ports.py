@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_WRITER_CHARS",
     "ROLES",
+    "TURN_ROLES",
     "Admission",
     "AppendBuilder",
     "Budget",
@@ -326,6 +327,8 @@ class ConsolidationTable(Protocol):
 
 #: the model roles whose spend is counted
 ROLES = ("agent", "compaction", "memory")
+#: the roles a turn budget counts (memory has its own budget)
+TURN_ROLES = ("agent", "compaction")
 
 
 @dataclass(frozen=True)
@@ -345,18 +348,12 @@ class UsageDelta:
 
     def empty(self) -> bool:
         """Nothing to add: every count is zero (or absent)."""
-        return (
-            not self.turns
-            and not self.released
-            and not self.unadmitted
-            and not any(i or o for i, o in self.tokens.values())
-            and not any(self.model_calls.values())
-        )
+        counts = [self.turns, self.released, self.unadmitted, *self.model_calls.values()]
+        return not any(counts) and not any(i or o for i, o in self.tokens.values())
 
     @property
     def turn_tokens(self) -> int:
-        """The tokens a turn budget counts: the agent's and compaction's."""
-        return sum(sum(self.tokens.get(r, (0, 0))) for r in ("agent", "compaction"))
+        return sum(sum(self.tokens.get(r, (0, 0))) for r in TURN_ROLES)
 
 
 @dataclass(frozen=True)
@@ -370,8 +367,7 @@ class Budget:
 
 @dataclass(frozen=True)
 class Admission:
-    """A turn's admission under its user's budgets, with the day's counts it left (or,
-    refused, found)."""
+    """A turn's admission, with the day's counts it left (refused: found)."""
 
     admitted: bool
     #: turns admitted today (completed, running or failed), this one included if admitted
@@ -397,6 +393,10 @@ class DayUsage:
     def total_tokens(self) -> int:
         """Every role's input and output tokens."""
         return sum(i + o for i, o in self.tokens.values())
+
+    @property
+    def turn_tokens(self) -> int:
+        return sum(sum(self.tokens.get(r, (0, 0))) for r in TURN_ROLES)
 
 
 def check_day(day: str) -> str:

@@ -223,10 +223,11 @@ def turn_delta(
     *,
     completed: bool,
     admission: TurnAdmission | None = None,
+    counted: bool = False,
 ) -> UsageDelta:
     """What a turn's own calls spent, for its commit: its ``admission`` (this call's,
-    not yet spent) reserved an estimate that the real tokens replace; a turn begun with
-    no admission that counted it is counted as admitted now."""
+    not yet spent) reserved an estimate that the real tokens replace; a turn neither
+    admitted now nor ``counted`` when it began (a paused turn was) is counted now."""
     return UsageDelta(
         day=today(rt),
         tokens={
@@ -239,7 +240,7 @@ def turn_delta(
         },
         turns=1 if completed else 0,
         released=admission.estimate if admission else 0,
-        unadmitted=1 if completed and admission is None else 0,
+        unadmitted=1 if completed and admission is None and not counted else 0,
     )
 
 
@@ -287,10 +288,7 @@ class UsageReport:
 
     def series(self) -> dict[str, list[tuple[str, int]]]:
         """Tokens (input + output) per role, one point per day with spend: for charts."""
-        return {
-            role: [(d.day, sum(d.tokens[role])) for d in sorted(self.days, key=lambda d: d.day)]
-            for role in ROLES
-        }
+        return {role: [(d.day, sum(d.tokens[role])) for d in self.days] for role in ROLES}
 
     def view(self) -> dict[str, object]:
         """The JSON of GET /v1/usage (and the CLI's ``usage``): every day of the window,

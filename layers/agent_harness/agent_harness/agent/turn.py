@@ -26,7 +26,7 @@ on, then 4-7 as above, or another pause.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger, Metrics
@@ -457,8 +457,9 @@ class _Turn:
             draft.compaction_usage,
             completed=True,
             admission=admission,
+            counted=not commit,
         )
-        spent = combine(self.unbilled, delta if commit else replace(delta, unadmitted=0))
+        spent = combine(self.unbilled, delta)
         if commit:
             self.lease.commit(record.turn, spent)
             self.unbilled = None

@@ -76,10 +76,7 @@ class Http:
             if not user_id:
                 raise UnauthorizedError("dev mode: send the user id in the X-User-Id header")
         else:
-            # the routers are included in an APIGatewayHttpResolver: HTTP API events (v2)
-            event = cast("APIGatewayProxyEventV2", self._router.current_event)
-            claims = event.request_context.authorizer.jwt_claim or {}
-            user_id = claims.get("sub")
+            user_id = self._claims().get("sub")
             if not user_id:
                 raise UnauthorizedError("no authenticated user (the JWT has no 'sub' claim)")
         if len(str(user_id)) > settings.max_user_id_chars:
@@ -91,6 +88,11 @@ class Http:
         except InvalidRequestError as exc:
             raise UnauthorizedError(f"unusable user id: {exc.message}") from exc
 
+    def _claims(self) -> dict[str, Any]:
+        """The JWT authorizer's claims (the routers serve HTTP API events, v2)."""
+        event = cast("APIGatewayProxyEventV2", self._router.current_event)
+        return event.request_context.authorizer.jwt_claim or {}
+
     def operator(self) -> None:
         """403 unless the caller is an operator: a JWT whose ``scope`` holds
         ``ADMIN_SCOPE`` or whose ``cognito:groups`` holds ``ADMIN_GROUP`` (in dev mode,
@@ -100,8 +102,7 @@ class Http:
             if (self.header("x-admin") or "").lower() == "true":
                 return
         else:
-            event = cast("APIGatewayProxyEventV2", self._router.current_event)
-            claims = event.request_context.authorizer.jwt_claim or {}
+            claims = self._claims()
             scopes = str(claims.get("scope", "")).split()
             groups = str(claims.get("cognito:groups", "")).strip("[]").replace(",", " ").split()
             if ADMIN_SCOPE in scopes or ADMIN_GROUP in groups:

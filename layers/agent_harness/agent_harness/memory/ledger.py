@@ -42,6 +42,7 @@ __all__ = [
     "render_section",
     "saved_by",
     "source_fields",
+    "source_of",
 ]
 
 NO_REPLY = "NO_REPLY"
@@ -105,10 +106,10 @@ def parse_source(line: str) -> Source | None:
     """The session and turns a ``> source:`` line names (``turn=`` is the older spelling
     of saves); ``None`` for lines that name none (``> source: api via=memory_save``)."""
     match = _SOURCE_LINE.match(line)
-    return _source_of(match.group(1)) if match else None
+    return source_of(match.group(1)) if match else None
 
 
-def _source_of(fields: str) -> Source | None:
+def source_of(fields: str) -> Source | None:
     """The ``key=value`` fields after ``> source:`` as a Source (if they name turns)."""
     found: dict[str, str] = dict(_FIELD.findall(fields))
     session, turns = found.get("session"), parse_turns(found.get("turns", found.get("turn", "")))
@@ -158,7 +159,7 @@ def covered_turns(ledger: str, session_id: str) -> set[int]:
     """Turns of ``session_id`` that flush sections in ``ledger`` already cover."""
     covered: set[int] = set()
     for match in _SOURCE_LINE.finditer(ledger):
-        source = _source_of(match.group(1))
+        source = source_of(match.group(1))
         if source is not None and source.session_id == session_id and source.via is None:
             covered.update(source.turns)
     return covered
