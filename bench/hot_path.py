@@ -144,14 +144,19 @@ BUDGETS_ON = {"HARNESS_USER_DAILY_TURNS": "100000", "HARNESS_USER_DAILY_TOKENS":
 
 
 def count_requests(resolver: Resolver, env: dict[str, str]) -> dict[str, Any]:
-    """AWS requests of a first and a later turn, offline model: default settings, then
-    with per-user budgets on (a new container, a new session)."""
+    """AWS requests of a first and a later turn, offline model, then of the session's
+    next turn in another container (one that never saw it): default settings, then with
+    per-user budgets on (new containers, a new session)."""
     turns = {}
     for suffix, session, extra in (("", "count", {}), (", budgets on", "budgets", BUDGETS_ON)):
-        app = import_handler(resolver, FN, {**env, **extra})
-        meter = AwsMeter().attach(app.runtime.clients)
-        for label in ("first turn of a new session", "later turn"):
-            meter.reset()
+        first = import_handler(resolver, FN, {**env, **extra})
+        for label, app in (
+            ("first turn of a new session", first),
+            ("later turn", first),
+            ("later turn, in a container new to the session", None),
+        ):
+            app = app or import_handler(resolver, FN, {**env, **extra})
+            meter = AwsMeter().attach(app.runtime.clients)
             post(app, session, "Remember that I prefer green tea.")
             turns[label + suffix] = {
                 "requests": len(meter.operations),
@@ -496,10 +501,14 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
             *_requests_table(result),
             "",
             "*Budgets on* sets per-user daily turn and token budgets (high enough never to "
-            "refuse): a turn is admitted by one more conditional write (`UpdateItem` on the "
-            "user's day), and a container reads the user's budget override once a minute "
-            "(`GetItem`). The commit that counts the usage is the same single request either "
-            "way (`TransactWriteItems`).",
+            "refuse). The write that takes the session lease becomes a `TransactWriteItems` "
+            "that also admits the turn on the user's day and checks the user's budget "
+            "override, so a budget adds no request; the commit that counts the usage is the "
+            "same single request either way. A transaction cannot return the session item, "
+            "so the lease is conditioned on the session being as the container last left "
+            "it: a container that has not seen the session (its last turn ran elsewhere) "
+            "is refused with the item and tries once more (the last row; it also lists the "
+            "ledgers, as any container's first turn for a user does).",
             "",
             f"**Memory on vs off** (target: median latency ratio ≤ {lat['budget']}). The same "
             "handler in two containers, the agent model a stub that sleeps "

@@ -32,11 +32,13 @@ from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCa
 from agent_harness.ports import (
     ROLES,
     Admission,
+    AdmissionCheck,
     Budget,
     DayUsage,
     DueUser,
     FlushDue,
     GateClaim,
+    LeaseAdmission,
     ObjectInfo,
     PauseMark,
     SessionState,
@@ -253,6 +255,11 @@ class MemoryStore:
         return None
 
 
+def _pinned(state: SessionState | None) -> tuple[object, ...] | None:
+    """What the lease-and-admission write checks of a session (None: no item)."""
+    return None if state is None else (state.turn, state.pause, state.flush_gate_ms)
+
+
 @dataclass
 class _SessionItem:
     state: SessionState = field(default_factory=SessionState)
@@ -315,6 +322,48 @@ class MemoryTable:
             item.lease_owner, item.lease_expires_ms = owner, now_ms + lease_ms
             return item.state
 
+    def lease_and_admit(
+        self,
+        user: User,
+        session_id: str,
+        owner: str,
+        now_ms: int,
+        lease_ms: int,
+        *,
+        expected: SessionState | None,
+        check: AdmissionCheck,
+    ) -> LeaseAdmission:
+        check_day(check.day)
+        self.calls.append("lease_and_admit")
+        with self.lock:  # what one transaction decides, in the adapter's order
+            stored = self.overrides.get(user.key)
+            if stored != check.override:
+                return LeaseAdmission(taken=False, override_changed=True, override=stored)
+            counts = self.budget.get((user.key, check.day), [0, 0, 0])
+            over_turns = check.count_turn and 0 < check.turn_limit <= counts[0]
+            if check.admits and (over_turns or 0 < check.token_limit <= counts[2]):
+                return LeaseAdmission(taken=False, refused=Admission(False, *counts))
+            item = self.sessions.get((user.key, session_id))
+            if item is not None and item.lease_owner and item.lease_expires_ms >= now_ms:
+                retry = max(1, math.ceil((item.lease_expires_ms - now_ms) / 1000))
+                raise SessionBusyError(f"session {session_id} is busy", retry_after=retry)
+            state = item.state if item is not None else None
+            if _pinned(state) != _pinned(expected):
+                return LeaseAdmission(taken=False, session_changed=True, session=state)
+            item = self.sessions.setdefault((user.key, session_id), _SessionItem())
+            item.lease_owner, item.lease_expires_ms = owner, now_ms + lease_ms
+            if check.admits:
+                self.budget[(user.key, check.day)] = [
+                    counts[0] + int(check.count_turn),
+                    counts[1],
+                    counts[2] + check.estimate,
+                ]
+                self.usage.setdefault(  # the write makes the day's item, as on DynamoDB
+                    (user.key, check.day),
+                    DayUsage(check.day, dict.fromkeys(ROLES, (0, 0)), dict.fromkeys(ROLES, 0), 0),
+                )
+            return LeaseAdmission(taken=True)
+
     def commit_turn(
         self,
         user: User,
@@ -356,6 +405,7 @@ class MemoryTable:
                 item.lease_owner = None
 
     def get_session(self, user: User, session_id: str) -> SessionState | None:
+        self.calls.append("get_session")
         item = self.sessions.get((user.key, session_id))
         return item.state if item else None
 
@@ -514,33 +564,6 @@ class MemoryTable:
         counts[0] += delta.unadmitted
         counts[1] += delta.turn_tokens
         counts[2] += delta.turn_tokens - delta.released
-
-    def admit_turn(
-        self,
-        user: User,
-        day: str,
-        *,
-        estimate: int,
-        count_turn: bool,
-        turn_limit: int,
-        token_limit: int,
-    ) -> Admission:
-        check_day(day)
-        self.calls.append("admit_turn")
-        with self.lock:
-            counts = self.budget.get((user.key, day), [0, 0, 0])
-            refused = (count_turn and turn_limit > 0 and counts[0] >= turn_limit) or (
-                token_limit > 0 and counts[2] >= token_limit
-            )
-            if not refused:
-                counts = [counts[0] + int(count_turn), counts[1], counts[2] + estimate]
-                self.budget[(user.key, day)] = counts
-                # the write makes the day's item, as on DynamoDB: its usage reads as zeros
-                self.usage.setdefault(
-                    (user.key, day),
-                    DayUsage(day, dict.fromkeys(ROLES, (0, 0)), dict.fromkeys(ROLES, 0), 0),
-                )
-            return Admission(not refused, counts[0], counts[1], counts[2])
 
     def release_admission(self, user: User, day: str, *, estimate: int, count_turn: bool) -> None:
         check_day(day)

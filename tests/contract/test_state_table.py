@@ -22,10 +22,13 @@ from agent_harness.ids import User
 from agent_harness.keys import due_shard, shard_name
 from agent_harness.ports import (
     ROLES,
+    AdmissionCheck,
+    Budget,
     DayUsage,
     DueUser,
     FlushDue,
     GateClaim,
+    LeaseAdmission,
     PauseMark,
     SessionState,
     StateTable,
@@ -849,41 +852,63 @@ def test_purging_a_user_twice_removes_nothing_the_second_time(table: StateTable)
     assert table.purge_user(BOB) == 0
 
 
-# -- turn budgets: admissions ----------------------------------------------------------------
-def admit(table: StateTable, user: User = ALICE, **kwargs: Any) -> Any:
+# -- turn budgets: the lease write that admits the turn ------------------------------------
+_sessions = iter(range(10**6))
+
+
+def check(**kwargs: Any) -> AdmissionCheck:
     args = {"estimate": 100, "count_turn": True, "turn_limit": 0, "token_limit": 0} | kwargs
-    return table.admit_turn(user, DAY, **args)
+    return AdmissionCheck(DAY, override=args.pop("override", None), **args)
+
+
+def admit(table: StateTable, user: User = ALICE, **kwargs: Any) -> LeaseAdmission:
+    """A new session's lease with the admission ``kwargs`` describe (a fresh session each
+    time, so only the budget can refuse)."""
+    session = f"n{next(_sessions)}"
+    return table.lease_and_admit(
+        user, session, "o", T0, LEASE, expected=None, check=check(**kwargs)
+    )
 
 
 def test_the_turn_limit_admits_exactly_that_many_turns(table: StateTable) -> None:
-    found = [admit(table, turn_limit=2).admitted for _ in range(3)]
+    found = [admit(table, turn_limit=2).taken for _ in range(3)]
     assert found == [True, True, False]
-    refused = admit(table, turn_limit=2)
-    assert (refused.admitted, refused.turns, refused.reserved) == (False, 2, 200)
-    assert admit(table, BOB, turn_limit=2).admitted  # another user's day is their own
-    assert admit(table, count_turn=False, turn_limit=2).admitted  # a resume is not a turn
+    refused = admit(table, turn_limit=2).refused
+    assert refused is not None and (refused.turns, refused.reserved) == (2, 200)
+    assert admit(table, BOB, turn_limit=2).taken  # another user's day is their own
+    assert admit(table, count_turn=False, turn_limit=2).taken  # a resume is not a turn
+
+
+def test_a_refused_admission_takes_no_lease_and_makes_no_session(table: StateTable) -> None:
+    admit(table, turn_limit=1)
+    found = table.lease_and_admit(
+        ALICE, "s1", "o", T0, LEASE, expected=None, check=check(turn_limit=1)
+    )
+    assert not found.taken and found.refused is not None
+    assert table.get_session(ALICE, "s1") is None
 
 
 def test_the_token_limit_counts_reservations_and_commits_replace_them(table: StateTable) -> None:
-    assert admit(table, token_limit=150).admitted  # reserved 100
-    assert admit(table, token_limit=150).admitted  # 100 < 150: reserved 200
-    assert not admit(table, token_limit=150).admitted  # held by the running turns
+    assert admit(table, token_limit=150).taken  # reserved 100
+    assert admit(table, token_limit=150).taken  # 100 < 150: reserved 200
+    held = admit(table, token_limit=150).refused  # held by the running turns
+    assert held is not None and (held.turn_tokens, held.reserved) == (0, 200)
     table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
     spend = UsageDelta(DAY, tokens={"agent": (30, 10)}, turns=1, released=100)
     table.commit_turn(ALICE, "s1", "a", 1, NOW, usage=spend)  # 200 - 100 + 40
-    after = admit(table, token_limit=150)
-    assert (after.admitted, after.turn_tokens, after.reserved) == (True, 40, 240)
+    assert admit(table, token_limit=150).taken  # 140 < 150
+    after = admit(table, token_limit=150).refused
+    assert after is not None and (after.turn_tokens, after.reserved) == (40, 240)
 
 
 def test_releasing_an_admission_gives_back_its_estimate_and_turn(table: StateTable) -> None:
     admit(table, turn_limit=1, token_limit=150)
-    assert not admit(table, turn_limit=1).admitted
+    assert not admit(table, turn_limit=1).taken
     table.release_admission(ALICE, DAY, estimate=100, count_turn=True)
-    again = admit(table, turn_limit=1, token_limit=150)
-    assert (again.admitted, again.turns, again.reserved) == (True, 1, 100)
+    assert admit(table, turn_limit=1, token_limit=150).taken
     table.release_admission(ALICE, DAY, estimate=100, count_turn=False)  # a paused turn
-    kept = admit(table, turn_limit=1)
-    assert (kept.admitted, kept.turns, kept.reserved) == (False, 1, 0)
+    kept = admit(table, turn_limit=1).refused
+    assert kept is not None and (kept.turns, kept.reserved) == (1, 0)
 
 
 def test_admissions_leave_the_reported_usage_alone(table: StateTable) -> None:
@@ -892,9 +917,81 @@ def test_admissions_leave_the_reported_usage_alone(table: StateTable) -> None:
     assert day.turns == 0 and day.total_tokens == 0
 
 
-def test_a_budget_override_is_kept_replaced_and_removed_per_user(table: StateTable) -> None:
-    from agent_harness.ports import Budget
+def test_without_limits_the_write_takes_the_lease_and_counts_nothing(table: StateTable) -> None:
+    assert admit(table).taken
+    assert table.usage_days(ALICE, DAY, DAY) == []
 
+
+def test_the_lease_is_taken_only_from_a_session_as_expected(table: StateTable) -> None:
+    new_session(table, turn=3)
+    lease = {"expected": None, "check": check(turn_limit=5)}
+    found = table.lease_and_admit(ALICE, "s1", "a", T0, LEASE, **lease)
+    assert (found.taken, found.session_changed, found.session) == (
+        False,
+        True,
+        SessionState(turn=3),
+    )
+    stale = table.lease_and_admit(
+        ALICE, "s1", "a", T0, LEASE, expected=SessionState(turn=2), check=check(turn_limit=5)
+    )
+    assert stale.session_changed and stale.session == SessionState(turn=3)
+    gone = table.lease_and_admit(
+        ALICE, "s9", "a", T0, LEASE, expected=SessionState(turn=1), check=check(turn_limit=5)
+    )
+    assert gone.session_changed and gone.session is None
+    assert table.usage_days(ALICE, DAY, DAY) == []  # none of them admitted anything
+    taken = table.lease_and_admit(
+        ALICE, "s1", "a", T0, LEASE, expected=SessionState(turn=3), check=check(turn_limit=5)
+    )
+    assert taken.taken
+    with pytest.raises(SessionBusyError) as busy:
+        table.lease_and_admit(
+            ALICE, "s1", "b", T0 + 1000, LEASE, expected=SessionState(turn=3), check=check()
+        )
+    assert busy.value.retry_after == 59
+    table.commit_turn(ALICE, "s1", "a", 4, NOW)
+    assert table.get_session(ALICE, "s1") == SessionState(turn=4)
+
+
+def test_the_pause_mark_and_the_flush_gate_are_part_of_the_expected_session(
+    table: StateTable,
+) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    mark = PauseMark("p-1", 1, T0)
+    table.pause_turn(ALICE, "s1", "a", mark, 0)
+    plain = table.lease_and_admit(
+        ALICE, "s1", "b", T0, LEASE, expected=SessionState(), check=check()
+    )
+    assert plain.session_changed and plain.session == SessionState(pause=mark)
+    assert table.lease_and_admit(
+        ALICE, "s1", "b", T0, LEASE, expected=SessionState(pause=mark), check=check()
+    ).taken
+    table.commit_turn(ALICE, "s1", "b", 1, NOW)
+    table.claim_flush_gate(ALICE, "s1", T0 + 5, 1000)
+    gated = table.lease_and_admit(
+        ALICE, "s1", "c", T0, LEASE, expected=SessionState(turn=1), check=check()
+    )
+    assert gated.session is not None and gated.session.flush_gate_ms == T0 + 5
+    expected = SessionState(turn=1, flush_gate_ms=T0 + 5)
+    assert table.lease_and_admit(
+        ALICE, "s1", "c", T0, LEASE, expected=expected, check=check()
+    ).taken
+
+
+def test_the_write_checks_the_override_it_was_computed_from(table: StateTable) -> None:
+    table.set_budget(ALICE, Budget(turns=3))
+    found = admit(table, turn_limit=5)  # computed without the override
+    assert found.override_changed and found.override == Budget(turns=3)
+    assert table.usage_days(ALICE, DAY, DAY) == []
+    assert admit(table, turn_limit=3, override=Budget(turns=3)).taken
+    other = admit(table, turn_limit=3, override=Budget(turns=3, tokens=9))
+    assert other.override_changed and other.override == Budget(turns=3)
+    table.set_budget(ALICE, None)
+    assert admit(table, turn_limit=3, override=Budget(turns=3)).override_changed
+    assert admit(table, turn_limit=3).taken
+
+
+def test_a_budget_override_is_kept_replaced_and_removed_per_user(table: StateTable) -> None:
     assert table.get_budget(ALICE) is None
     table.set_budget(ALICE, Budget(tokens=500, turns=None, memory_tokens=0))
     assert table.get_budget(ALICE) == Budget(tokens=500, turns=None, memory_tokens=0)

@@ -119,16 +119,41 @@ def test_a_second_turn_needs_no_ledger_listing_so_seven_requests(
     )
 
 
-def test_with_turn_budgets_a_turn_adds_one_conditional_write(stack: Stack) -> None:
-    app = stack.handler(FN, HARNESS_USER_DAILY_TURNS="5", HARNESS_USER_DAILY_TOKENS="100000")
-    stack.invoke(app, load_event("agent_call_post_message.json"), FN)
+BUDGETS = {"HARNESS_USER_DAILY_TURNS": "5", "HARNESS_USER_DAILY_TOKENS": "100000"}
+
+
+def ops(calls: list[str]) -> list[str]:
+    return sorted(c.split(":")[0] for c in calls)
+
+
+def test_with_budgets_the_lease_write_admits_the_turn_so_no_request_is_added(
+    stack: Stack,
+) -> None:
+    app = stack.handler(FN, **BUDGETS)
     calls = count_requests(app)
+    assert stack.invoke(app, load_event("agent_call_post_message.json"), FN)["statusCode"] == 200
+    # the lease's UpdateItem becomes a TransactWriteItems with the admission in it
+    with_budgets = [c if c != "UpdateItem" else "TransactWriteItems" for c in HOT_PATH]
+    assert ops(calls) == sorted(with_budgets)  # a new session: AGENTS.md for the context
+    calls.clear()
 
     response = stack.invoke(app, load_event("agent_call_post_message.json"), FN)
 
     assert response["statusCode"] == 200
-    expected = [c for c in HOT_PATH if c != "ListObjectsV2"] + ["UpdateItem"]  # the admission
-    assert sorted(c.split(":")[0] for c in calls) == sorted(expected)
+    assert ops(calls) == sorted(c for c in with_budgets if c != "ListObjectsV2")
+
+
+def test_a_container_new_to_a_session_tries_the_lease_write_once_more(stack: Stack) -> None:
+    first = stack.handler(FN, **BUDGETS)
+    assert stack.invoke(first, load_event("agent_call_post_message.json"), FN)["statusCode"] == 200
+    other = stack.handler(FN, **BUDGETS)  # a cold container: it guesses a new session
+    calls = count_requests(other)
+
+    response = stack.invoke(other, load_event("agent_call_post_message.json"), FN)
+
+    assert response["statusCode"] == 200 and body(response)["turn"] == 2
+    with_budgets = [c if c != "UpdateItem" else "TransactWriteItems" for c in HOT_PATH]
+    assert ops(calls) == sorted([*with_budgets, "TransactWriteItems"])
 
 
 def test_a_spent_turn_budget_is_429_with_retry_after_and_writes_nothing(stack: Stack) -> None:

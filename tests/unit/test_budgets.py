@@ -1,4 +1,5 @@
-"""Per-user daily budgets for turns (agent_harness.usage.admit_turn, in run_turn): the
+"""Per-user daily budgets for turns (checked by the write that takes a turn's session
+lease, agent.lease; the rules in agent_harness.usage): the
 turn and token limits, refusals that write nothing and say when to come back, renewal
 at midnight, and admissions given back by turns that fail or pause."""
 
@@ -6,11 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from agent_harness.agent.lease import session_lease
 from agent_harness.agent.turn import run_turn
 from agent_harness.errors import BudgetExhaustedError, ModelError
 from agent_harness.ids import User
 from agent_harness.settings import Settings
-from agent_harness.usage import admit_turn, usage_report
+from agent_harness.usage import usage_report
 from tests.fakes import ScriptedModel, failing, make_runtime
 
 ANN, BOB = User.from_id("ann"), User.from_id("bob")
@@ -49,10 +51,10 @@ def test_the_token_limit_counts_committed_agent_tokens() -> None:
 
 def test_running_turns_hold_their_estimate_so_a_concurrent_one_waits_briefly() -> None:
     rt = budgeted(user_daily_tokens=500)
-    first = admit_turn(rt, ANN, counts_a_turn=True)  # a turn in flight reserves 1,000
-    assert first is not None and first.estimate >= 500
-    with pytest.raises(BudgetExhaustedError, match="running turns") as held:
-        run_turn(rt, ANN, "s2", "at the same time")
+    with session_lease(rt, ANN, "s1", admit=True) as first:  # a turn in flight
+        assert first.admission is not None and first.admission.estimate >= 500
+        with pytest.raises(BudgetExhaustedError, match="running turns") as held:
+            run_turn(rt, ANN, "s2", "at the same time")
     assert held.value.retry_after == 5
 
 
@@ -68,7 +70,59 @@ def test_a_failed_turn_gives_its_admission_back() -> None:
 def test_without_budgets_a_turn_makes_no_admission() -> None:
     rt = make_runtime()
     run_turn(rt, ANN, "s1", "hello")
-    assert "admit_turn" not in rt.table.calls
+    assert "lease_and_admit" not in rt.table.calls
+    assert rt.table.calls.count("acquire_session_lease") == 1
+
+
+def test_with_budgets_the_lease_write_admits_the_turn_in_one_call() -> None:
+    rt = budgeted(user_daily_turns=5)
+    run_turn(rt, ANN, "s1", "one")
+    run_turn(rt, ANN, "s1", "two")
+    writes = [c for c in rt.table.calls if c in ("acquire_session_lease", "lease_and_admit")]
+    assert writes == ["lease_and_admit", "lease_and_admit"]  # a new session, then as left
+    assert "get_budget" not in rt.table.calls  # the write checks the override itself
+    assert rt.table.budget[(ANN.key, "2026-11-30")][0] == 2
+
+
+def test_a_session_changed_by_another_container_costs_one_more_try() -> None:
+    rt = budgeted(user_daily_turns=5)
+    other = make_runtime(settings=rt.settings, table=rt.table, store=rt.store)
+    run_turn(rt, ANN, "s1", "one")
+    run_turn(other, ANN, "s1", "two, elsewhere")  # first seen there: a new-session guess
+    rt.table.calls.clear()
+    assert run_turn(rt, ANN, "s1", "three").turn == 3
+    assert rt.table.calls.count("lease_and_admit") == 2
+    assert rt.table.budget[(ANN.key, "2026-11-30")][0] == 3
+
+
+def test_an_override_set_since_the_last_turn_applies_to_the_next_one() -> None:
+    from agent_harness.ports import Budget
+
+    rt = budgeted(user_daily_turns=5)
+    run_turn(rt, ANN, "s1", "one")
+    rt.table.set_budget(ANN, Budget(turns=1))  # by an operator, through another container
+    with pytest.raises(BudgetExhaustedError, match="turns"):
+        run_turn(rt, ANN, "s1", "two")
+    rt.table.set_budget(ANN, None)
+    assert run_turn(rt, ANN, "s1", "two, again").status == "completed"
+
+
+def test_results_for_a_session_this_container_never_saw_are_read_first() -> None:
+    from tests.fakes import ORDER_TOOL
+    from tests.unit.test_client_tools import calls
+    from tests.unit.test_routes import call
+
+    model = ScriptedModel(calls(("lookup_order", {"order_id": 42})), "Order 42 has shipped.")
+    settings = Settings(auth_mode="dev", user_daily_tokens=10_000)
+    rt = make_runtime(settings=settings, agent=model)
+    url = "/v1/sessions/s1/messages"
+    _, paused, _ = call(rt, "POST", url, {"message": "Where is 42?", "tools": [ORDER_TOOL]})
+    assert paused["status"] == "requires_action"
+    rt.sessions_seen.clear()  # as a new container would
+    rt.table.calls.clear()
+    results = {"tool_results": [{"tool_call_id": "call_1", "content": "shipped"}]}
+    assert call(rt, "POST", url, results)[1]["status"] == "completed"
+    assert rt.table.calls[:2] == ["get_session", "lease_and_admit"]
 
 
 def test_over_http_a_spent_budget_is_429_with_retry_after() -> None:

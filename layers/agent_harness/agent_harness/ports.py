@@ -8,7 +8,8 @@ so they never depend on an adapter, and a contract suite runs every port against
     SessionTable        a session's lease, turn counter and pause mark (the hot path)
     FlushTable          flush cursors, the flush throttle gate and its due marks
     ConsolidationTable  a user's consolidation lease, watermark and due marks
-    UsageTable          per-user, per-day usage counters (tokens and calls by role, turns)
+    UsageTable          per-user, per-day usage counters and budgets (``usage_ports``,
+                        re-exported here)
     StateTable          all four plus forgetting a user (one DynamoDB table)
     JobQueue            the post-turn and consolidation queues (SQS)
     ToolServers         the remote tool servers of a container (MCP)
@@ -20,10 +21,20 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_harness.errors import PreconditionFailedError, StoreError
+from agent_harness.usage_ports import (
+    ROLES,
+    TURN_ROLES,
+    Admission,
+    Budget,
+    DayUsage,
+    UsageDelta,
+    UsageTable,
+    check_day,
+    check_usage,
+)
 
 if TYPE_CHECKING:
     import builtins
@@ -37,6 +48,7 @@ __all__ = [
     "ROLES",
     "TURN_ROLES",
     "Admission",
+    "AdmissionCheck",
     "AppendBuilder",
     "Budget",
     "ConsolidationTable",
@@ -46,6 +58,7 @@ __all__ = [
     "FlushTable",
     "GateClaim",
     "JobQueue",
+    "LeaseAdmission",
     "ObjectInfo",
     "PauseMark",
     "SessionState",
@@ -243,6 +256,41 @@ class GateClaim:
     held_ms: int | None = None
 
 
+@dataclass(frozen=True)
+class AdmissionCheck:
+    """What a turn asks of its user's day in the write that takes its session lease."""
+
+    day: str
+    #: tokens reserved while the turn runs (0 without a token limit)
+    estimate: int
+    #: a new message counts a turn; a paused turn's resume does not
+    count_turn: bool
+    turn_limit: int
+    token_limit: int
+    #: the override the limits came from: the write checks it is still the one stored
+    override: Budget | None
+
+    @property
+    def admits(self) -> bool:
+        """Is there a limit to admit under (else the write only checks the override)?"""
+        return self.turn_limit > 0 or self.token_limit > 0
+
+
+@dataclass(frozen=True)
+class LeaseAdmission:
+    """One try at a session lease with its turn's admission. ``taken``: both done. Else
+    what differed: the override stored (``override_changed``: it is ``override``), the
+    budget (``refused``: the day's counts), or the session (``session_changed``: it is
+    ``session``, None for no item); none of them: a conflicting write, try again."""
+
+    taken: bool
+    override_changed: bool = False
+    override: Budget | None = None
+    refused: Admission | None = None
+    session_changed: bool = False
+    session: SessionState | None = None
+
+
 class SessionTable(Protocol):
     """The agent's turn: one lease per (user, session), the turn counter, the pause mark."""
 
@@ -256,6 +304,24 @@ class SessionTable(Protocol):
         *,
         must_exist: bool = False,
     ) -> SessionState: ...
+
+    def lease_and_admit(
+        self,
+        user: User,
+        session_id: str,
+        owner: str,
+        now_ms: int,
+        lease_ms: int,
+        *,
+        expected: SessionState | None,
+        check: AdmissionCheck,
+    ) -> LeaseAdmission:
+        """One atomic write: take the lease of a session that is as ``expected`` (None: a
+        session never written), check the user's override is still ``check.override``
+        and admit the turn under ``check``'s limits. Nothing is written unless all three
+        hold; the answer then says what was found instead. ``SessionBusyError`` when
+        another holder has the lease (and neither the override nor the budget refused)."""
+        ...
 
     def commit_turn(
         self,
@@ -323,156 +389,6 @@ class ConsolidationTable(Protocol):
     def query_due(self, shard: str) -> list[DueUser]: ...
 
     def abandon_consolidation(self, user: User, owner: str) -> bool: ...
-
-
-#: the model roles whose spend is counted
-ROLES = ("agent", "compaction", "memory")
-#: the roles a turn budget counts (memory has its own budget)
-TURN_ROLES = ("agent", "compaction")
-
-
-@dataclass(frozen=True)
-class UsageDelta:
-    """Spend to add to one user's day (the day in HARNESS_TIMEZONE)."""
-
-    day: str
-    #: role -> (input tokens, output tokens)
-    tokens: dict[str, tuple[int, int]] = field(default_factory=dict)
-    #: role -> model calls
-    model_calls: dict[str, int] = field(default_factory=dict)
-    turns: int = 0
-    #: the estimate this turn's admission reserved, given back as its real tokens land
-    released: int = 0
-    #: a turn no admission counted (no limit when it began), so a later limit sees it
-    unadmitted: int = 0
-
-    def empty(self) -> bool:
-        """Nothing to add: every count is zero (or absent)."""
-        counts = [self.turns, self.released, self.unadmitted, *self.model_calls.values()]
-        return not any(counts) and not any(i or o for i, o in self.tokens.values())
-
-    @property
-    def turn_tokens(self) -> int:
-        return sum(sum(self.tokens.get(r, (0, 0))) for r in TURN_ROLES)
-
-
-@dataclass(frozen=True)
-class Budget:
-    """Daily limits (0: unlimited); in an override, None keeps the stack's default."""
-
-    tokens: int | None = None
-    turns: int | None = None
-    memory_tokens: int | None = None
-
-
-@dataclass(frozen=True)
-class Admission:
-    """A turn's admission, with the day's counts it left (refused: found)."""
-
-    admitted: bool
-    #: turns admitted today (completed, running or failed), this one included if admitted
-    turns: int
-    #: agent and compaction tokens of committed turns
-    turn_tokens: int
-    #: ``turn_tokens`` plus the estimates of the turns still running
-    reserved: int
-
-
-@dataclass(frozen=True)
-class DayUsage:
-    """One user's spend on one day."""
-
-    day: str
-    #: every role of ROLES, (0, 0) when none
-    tokens: dict[str, tuple[int, int]]
-    #: every role of ROLES, 0 when none
-    model_calls: dict[str, int]
-    turns: int
-
-    @property
-    def total_tokens(self) -> int:
-        """Every role's input and output tokens."""
-        return sum(i + o for i, o in self.tokens.values())
-
-    @property
-    def turn_tokens(self) -> int:
-        return sum(sum(self.tokens.get(r, (0, 0))) for r in TURN_ROLES)
-
-
-def check_day(day: str) -> str:
-    """``day`` if it is a YYYY-MM-DD date, else ValueError."""
-    try:
-        if len(day) == 10 and date.fromisoformat(day).isoformat() == day:
-            return day
-    except (TypeError, ValueError):
-        pass
-    raise ValueError(f"not a YYYY-MM-DD day: {day!r}")
-
-
-def _count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def check_usage(delta: UsageDelta) -> None:
-    """ValueError unless the day is YYYY-MM-DD, every role is one of ROLES and every
-    count a non-negative int (what both ``UsageTable`` implementations accept)."""
-    check_day(delta.day)
-    for role in (*delta.tokens, *delta.model_calls):
-        if role not in ROLES:
-            raise ValueError(f"unknown role {role!r}: expected one of {', '.join(ROLES)}")
-    pairs = delta.tokens.values()
-    if not all(isinstance(p, tuple | list) and len(p) == 2 and all(map(_count, p)) for p in pairs):
-        raise ValueError("token counts must be (input, output) pairs of non-negative ints")
-    counts = [*delta.model_calls.values(), delta.turns, delta.released, delta.unadmitted]
-    if not all(map(_count, counts)):
-        raise ValueError("model calls, turns and released tokens must be non-negative ints")
-
-
-class UsageTable(Protocol):
-    """Per-user, per-day usage counters: one item per (user, day), added to atomically.
-
-    Each method raises ValueError for a malformed day, an unknown role or a negative
-    count, and StoreError when the table fails."""
-
-    def add_usage(self, user: User, delta: UsageDelta) -> None:
-        """Add ``delta`` to the user's day (creating it); an empty delta writes nothing."""
-        ...
-
-    def usage_days(self, user: User, first_day: str, last_day: str) -> list[DayUsage]:
-        """The user's days from ``first_day`` to ``last_day`` (both included) that have
-        usage, oldest first; days without any are left out."""
-        ...
-
-    def top_users(self, day: str, limit: int) -> list[tuple[str, DayUsage]]:
-        """The users (``User.key``) with the most tokens on ``day``, at most ``limit``
-        (none below 1), highest first, ties by key."""
-        ...
-
-    def admit_turn(
-        self,
-        user: User,
-        day: str,
-        *,
-        estimate: int,
-        count_turn: bool,
-        turn_limit: int,
-        token_limit: int,
-    ) -> Admission:
-        """One conditional write: admit while admitted turns < ``turn_limit`` and reserved
-        tokens < ``token_limit`` (0: none), reserving ``estimate``; refused: no write."""
-        ...
-
-    def release_admission(self, user: User, day: str, *, estimate: int, count_turn: bool) -> None:
-        """Give back an admission whose turn ended without a commit (failed, or paused)."""
-        ...
-
-    def get_budget(self, user: User) -> Budget | None:
-        """The user's budget override (an operator's), or None."""
-        ...
-
-    def set_budget(self, user: User, budget: Budget | None) -> None:
-        """Replace the user's override; None removes it."""
-        ...
 
 
 class StateTable(SessionTable, FlushTable, ConsolidationTable, UsageTable, Protocol):

@@ -26,7 +26,13 @@ if TYPE_CHECKING:
 
     import boto3
 
-    from agent_harness.ports import JobQueue, StateTable, ToolServers, WorkspaceStore
+    from agent_harness.ports import (
+        JobQueue,
+        SessionState,
+        StateTable,
+        ToolServers,
+        WorkspaceStore,
+    )
     from agent_harness.settings import Settings
 
 __all__ = ["Runtime"]
@@ -55,10 +61,13 @@ class Runtime:
     clients: dict[str, Any] = field(default_factory=dict)
     #: when this invocation's model work must end; handlers start it from their context
     deadline: Deadline = field(default_factory=Deadline)
-    #: per container, by user key: budget overrides as read (when, what) and the tokens
-    #: of a committed turn as last seen (a running turn's reservation)
+    #: per container, by user key: budget overrides as last seen (when, what) and what
+    #: the user's committed turns cost on average (a running turn's reservation)
     budget_cache: dict[str, tuple[float, Any]] = field(default_factory=dict)
     turn_costs: dict[str, int] = field(default_factory=dict)
+    #: by (user key, session id): each session as this container last left it, which the
+    #: lease write checks when budgets are on (agent.lease)
+    sessions_seen: dict[tuple[str, str], SessionState] = field(default_factory=dict)
     #: the remote tool servers (MCP) of this container: built on first use, so importing
     #: a handler imports no MCP code and opens no connection
     tool_servers: ToolServers | None = None

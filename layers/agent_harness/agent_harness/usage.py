@@ -15,30 +15,35 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.errors import BudgetExhaustedError, HarnessError, ValidationFailedError
-from agent_harness.ports import ROLES, Budget, UsageDelta
+from agent_harness.ports import ROLES, AdmissionCheck, Budget, UsageDelta
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
     from agent_harness.models.base import Usage
-    from agent_harness.ports import DayUsage
+    from agent_harness.ports import Admission, DayUsage
     from agent_harness.runtime import Runtime
 
 __all__ = [
     "MAX_USAGE_DAYS",
-    "TurnAdmission",
     "UsageReport",
-    "admit_turn",
+    "admission_check",
     "budget_view",
+    "budgets_on",
     "combine",
     "effective_budget",
+    "known_override",
+    "learn_turn_cost",
     "memory_budget_exhausted",
+    "merged_budget",
+    "note_override",
     "record_spend",
+    "refuse_turn",
     "release_turn",
     "renewal",
     "set_user_budget",
@@ -67,7 +72,8 @@ def renewal(rt: Runtime) -> datetime:
     return tomorrow.astimezone(UTC)
 
 
-#: how long a container trusts a user's budget override it has read (``rt.budget_cache``)
+#: how long a memory job trusts a user's override as read (``rt.budget_cache``); a turn
+#: needs no fresh read: its admission checks the override it used in the same write
 OVERRIDE_SECONDS = 60.0
 
 
@@ -80,17 +86,21 @@ def stack_budget(rt: Runtime) -> Budget:
 
 def effective_budget(rt: Runtime, user: User, *, fresh: bool = False) -> Budget:
     """The user's daily limits: the stack's, each replaced by the operator's override
-    where it sets one. Overrides apply on a stack with budgets on (any limit above 0),
-    which reads them at most once a minute per container (``fresh``: now)."""
+    where it sets one. Overrides apply on a stack with budgets on (any limit above 0);
+    read at most once a minute per container (``fresh``: now)."""
     base = stack_budget(rt)
-    if not (base.tokens or base.turns or base.memory_tokens):
+    if not budgets_on(rt):
         return base
     now = rt.clock.now().timestamp()
     cached = rt.budget_cache.get(user.key)
     if fresh or cached is None or now - cached[0] >= OVERRIDE_SECONDS:
         cached = (now, rt.table.get_budget(user))
         rt.budget_cache[user.key] = cached
-    override: Budget | None = cached[1]
+    return merged_budget(base, cached[1])
+
+
+def merged_budget(base: Budget, override: Budget | None) -> Budget:
+    """The stack's limits, each replaced by the override's where it sets one."""
     if override is None:
         return base
     return Budget(
@@ -107,7 +117,7 @@ def effective_budget(rt: Runtime, user: User, *, fresh: bool = False) -> Budget:
 
 def set_user_budget(rt: Runtime, user: User, budget: Budget | None) -> dict[str, object]:
     """An operator's override for one user (None removes it); returns ``budget_view``.
-    Other containers see it within ``OVERRIDE_SECONDS``."""
+    A turn in any container sees it at once; a memory job within ``OVERRIDE_SECONDS``."""
     for value in (budget.tokens, budget.turns, budget.memory_tokens) if budget else ():
         if value is not None and (isinstance(value, bool) or value < 0):
             raise ValidationFailedError("budget limits are whole numbers, 0 or more")
@@ -121,7 +131,7 @@ def budget_view(rt: Runtime, user: User) -> dict[str, object]:
     """The stack's limits, the user's override and what applies (0: unlimited)."""
     base = stack_budget(rt)
     override = rt.table.get_budget(user)
-    on = bool(base.tokens or base.turns or base.memory_tokens)
+    on = budgets_on(rt)
     return {
         "user_id": user.id,
         "stack": asdict(base),
@@ -150,44 +160,47 @@ MIN_ESTIMATE = 1_000
 HELD_RETRY_SECONDS = 5
 
 
-@dataclass(frozen=True)
-class TurnAdmission:
-    """A turn let in under its user's budgets: what it reserved, to give back or spend."""
-
-    day: str
-    estimate: int
-    count_turn: bool
+def budgets_on(rt: Runtime) -> bool:
+    """Does the stack set any daily limit? (Overrides apply only then.)"""
+    base = stack_budget(rt)
+    return bool(base.tokens or base.turns or base.memory_tokens)
 
 
-def admit_turn(rt: Runtime, user: User, *, counts_a_turn: bool) -> TurnAdmission | None:
-    """Let a turn in, or raise ``BudgetExhaustedError`` before anything is written or a
-    model called. One conditional write when a budget is set (none otherwise): the turn
-    limit is exact; a token budget admits while committed tokens plus the estimates of
-    the user's running turns are under it, so concurrent turns at the edge overspend by
-    at most the last one admitted (as long as a turn costs about the user's average).
-    A resumed turn (tool results) is checked against the tokens, not counted again."""
-    limits = effective_budget(rt, user)
+def known_override(rt: Runtime, user: User) -> Budget | None:
+    """The user's override as this container last saw it, however old (None: none seen).
+    A turn's admission checks it in its own write, so it needs no fresh read."""
+    cached = rt.budget_cache.get(user.key)
+    return cached[1] if cached else None
+
+
+def note_override(rt: Runtime, user: User, override: Budget | None) -> None:
+    """Remember the override a refused admission found stored."""
+    rt.budget_cache[user.key] = (rt.clock.now().timestamp(), override)
+
+
+def admission_check(
+    rt: Runtime, user: User, *, counts_a_turn: bool, override: Budget | None
+) -> AdmissionCheck:
+    """What a turn's lease write checks: the limits under ``override`` (which the write
+    verifies is still the stored one) and, under a token limit, the reservation. A
+    resumed turn (tool results) is checked against the tokens, not counted again."""
+    limits = merged_budget(stack_budget(rt), override)
     token_limit, turn_limit = limits.tokens or 0, limits.turns or 0
-    if token_limit <= 0 and turn_limit <= 0:
-        return None
-    day = today(rt)
     estimate = max(MIN_ESTIMATE, rt.turn_costs.get(user.key, 0)) if token_limit else 0
-    found = rt.table.admit_turn(
-        user,
-        day,
-        estimate=estimate,
-        count_turn=counts_a_turn,
-        turn_limit=turn_limit,
-        token_limit=token_limit,
-    )
-    done = found.turns - (1 if found.admitted and counts_a_turn else 0)
-    if done > 0 and found.turn_tokens:
-        rt.turn_costs[user.key] = found.turn_tokens // done
-    if found.admitted:
-        return TurnAdmission(day, estimate, counts_a_turn)
+    return AdmissionCheck(today(rt), estimate, counts_a_turn, turn_limit, token_limit, override)
+
+
+def refuse_turn(rt: Runtime, user: User, found: Admission, check: AdmissionCheck) -> NoReturn:
+    """Raise the ``BudgetExhaustedError`` for an admission refused with the day's counts
+    ``found``. The turn limit is exact; a token budget admits while committed tokens plus
+    the estimates of the user's running turns are under it, so concurrent turns at the
+    edge overspend by at most the last one admitted (if a turn costs about the average).
+    Refused while only running turns hold the rest: ask again in a few seconds."""
+    if found.turns > 0 and found.turn_tokens:  # the user's average turn, for estimates
+        rt.turn_costs[user.key] = found.turn_tokens // found.turns
     metrics.add_metric("TurnsRefusedOverBudget", MetricUnit.Count, 1)  # never per user
-    spent_turns = counts_a_turn and 0 < turn_limit <= found.turns
-    spent_tokens = 0 < token_limit <= found.turn_tokens
+    spent_turns = check.count_turn and 0 < check.turn_limit <= found.turns
+    spent_tokens = 0 < check.token_limit <= found.turn_tokens
     if spent_turns or spent_tokens:
         wait = max(1, int((renewal(rt) - rt.clock.now()).total_seconds()) + 1)
         what = "turns" if spent_turns else "tokens"
@@ -201,7 +214,16 @@ def admit_turn(rt: Runtime, user: User, *, counts_a_turn: bool) -> TurnAdmission
     )
 
 
-def release_turn(rt: Runtime, user: User, admission: TurnAdmission, *, keep_turn: bool) -> None:
+def learn_turn_cost(rt: Runtime, user: User, delta: UsageDelta) -> None:
+    """Keep a running average of what the user's committed turns cost, for the next
+    admission's reservation."""
+    if delta.turns > 0:
+        cost = delta.turn_tokens // delta.turns
+        before = rt.turn_costs.get(user.key)
+        rt.turn_costs[user.key] = cost if before is None else (before + cost) // 2
+
+
+def release_turn(rt: Runtime, user: User, admission: AdmissionCheck, *, keep_turn: bool) -> None:
     """Give back what a turn reserved when it ends without a commit that spends it:
     failed (the turn too) or paused (``keep_turn``: its resume is not a new turn)."""
     try:
@@ -222,7 +244,7 @@ def turn_delta(
     compaction: Usage,
     *,
     completed: bool,
-    admission: TurnAdmission | None = None,
+    admission: AdmissionCheck | None = None,
     counted: bool = False,
 ) -> UsageDelta:
     """What a turn's own calls spent, for its commit: its ``admission`` (this call's,

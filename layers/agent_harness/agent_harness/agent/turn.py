@@ -1,7 +1,8 @@
 """One agent turn, POST /v1/sessions/{id}/messages. No memory LLM work on this path.
 
     1 DynamoDB UpdateItem   session lease (409 + Retry-After when held); turn counter and
-                            pause mark read
+                            pause mark read. With daily budgets on, a TransactWriteItems
+                            that also admits the turn (429 over budget; agent/lease)
     2 S3 GET                MEMORY.md  -> reference message, capped       } concurrent
     3 S3 GET                context.json; AGENTS.md instead for a new     }
                             session (the persona is kept in the context)
@@ -9,7 +10,8 @@
     4 S3 PUT                sessions/<s>/turns/<n>.json, create-only (the thread log)
       (the turn's memory_save calls are applied here)
     5 S3 PUT                context.json, If-Match / If-None-Match
-    6 DynamoDB UpdateItem   turn := n and lease released, in one conditional write
+    6 DynamoDB write        turn := n, lease released and the turn's spend counted, in
+                            one conditional TransactWriteItems
     7 SQS SendMessage       post-turn job (FlushQueue, group = user)
 
 Seven AWS requests (docs/design.md#budgets); steps 4, 7 and the saves are
@@ -60,9 +62,9 @@ from agent_harness.errors import (
 from agent_harness.ids import validate_session_id
 from agent_harness.models.base import Message, ToolSpec, Usage
 from agent_harness.paths import AGENTS_FILE, MEMORY_FILE, context_path, turn_path
-from agent_harness.ports import PauseMark, UsageDelta
+from agent_harness.ports import AdmissionCheck, PauseMark, UsageDelta
 from agent_harness.records import MemoryInjection, PendingTurn, TurnRecord, WorkingContext
-from agent_harness.usage import TurnAdmission, admit_turn, combine, release_turn, turn_delta
+from agent_harness.usage import combine, release_turn, turn_delta
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -105,14 +107,17 @@ def run_turn(
         check_history(history)
     declared = declare_tools(tools, rt.settings) if tools is not None else None
     started = rt.clock.now()
-    # the user's budgets, before anything is written (a cancel spends nothing new)
-    admission = None if cancel else admit_turn(rt, user, counts_a_turn=message is not None)
+    # the user's budgets are checked by the write that takes the lease, before any
+    # model call (a cancel spends nothing new); results and cancels are for a turn that
+    # exists: a session never seen stays unmade
+    admit = None if cancel else message is not None
+    admission: AdmissionCheck | None = None
     turn: _Turn | None = None
     keep_turn = False  # a paused turn's resume is the same turn
-    # results and cancels are for a turn that exists: a session never seen stays unmade
     try:
-        with session_lease(rt, user, session_id, must_exist=message is None) as lease:
-            turn = _Turn(rt, user, session_id, lease, started, admission)
+        with session_lease(rt, user, session_id, must_exist=message is None, admit=admit) as lease:
+            admission = lease.admission
+            turn = _Turn(rt, user, session_id, lease, started)
             result = turn.serve(message, declared, tool_results, cancel, history, persona)
         keep_turn = result.status == "requires_action"
     except SessionNotFoundError:
@@ -164,17 +169,11 @@ class _Turn:
     """One request on a session whose lease it holds."""
 
     def __init__(
-        self,
-        rt: Runtime,
-        user: User,
-        session_id: str,
-        lease: SessionLease,
-        started: datetime,
-        admission: TurnAdmission | None = None,
+        self, rt: Runtime, user: User, session_id: str, lease: SessionLease, started: datetime
     ) -> None:
         self.rt, self.user, self.session_id = rt, user, session_id
         #: this call's budget admission; a commit spends its estimate (once)
-        self.admission = admission
+        self.admission = lease.admission
         self.admission_spent = False
         self.lease, self.started = lease, started
         self.settings = rt.settings

@@ -20,7 +20,16 @@ from botocore.exceptions import BotoCoreError, ClientError
 from agent_harness.aws.dynamo import DynamoItems, is_condition_failure, n_, plain, s_, session_state
 from agent_harness.errors import ConflictError, SessionBusyError, SessionNotFoundError, StoreError
 from agent_harness.keys import BUDGET_SK, usage_day_of, usage_sk, user_key_of, user_pk
-from agent_harness.ports import ROLES, Admission, Budget, DayUsage, check_day, check_usage
+from agent_harness.ports import (
+    ROLES,
+    Admission,
+    AdmissionCheck,
+    Budget,
+    DayUsage,
+    LeaseAdmission,
+    check_day,
+    check_usage,
+)
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -65,6 +74,118 @@ def day_usage(item: dict[str, Any]) -> DayUsage:
     )
 
 
+#: the limits of a budget override, each an attribute of its item when set
+_LIMITS = ("tokens", "turns", "memory_tokens")
+
+
+def budget_of(item: dict[str, Any]) -> Budget | None:
+    """An override item (plain) as a Budget; None for no item."""
+    if not item:
+        return None
+    return Budget(**{k: int(item[k]) if k in item else None for k in _LIMITS})
+
+
+def admission_of(item: dict[str, Any], *, admitted: bool) -> Admission:
+    """A usage item's admission counts (plain; {} for none)."""
+    return Admission(
+        admitted,
+        turns=int(item.get("admitted", 0)),
+        turn_tokens=int(item.get("turn_tokens", 0)),
+        reserved=int(item.get("reserved", 0)),
+    )
+
+
+def admission_update(check: AdmissionCheck) -> dict[str, Any]:
+    """The admission's UpdateItem arguments but the table and key: ADD ``admitted``
+    (when it counts a turn) and ``reserved``, conditioned on the limits (none: none)."""
+    conditions, values = [], {":est": n_(check.estimate), ":one": n_(int(check.count_turn))}
+    if check.count_turn and check.turn_limit > 0:
+        conditions.append("(attribute_not_exists(admitted) OR admitted < :turns)")
+        values[":turns"] = n_(check.turn_limit)
+    if check.token_limit > 0:
+        conditions.append("(attribute_not_exists(reserved) OR reserved < :tokens)")
+        values[":tokens"] = n_(check.token_limit)
+    request: dict[str, Any] = {
+        "UpdateExpression": "SET #day = :day ADD admitted :one, reserved :est",
+        "ExpressionAttributeNames": {"#day": "day"},
+        "ExpressionAttributeValues": {":day": s_(check.day), **values},
+    }
+    if conditions:
+        request["ConditionExpression"] = " AND ".join(conditions)
+    return request
+
+
+def _session_pin(expected: SessionState | None) -> tuple[str, dict[str, Any]]:
+    """A condition true only when the session item is as ``expected`` in every attribute
+    a turn reads (turn, pause mark, flush gate); None: no item."""
+    if expected is None:
+        return "attribute_not_exists(pk)", {}
+    turn = "(attribute_not_exists(turn) OR turn = :t)" if expected.turn == 0 else "turn = :t"
+    parts, values = ["attribute_exists(pk)", turn], {":t": n_(expected.turn)}
+    if expected.pause is None:
+        parts.append("attribute_not_exists(pause_id)")
+    else:
+        parts.append("pause_id = :pid")
+        values[":pid"] = s_(expected.pause.pause_id)
+    if expected.flush_gate_ms is None:
+        parts.append("attribute_not_exists(flush_gate_ms)")
+    else:
+        parts.append("flush_gate_ms = :gate")
+        values[":gate"] = n_(expected.flush_gate_ms)
+    return " AND ".join(parts), values
+
+
+def _override_pin(override: Budget | None) -> dict[str, Any]:
+    """A ConditionCheck (but the table and key) true only when the stored override is
+    ``override`` (None: no item)."""
+    if override is None:
+        return {"ConditionExpression": "attribute_not_exists(pk)"}
+    parts, values, names = ["attribute_exists(pk)"], {}, {}
+    for limit in _LIMITS:
+        value, names[f"#{limit}"] = getattr(override, limit), limit
+        if value is None:
+            parts.append(f"attribute_not_exists(#{limit})")
+        else:
+            parts.append(f"#{limit} = :{limit}")
+            values[f":{limit}"] = n_(value)
+    check: dict[str, Any] = {"ConditionExpression": " AND ".join(parts)}
+    check["ExpressionAttributeNames"] = names
+    if values:
+        check["ExpressionAttributeValues"] = values
+    return check
+
+
+def _busy(session_id: str, held: dict[str, Any], now_ms: int) -> SessionBusyError:
+    remaining_ms = int(held.get("lease_expires_ms", now_ms + 1000)) - now_ms
+    return SessionBusyError(
+        f"session {session_id} is busy with another call",
+        retry_after=max(1, math.ceil(remaining_ms / 1000)),
+    )
+
+
+def _refusal(
+    session_id: str, now_ms: int, reasons: list[dict[str, Any]], exc: ClientError
+) -> LeaseAdmission:
+    """What a cancelled lease_and_admit found, most decisive first: a changed override
+    (the limits were wrong), the budget's refusal, a held lease, a changed session. A
+    cancellation with no failed condition (a conflicting transaction) finds nothing."""
+    failed = [r.get("Code") == "ConditionalCheckFailed" for r in reasons]
+    found = [plain(r.get("Item")) for r in reasons]
+    if len(failed) > 1 and failed[1]:
+        return LeaseAdmission(taken=False, override_changed=True, override=budget_of(found[1]))
+    if len(failed) > 2 and failed[2]:
+        return LeaseAdmission(taken=False, refused=admission_of(found[2], admitted=False))
+    if failed[0]:
+        held = found[0]
+        if held.get("lease_owner") is not None and int(held.get("lease_expires_ms", 0)) >= now_ms:
+            raise _busy(session_id, held, now_ms) from exc
+        state = session_state(held) if held else None
+        return LeaseAdmission(taken=False, session_changed=True, session=state)
+    if any(r.get("Code") not in (None, "None", "TransactionConflict") for r in reasons):
+        raise StoreError("taking the session lease failed") from exc
+    return LeaseAdmission(taken=False)
+
+
 class DynamoSessionTable(DynamoItems):
     """``SessionTable`` on the state table."""
 
@@ -95,13 +216,56 @@ class DynamoSessionTable(DynamoItems):
                 held = plain(exc.response.get("Item"))
                 if not held:
                     raise SessionNotFoundError(f"session {session_id} has no turns") from exc
-                remaining_ms = int(held.get("lease_expires_ms", now_ms + 1000)) - now_ms
-                retry_after = max(1, math.ceil(remaining_ms / 1000))
-                raise SessionBusyError(
-                    f"session {session_id} is busy with another call", retry_after=retry_after
-                ) from exc
+                raise _busy(session_id, held, now_ms) from exc
             raise StoreError("acquiring the session lease failed") from exc
         return session_state(item)
+
+    def lease_and_admit(
+        self,
+        user: User,
+        session_id: str,
+        owner: str,
+        now_ms: int,
+        lease_ms: int,
+        *,
+        expected: SessionState | None,
+        check: AdmissionCheck,
+    ) -> LeaseAdmission:
+        """One TransactWriteItems: the lease update conditioned on the session being as
+        ``expected`` (every attribute a turn reads), a ConditionCheck of the override
+        and, under limits, the admission update; each returns its item when it refuses."""
+        check_day(check.day)
+        free = "(attribute_not_exists(lease_owner) OR lease_expires_ms < :now)"
+        pin, values = _session_pin(expected)
+        lease = {
+            "Key": self._session_key(user, session_id),
+            "UpdateExpression": (
+                "SET lease_owner = :o, lease_expires_ms = :exp, "
+                "user_id = if_not_exists(user_id, :uid)"
+            ),
+            "ConditionExpression": f"{free} AND {pin}",
+            "ExpressionAttributeValues": values
+            | {":o": s_(owner), ":exp": n_(now_ms + lease_ms), ":now": n_(now_ms)}
+            | {":uid": s_(user.id)},
+        }
+        budget = {"Key": {"pk": s_(user_pk(user.key)), "sk": s_(BUDGET_SK)}}
+        items = [{"Update": lease}, {"ConditionCheck": budget | _override_pin(check.override)}]
+        if check.admits:
+            spend = {"Key": self._usage_key(user, check.day), **admission_update(check)}
+            items.append({"Update": spend})
+        for item in items:  # every part answers a refusal with the item it found
+            for op in item.values():
+                op |= {"TableName": self._table, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+        try:
+            self._ddb.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            reasons = exc.response.get("CancellationReasons")
+            if not reasons:
+                raise StoreError("taking the session lease failed") from exc
+            return _refusal(session_id, now_ms, reasons, exc)
+        except BotoCoreError as exc:
+            raise StoreError("taking the session lease failed") from exc
+        return LeaseAdmission(taken=True)
 
     def commit_turn(
         self,
@@ -256,52 +420,6 @@ class DynamoUsageTable(DynamoItems):
         )
         return [(user_key_of(str(i["pk"])), day_usage(i)) for i in top]
 
-    def admit_turn(
-        self,
-        user: User,
-        day: str,
-        *,
-        estimate: int,
-        count_turn: bool,
-        turn_limit: int,
-        token_limit: int,
-    ) -> Admission:
-        """One UpdateItem on the day's item: ADD ``admitted`` (when counted) and
-        ``reserved``, conditioned on the limits; a refusal returns the counts it found."""
-        check_day(day)
-        conditions, values = [], {":est": n_(estimate), ":one": n_(1 if count_turn else 0)}
-        if count_turn and turn_limit > 0:
-            conditions.append("(attribute_not_exists(admitted) OR admitted < :turns)")
-            values[":turns"] = n_(turn_limit)
-        if token_limit > 0:
-            conditions.append("(attribute_not_exists(reserved) OR reserved < :tokens)")
-            values[":tokens"] = n_(token_limit)
-        request: dict[str, Any] = {
-            "Key": self._usage_key(user, day),
-            "UpdateExpression": "SET #day = :day ADD admitted :one, reserved :est",
-            "ExpressionAttributeNames": {"#day": "day"},
-            "ExpressionAttributeValues": {":day": s_(day), **values},
-            "ReturnValues": "ALL_NEW",
-        }
-        if conditions:
-            request["ConditionExpression"] = " AND ".join(conditions)
-            request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-        try:
-            item = plain(self._ddb.update_item(TableName=self._table, **request)["Attributes"])
-            admitted = True
-        except ClientError as exc:
-            if not is_condition_failure(exc):
-                raise StoreError("admitting the turn failed") from exc
-            item, admitted = plain(exc.response.get("Item") or {}), False
-        except BotoCoreError as exc:
-            raise StoreError("admitting the turn failed") from exc
-        return Admission(
-            admitted,
-            turns=int(item.get("admitted", 0)),
-            turn_tokens=int(item.get("turn_tokens", 0)),
-            reserved=int(item.get("reserved", 0)),
-        )
-
     def release_admission(self, user: User, day: str, *, estimate: int, count_turn: bool) -> None:
         """One UpdateItem giving the estimate (and the admitted turn) back."""
         check_day(day)
@@ -317,8 +435,6 @@ class DynamoUsageTable(DynamoItems):
         except ClientError as exc:
             raise StoreError("releasing the admission failed") from exc
 
-    _LIMITS = ("tokens", "turns", "memory_tokens")
-
     def get_budget(self, user: User) -> Budget | None:
         """One consistent GetItem of the user's override."""
         try:
@@ -329,10 +445,7 @@ class DynamoUsageTable(DynamoItems):
             )
         except (ClientError, BotoCoreError) as exc:
             raise StoreError("reading the budget failed") from exc
-        item = plain(resp.get("Item") or {})
-        if not item:
-            return None
-        return Budget(**{k: int(item[k]) if k in item else None for k in self._LIMITS})
+        return budget_of(plain(resp.get("Item") or {}))
 
     def set_budget(self, user: User, budget: Budget | None) -> None:
         """One PutItem (or DeleteItem for None)."""
@@ -341,7 +454,7 @@ class DynamoUsageTable(DynamoItems):
             if budget is None:
                 self._ddb.delete_item(TableName=self._table, Key=key)
                 return
-            limits = {k: getattr(budget, k) for k in self._LIMITS}
+            limits = {k: getattr(budget, k) for k in _LIMITS}
             item = key | {k: n_(v) for k, v in limits.items() if v is not None}
             self._ddb.put_item(TableName=self._table, Item=item)
         except (ClientError, BotoCoreError) as exc:
