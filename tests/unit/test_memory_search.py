@@ -178,3 +178,45 @@ def test_a_source_naming_another_sessions_turn_adds_nothing_of_this_one() -> Non
     found = search_files([("memory/d.md", ledger)], "aisle", "ranked", 5, turns)
     assert [h.text for h in found] == ["- aisle seat"]
     assert SOURCE_WEIGHT > 0
+
+
+# -- the collector paused while a query reads and ranks ------------------------------------
+def test_building_pauses_the_collector_and_gives_it_back_even_on_error() -> None:
+    import gc
+
+    import pytest
+
+    from agent_harness.memory.cache import building
+
+    assert gc.isenabled()
+    with building():
+        assert not gc.isenabled()
+        with building():  # nested: the outer one gives it back
+            pass
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), building():
+        raise RuntimeError("a failed read")
+    assert gc.isenabled()
+
+
+def test_a_cold_ranked_query_makes_no_reference_cycles_so_pausing_leaks_nothing() -> None:
+    """What ``building`` relies on: a cold query (snapshots decoded, facts joined with
+    their turns) leaves no cyclic garbage, and the cache it fills frees by reference
+    counting alone, so the paused collector misses nothing."""
+    import gc
+
+    from agent_harness.memory.corpus import refresh_snapshots
+
+    rt, _ = _talked_and_saved(source=True)
+    refresh_snapshots(rt, ALICE)
+    gc.collect()
+    gc.disable()
+    try:
+        cache = MemoryIndexCache()
+        hits = search_memory(rt, ALICE, "Atlantic flights", "ranked", 5, cache)
+        assert hits and gc.collect() == 0  # nothing the query made is cyclic garbage
+        del cache, hits
+        assert gc.collect() == 0  # and the cache went by reference counting
+    finally:
+        gc.enable()

@@ -52,7 +52,7 @@ def test_a_fact_from_a_ledger_reaches_a_new_sessions_first_call_without_a_tool()
     assert block is not None
     assert block.splitlines()[0] == (
         "- Alice's sister Maria lives in Porto and visits every August "
-        "(memory/2026-03-02.md#4, 2026-03-02)"
+        "(memory/2026-03-02.md#4)"  # the path is the day: not said twice
     )
     assert "shellfish" not in block  # not about the question
     recall = next(m for m in request.messages if 'source="recall"' in m.content)

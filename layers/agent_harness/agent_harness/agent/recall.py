@@ -17,6 +17,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from agent_harness import markup
 from agent_harness.agent.context import memory_reference, recall_frame_tokens, recall_reference
 from agent_harness.errors import HarnessError
+from agent_harness.memory.cache import building
 from agent_harness.memory.corpus import index_read, load_ledgers
 from agent_harness.memory.recall import recall_query, select_lines
 
@@ -75,14 +76,15 @@ class Recall:
         shown = markup.extract(reference.content, markup.MEMORY) or "" if reference else ""
         settings, counter = self._rt.settings, self._rt.counter
         budget = settings.recall_max_tokens  # the whole message: frame and lines
-        lines = select_lines(
-            files,
-            recall_query(text, previous),
-            shown=shown,
-            counter=counter,
-            max_tokens=budget - recall_frame_tokens(counter, loaded_at),
-            min_score=settings.recall_min_score,
-        )
+        with building():  # a cold ranking indexes the files once, for the cache
+            lines = select_lines(
+                files,
+                recall_query(text, previous),
+                shown=shown,
+                counter=counter,
+                max_tokens=budget - recall_frame_tokens(counter, loaded_at),
+                min_score=settings.recall_min_score,
+            )
         message, tokens = recall_reference(lines, counter, loaded_at)
         while lines and tokens > budget:  # lines counted apart can tokenize a bit longer
             lines = lines[:-1]

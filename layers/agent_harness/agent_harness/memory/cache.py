@@ -3,11 +3,33 @@ the linked texts ranked search joins with them)."""
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections import OrderedDict
-from typing import Any, Protocol
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Protocol
 
-__all__ = ["MemoryIndexCache", "Sized"]
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+__all__ = ["MemoryIndexCache", "Sized", "building"]
+
+
+@contextmanager
+def building() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a query reads and ranks. Cold, it builds
+    what the cache keeps, and its own temporaries are freed by reference counting (it
+    makes no reference cycles: tests/unit/test_memory_search.py), so full collections
+    while it runs would walk a growing heap for nothing: in a cold ranked query they
+    cost about as much as the decoding. The young collections it defers run after it."""
+    if not gc.isenabled():  # nested, or paused by the caller
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class Sized(Protocol):

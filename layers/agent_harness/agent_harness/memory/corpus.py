@@ -24,7 +24,7 @@ from aws_lambda_powertools import Logger
 
 from agent_harness.errors import HarnessError, PreconditionFailedError
 from agent_harness.memory import snapshots
-from agent_harness.memory.cache import Sized
+from agent_harness.memory.cache import Sized, building
 from agent_harness.memory.file_index import FileIndex
 from agent_harness.memory.index import LinkedIndexes, date_words
 from agent_harness.memory.segments import Segment, parse_segment
@@ -99,6 +99,20 @@ def load_listed(
     missing."""
     listed = sorted(listed, key=lambda i: i.path)
     absent = [i for i in listed if cache.get((user.key, i.path, i.etag)) is None]
+    with building():
+        return _load(rt, user, cache, listed, absent, parse, first, restore)
+
+
+def _load(
+    rt: Runtime,
+    user: User,
+    cache: MemoryIndexCache,
+    listed: list[ObjectInfo],
+    absent: list[ObjectInfo],
+    parse: Callable[[str, str], T],
+    first: tuple[str, ...],
+    restore: Callable[[snapshots.Entry], T] | None,
+) -> list[tuple[str, T]]:
     if restore is not None and absent:
         # cold: this container has not read these files of this user before
         seen = (user.key, f"#read {restore.__qualname__}", "")
@@ -210,7 +224,8 @@ def linked_texts(
     known: LinkedIndexes | None = cache.get(key)
     if known is not None and all(a is b for a, b in zip(known.indexes, indexes, strict=True)):
         return known
-    made = LinkedIndexes(indexes)
+    with building():
+        made = LinkedIndexes(indexes)
     cache.put(key, made)
     return made
 

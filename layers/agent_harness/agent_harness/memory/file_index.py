@@ -134,14 +134,11 @@ class FileIndex:
 
     def _measure(self) -> None:
         """Each record's length with its neighbours as context, and the totals."""
-        own, before, after = self._own, self._before, self._after
+        own = self._own
+        padded = [*own, 0]  # a missing neighbour (-1) reads the 0 at the end
         self._lengths = [
-            own[n]
-            + CONTEXT_WEIGHT
-            * ((own[before[n]] if before[n] >= 0 else 0) + (own[after[n]] if after[n] >= 0 else 0))
-            if own[n]
-            else 0.0
-            for n in range(len(own))
+            o + CONTEXT_WEIGHT * (padded[b] + padded[a]) if o else 0.0
+            for o, b, a in zip(own, self._before, self._after, strict=True)
         ]
         self._records = sum(1 for n in own if n)
         self._length_sum = sum(self._lengths)

@@ -9,6 +9,7 @@ most relevant to the new message, so the model sees them without calling a tool.
              weighted by rarity (``coverage``): no memory beats a wrong one
     skip     lines the injected MEMORY.md already shows (or a line with the same words)
     order    best first; equal scores newest first
+    render   each line with its ``path#line``; a ledger's path is its day
     budget   whole lines until ``recall_max_tokens`` less the message's frame (agent.recall)
 
 The lines reach the model as reference data, never instructions (agent.context), and
@@ -56,8 +57,10 @@ class Recalled:
         return f"{self.path}#{self.line}"
 
     def render(self) -> str:
-        where = f"{self.source}, {self.day}" if self.day else self.source
-        return f"- {self.text.strip().lstrip('-*• ').strip()} ({where})"
+        """The line as the model sees it, with its source. A ledger's path is its day
+        (``day`` is read from it), so the day is not said twice: it was a third of an
+        observation's tokens, and a budget holds that many more lines."""
+        return f"- {self.text.strip().lstrip('-*• ').strip()} ({self.source})"
 
 
 def recall_query(message: str, previous: str | None) -> str:

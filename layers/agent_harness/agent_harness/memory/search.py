@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_harness.memory import index
+from agent_harness.memory.cache import building
 from agent_harness.memory.corpus import load_memory_files, load_turn_texts
 from agent_harness.memory.index import Hit, Mode, search_files
 
@@ -32,12 +33,13 @@ def search_memory(
 ) -> list[Hit]:
     if not query or not query.strip():
         return []
-    files = load_memory_files(rt, user, cache)
-    turns = None
-    weight = index.SOURCE_WEIGHT  # read at call time: the benchmark's ablation switches it
-    if mode == "ranked" and weight and any(f.cited() for _, f in files):
-        turns = load_turn_texts(rt, user, cache)
-    return search_files(files, query, mode, limit, turns, weight)
+    with building():  # a cold query fills the cache; its joins are kept there too
+        files = load_memory_files(rt, user, cache)
+        turns = None
+        weight = index.SOURCE_WEIGHT  # read at call time: the benchmark's ablation switches it
+        if mode == "ranked" and weight and any(f.cited() for _, f in files):
+            turns = load_turn_texts(rt, user, cache)
+        return search_files(files, query, mode, limit, turns, weight)
 
 
 def format_hits(query: str, hits: list[Hit]) -> str:

@@ -18,6 +18,7 @@ from itertools import groupby
 from typing import TYPE_CHECKING
 
 from agent_harness.memory import index
+from agent_harness.memory.cache import building
 from agent_harness.memory.corpus import load_fact_texts, load_segments
 from agent_harness.memory.index import search_files
 from agent_harness.memory.segments import entries, indexed_turns
@@ -71,13 +72,14 @@ def search_threads(
 ) -> list[ThreadHit]:
     if not query or not query.strip():
         return []
-    segments = load_segments(rt, user, cache)
-    by_path = dict(segments)
-    facts, weight = None, index.FACT_WEIGHT  # read at call time: the ablation switches it
-    if mode == "ranked" and weight:
-        facts = load_fact_texts(rt, user, cache)
-    indexes = [(p, s.index) for p, s in segments]
-    hits: list[Hit] = search_files(indexes, query, mode, limit, facts, weight)
+    with building():  # a cold query fills the cache; its joins are kept there too
+        segments = load_segments(rt, user, cache)
+        by_path = dict(segments)
+        facts, weight = None, index.FACT_WEIGHT  # read at call time: the ablation switches it
+        if mode == "ranked" and weight:
+            facts = load_fact_texts(rt, user, cache)
+        indexes = [(p, s.index) for p, s in segments]
+        hits: list[Hit] = search_files(indexes, query, mode, limit, facts, weight)
     out = []
     for hit in hits:
         session_id, turn, role, at = by_path[hit.path].meta[hit.line - 1]
