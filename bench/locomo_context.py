@@ -31,7 +31,16 @@ from typing import TYPE_CHECKING, Any
 
 from agent_harness.settings import Settings
 from bench.common import HELD_OUT, TUNING
-from bench.locomo_memory import Row, ask, ceiling, key_of, parse_key, summarise
+from bench.locomo_memory import (
+    RANK_CUTS,
+    Row,
+    ask,
+    ceiling,
+    evidence_ranks,
+    key_of,
+    parse_key,
+    summarise,
+)
 from bench.locomo_retrieval import CATEGORIES, questions
 
 if TYPE_CHECKING:
@@ -134,6 +143,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         memory = _build(conv, counter, built)
         asked = time.perf_counter()
         rows.extend(ceiling(memory, items))
+        rows.extend(evidence_ranks(memory, items))
         for key in keys:
             rows.extend(ask(memory, key, items))
             turns += len(items)
@@ -357,11 +367,74 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
                     f"| {b:,} | {_cell(stats)} | {stats['tokens_mean']:,} / "
                     f"{stats['tokens_max']:,} |"
                 )
+    parts += _ranks(result)
     parts += _categories(result)
     parts += _built(result)
     path = plot(result, img_dir / "locomo_context-tokens.png")
     parts += ["", f"![evidence in context against memory tokens]({img_dir.name}/{path.name})"]
     return "\n".join(parts)
+
+
+def _ranks(result: dict[str, Any]) -> list[str]:
+    """How deep recall's ranking puts the evidence, against how many lines a call holds."""
+    tuning, held = result["tuning"], result["held_out"]
+    chosen = result["recommended"]
+    shown = (held or tuning).get(chosen, {}).get("all", {}).get("lines_mean")
+    out = [
+        "",
+        "**Where recall's ranking puts the evidence.** For each question, recall's own "
+        "ranking of the ledgers (`ranked`, the question as query, no budget): the share of "
+        "questions whose evidence turns all have an observation among the N best lines "
+        "(some, in brackets). No budget recalls a line ranked below what it holds: "
+        f"{_label(chosen)} shows {shown} lines per call on average"
+        + (" (held-out)." if held else " (tuning)."),
+        "",
+        "| best lines | tuning: all (any) | held-out: all (any) |",
+        "|---|---|---|",
+    ]
+    for cut in RANK_CUTS:
+        key = f"top {cut}"
+        out.append(
+            f"| {cut} | {_cell(tuning.get(key, {}).get('all'))} | "
+            f"{_cell(held.get(key, {}).get('all'))} |"
+        )
+    out.append(
+        f"| every line (the ceiling) | {_cell(tuning.get('ceiling', {}).get('all'))} | "
+        f"{_cell(held.get('ceiling', {}).get('all'))} |"
+    )
+    return [*out, "", _depth_needed(result)]
+
+
+def _depth_needed(result: dict[str, Any]) -> str:
+    """How many lines, and so how many tokens, the target share would take with this
+    ranking: the first cut whose share reaches it, at the recommended setting's tokens
+    per recalled line."""
+    table = result["held_out"] or result["tuning"]
+    which = "held-out" if result["held_out"] else "tuning"
+    stats = table.get(result["recommended"], {}).get("all") or {}
+    if not stats.get("lines_mean"):
+        return ""
+    per_line = stats["tokens_mean"] / stats["lines_mean"]
+    target = result["target"]["share"]
+    reached = [
+        c for c in RANK_CUTS if table.get(f"top {c}", {}).get("all", {}).get("all", 0) >= target
+    ]
+    if not reached:
+        return (
+            f"On the {which} conversations no depth up to {RANK_CUTS[-1]} lines holds all the "
+            f"evidence of {target} of questions: the target is out of this ranking's reach at "
+            "any budget."
+        )
+    depth = reached[0]
+    tokens = depth * per_line
+    return (
+        f"On the {which} conversations the evidence of {target} of questions is first all "
+        f"within the best {depth} lines (of the depths above); at {per_line:.0f} tokens a "
+        "recalled line that is "
+        f"about {tokens:,.0f} tokens of recall, {tokens / result['target']['tokens']:.1f}× "
+        "the target's budget: the target is bound by the ranking (which lines come first), "
+        "not by how the budget is spent."
+    )
 
 
 def _sweep_notes(result: dict[str, Any]) -> str:

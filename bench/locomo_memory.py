@@ -38,12 +38,16 @@ from aws_lambda_powertools import Metrics
 from agent_harness.agent.importer import ImportedMessage, import_history
 from agent_harness.agent.turn import run_turn
 from agent_harness.ids import User
+from agent_harness.memory.cache import MemoryIndexCache
 from agent_harness.memory.consolidate import consolidate, forced_job
+from agent_harness.memory.corpus import load_ledgers
 from agent_harness.memory.flush import run_post_turn_job
+from agent_harness.memory.index import search_files
+from agent_harness.memory.recall import recall_query
 from agent_harness.models import ModelRegistry
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, Usage
 from agent_harness.models.offline import OfflineChatModel
-from agent_harness.paths import LEDGER_DIR, MEMORY_FILE
+from agent_harness.paths import LEDGER_DIR, MEMORY_FILE, turn_path
 from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
 from bench.common import locomo, sessions
@@ -74,7 +78,7 @@ AGENT_MODEL = "openai:recorder"
 BASE_URL = "http://agent-model.invalid/v1"
 
 
-Row = dict[str, Any]  # conv, category, key, all, any, tokens
+Row = dict[str, Any]  # conv, category, key, all, any, tokens (and recalled lines)
 
 
 def key_of(arm: str, budget: int = 0, floor: float = 0.0) -> str:
@@ -322,7 +326,9 @@ def ask(memory: Memory, key: str, items: list[Question]) -> list[Row]:
     metrics = Metrics()
     rows: list[Row] = []
     for n, q in enumerate(items):
-        result = run_turn(rt, user, f"q-{key.replace(' ', '-')}-{n}", q.text)
+        session = f"q-{key.replace(' ', '-')}-{n}"
+        result = run_turn(rt, user, session, q.text)
+        record = json.loads(rt.store.text(user, turn_path(session, result.turn)))  # type: ignore[attr-defined]
         (body,) = memory.endpoint.bodies  # one model call: the reply has no tool call
         memory.endpoint.bodies.clear()
         rt.queue.post_turn.clear()  # type: ignore[attr-defined]  # never flushed: memory stays
@@ -337,8 +343,36 @@ def ask(memory: Memory, key: str, items: list[Question]) -> list[Row]:
                 "all": all(found),
                 "any": any(found),
                 "tokens": result.memory_tokens,
+                "lines": len(record["memory"]["recalled"]),
             }
         )
+    return rows
+
+
+#: how deep in recall's ranking the evidence is looked for
+RANK_CUTS = (10, 30, 70, 100, 200)
+
+
+def evidence_ranks(memory: Memory, items: list[Question]) -> list[Row]:
+    """Where recall's own ranking (``ranked`` over the ledgers, the question as query)
+    puts each question's evidence: a row per question and cut N (key ``top N``), true
+    when the evidence turns' observations are all (``all``) or some (``any``) among the
+    N best lines. What no budget can beat: a line ranked below what it holds is never
+    recalled."""
+    files = load_ledgers(memory.rt, memory.user, MemoryIndexCache())
+    total = sum(len(index.lines) for _, index in files)
+    rows: list[Row] = []
+    for q in items:
+        hits = search_files(files, recall_query(q.text, None), "ranked", total)
+        texts = [_normal(hit.text) for hit in hits]
+        ranks = []
+        for dia in q.evidence:
+            facts = memory.evidence.facts.get(dia, set())
+            found = (i for i, text in enumerate(texts) if any(f in text for f in facts))
+            ranks.append(next(found, total))
+        for cut in RANK_CUTS:
+            row = {"conv": q.conv, "category": q.category, "key": f"top {cut}", "tokens": 0}
+            rows.append(row | {"all": max(ranks) < cut, "any": min(ranks) < cut})
     return rows
 
 
@@ -377,5 +411,6 @@ def summarise(rows: list[Row], convs: tuple[str, ...]) -> dict[str, dict[str, di
                 "tokens_p50": tokens[len(tokens) // 2],
                 "tokens_p90": tokens[min(len(tokens) - 1, int(0.9 * len(tokens)))],
                 "tokens_max": tokens[-1],
+                "lines_mean": round(statistics.fmean(r.get("lines", 0) for r in members), 1),
             }
     return out
