@@ -140,7 +140,7 @@ class FileIndex:
             o + CONTEXT_WEIGHT * (padded[b] + padded[a]) if o else 0.0
             for o, b, a in zip(own, self._before, self._after, strict=True)
         ]
-        self._records = sum(1 for n in own if n)
+        self._records = len(own) - own.count(0)
         self._length_sum = sum(self._lengths)
 
     def _ranking(self) -> dict[str, list[int]]:
