@@ -215,8 +215,8 @@ def refuse_turn(rt: Runtime, user: User, found: Admission, check: AdmissionCheck
 
 
 def learn_turn_cost(rt: Runtime, user: User, delta: UsageDelta) -> None:
-    """Keep a running average of what the user's committed turns cost, for the next
-    admission's reservation."""
+    """Keep a moving average (each new turn weighs half) of what the user's committed
+    turns cost in this container, for the next admission's reservation."""
     if delta.turns > 0:
         cost = delta.turn_tokens // delta.turns
         before = rt.turn_costs.get(user.key)

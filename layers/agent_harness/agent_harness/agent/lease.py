@@ -11,7 +11,8 @@ over budget, nothing written), so budgets cost the hot path no request. A transa
 cannot return the session item, so it is conditioned on the session being as this
 container last left it (``rt.sessions_seen``); a session changed elsewhere, or first seen
 here, refuses with its item and the next try uses it (one request more). A new
-session is guessed right the first time.
+session is guessed right the first time. The user's budget override is checked the same
+way: the write names the one the limits came from (as last seen here; none at first).
 
 The lease outlives the function timeout (HARNESS_SESSION_LEASE_SECONDS), so a crashed
 holder's lease expires and is taken over; release and commit are conditional on
