@@ -133,9 +133,11 @@ def test_a_slow_tool_is_cut_off_at_the_time_left(served: Served) -> None:
     servers.tools(remaining=30)
 
     started = time.monotonic()
-    text = servers.call(RemoteTool("orders", "slow"), {"seconds": 1.5}, user_id="u", remaining=0.5)
+    text = servers.call(RemoteTool("orders", "slow"), {"seconds": 3}, user_id="u", remaining=0.5)
 
-    assert time.monotonic() - started < 1.5
+    # cut off before the tool answers: the margin (2.5 s past the 0.5 s left) is for a
+    # loaded machine, not a latency target
+    assert time.monotonic() - started < 3
     assert text == "Error: orders__slow failed: no answer within 0.5 s"
 
 
