@@ -234,24 +234,18 @@ def test_a_paused_turn_closed_by_a_new_message_and_that_message_count_two_turns(
     assert admitted == 2 and reserved == turn_tokens  # every estimate given back
 
 
-def test_a_conflicting_transaction_is_waited_out_and_a_lasting_one_is_an_error() -> None:
+def test_a_lease_write_that_keeps_finding_the_session_changed_gives_up_admitting_nothing() -> None:
     from agent_harness.errors import StoreError
-    from agent_harness.ports import LeaseAdmission
+    from agent_harness.ports import LeaseAdmission, SessionState
 
     rt = budgeted(user_daily_turns=5)
-    real = rt.table.lease_and_admit
-    conflicts = iter([LeaseAdmission(taken=False)] * 2)  # nothing differed: a busy item
+    run_turn(rt, ANN, "s1", "one")
+    moving = iter(range(1, 100))  # another container commits between every two tries
 
-    def flaky(*args, **kwargs):
-        return next(conflicts, None) or real(*args, **kwargs)
+    def racing(*args, **kwargs):
+        return LeaseAdmission(taken=False, session_changed=True, session=SessionState(next(moving)))
 
-    rt.table.lease_and_admit = flaky
-    slept: list[float] = []
-    rt.sleep = slept.append
-    assert run_turn(rt, ANN, "s1", "one").status == "completed"
-    assert len(slept) == 2
-
-    rt.table.lease_and_admit = lambda *a, **k: LeaseAdmission(taken=False)
+    rt.table.lease_and_admit = racing
     with pytest.raises(StoreError, match="could not be taken"):
         run_turn(rt, ANN, "s1", "two")
     assert rt.table.budget[(ANN.key, "2026-11-30")][0] == 1  # nothing admitted for it

@@ -281,7 +281,7 @@ class LeaseAdmission:
     """One try at a session lease with its turn's admission. ``taken``: both done. Else
     what differed: the override stored (``override_changed``: it is ``override``), the
     budget (``refused``: the day's counts), or the session (``session_changed``: it is
-    ``session``, None for no item); none of them: a conflicting write, try again."""
+    ``session``, None for no item)."""
 
     taken: bool
     override_changed: bool = False

@@ -3,6 +3,7 @@ conditional lease and the due-index query."""
 
 from __future__ import annotations
 
+import random
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,8 @@ __all__ = [
 ]
 
 _deserializer = TypeDeserializer()
+#: tries of a transaction that only conflicting transactions cancel
+CONFLICT_TRIES = 5
 
 
 def n_(value: int) -> dict[str, str]:
@@ -93,6 +96,21 @@ class DynamoItems:
     @staticmethod
     def _usage_key(user: User, day: str) -> dict[str, Any]:
         return {"pk": s_(user_pk(user.key)), "sk": s_(usage_sk(day))}
+
+    def _transact(self, items: list[dict[str, Any]]) -> None:
+        """One TransactWriteItems, tried again (jittered backoff) while it is cancelled
+        only because another transaction held one of its items: nothing was written and
+        no condition failed. A user's concurrent turns meet on their day's usage item."""
+        for attempt in range(CONFLICT_TRIES):
+            try:
+                self._ddb.transact_write_items(TransactItems=items)
+                return
+            except ClientError as exc:
+                reasons = exc.response.get("CancellationReasons") or []
+                codes = {r.get("Code") for r in reasons} - {None, "None"}
+                if codes != {"TransactionConflict"} or attempt == CONFLICT_TRIES - 1:
+                    raise
+                self._sleep(random.uniform(0, 0.02 * 2**attempt))
 
     def _update(self, **kwargs: Any) -> dict[str, Any]:
         try:

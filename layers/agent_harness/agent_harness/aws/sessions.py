@@ -168,7 +168,8 @@ def _refusal(
 ) -> LeaseAdmission:
     """What a cancelled lease_and_admit found, most decisive first: a changed override
     (the limits were wrong), the budget's refusal, a held lease, a changed session. A
-    cancellation with no failed condition (a conflicting transaction) finds nothing."""
+    cancellation with no failed condition (conflicts, after ``_transact``'s tries) is a
+    store error."""
     failed = [r.get("Code") == "ConditionalCheckFailed" for r in reasons]
     found = [plain(r.get("Item")) for r in reasons]
     if len(failed) > 1 and failed[1]:
@@ -181,9 +182,8 @@ def _refusal(
             raise _busy(session_id, held, now_ms) from exc
         state = session_state(held) if held else None
         return LeaseAdmission(taken=False, session_changed=True, session=state)
-    if any(r.get("Code") not in (None, "None", "TransactionConflict") for r in reasons):
-        raise StoreError("taking the session lease failed") from exc
-    return LeaseAdmission(taken=False)
+    # no condition failed: conflicts outlasted ``_transact``'s tries, or another error
+    raise StoreError("taking the session lease failed") from exc
 
 
 class DynamoSessionTable(DynamoItems):
@@ -257,7 +257,7 @@ class DynamoSessionTable(DynamoItems):
             for op in item.values():
                 op |= {"TableName": self._table, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
         try:
-            self._ddb.transact_write_items(TransactItems=items)
+            self._transact(items)
         except ClientError as exc:
             reasons = exc.response.get("CancellationReasons")
             if not reasons:
@@ -303,8 +303,8 @@ class DynamoSessionTable(DynamoItems):
             return
         spend = {"Key": self._usage_key(user, usage.day), **usage_update(usage)}
         try:
-            self._ddb.transact_write_items(
-                TransactItems=[
+            self._transact(
+                [
                     {"Update": {"TableName": self._table, **session}},
                     {"Update": {"TableName": self._table, **spend}},
                 ]
