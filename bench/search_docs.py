@@ -312,7 +312,7 @@ def _summary(result: dict[str, Any]) -> str:
             if not cold_over
             else f"is over the {budget} ms CPU budget for {', '.join(cold_over)}, "
         )
-        + "reading one snapshot per month instead of indexing every ledger; "
+        + "reading one snapshot per month instead of indexing every ledger. "
     )
     close = [
         f"`{k}` {r['cold_range'][0]}–{r['cold_range'][1]} ms"
@@ -327,7 +327,7 @@ def _summary(result: dict[str, Any]) -> str:
         )
     bare = cpu["ranked"]["cold_no_snapshots"]
     text += (
-        f"without them a cold `ranked` query costs {bare} ms "
+        f"Without them a cold `ranked` query costs {bare} ms "
         f"({_ratio(bare, cpu['ranked']['cold'])} the cold query with them). "
     )
     slower = {k: r for k, r in cpu.items() if r["cold"] > SLOWER * r["cold_no_snapshots"]}
