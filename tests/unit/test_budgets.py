@@ -235,17 +235,22 @@ def test_a_paused_turn_closed_by_a_new_message_and_that_message_count_two_turns(
 
 
 def test_a_lease_write_that_keeps_finding_the_session_changed_gives_up_admitting_nothing() -> None:
+    from agent_harness.agent.lease import ADMIT_TRIES
     from agent_harness.errors import StoreError
     from agent_harness.ports import LeaseAdmission, SessionState
 
-    rt = budgeted(user_daily_turns=5)
+    model = ScriptedModel("a", "b")
+    rt = budgeted(model, user_daily_turns=5)
     run_turn(rt, ANN, "s1", "one")
-    moving = iter(range(1, 100))  # another container commits between every two tries
+    tries: list[SessionState] = []
 
-    def racing(*args, **kwargs):
-        return LeaseAdmission(taken=False, session_changed=True, session=SessionState(next(moving)))
+    def racing(*args, **kwargs):  # another container commits between every two tries
+        tries.append(kwargs["expected"])
+        return LeaseAdmission(taken=False, session_changed=True, session=SessionState(len(tries)))
 
     rt.table.lease_and_admit = racing
     with pytest.raises(StoreError, match="could not be taken"):
         run_turn(rt, ANN, "s1", "two")
-    assert rt.table.budget[(ANN.key, "2026-11-30")][0] == 1  # nothing admitted for it
+    assert len(tries) == ADMIT_TRIES  # bounded
+    assert [t.turn for t in tries[1:]] == list(range(1, ADMIT_TRIES))  # each try learns
+    assert len(model.requests) == 1  # the refused turn called no model

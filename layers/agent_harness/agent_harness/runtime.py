@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import boto3
 
     from agent_harness.ports import (
+        Budget,
         JobQueue,
         SessionState,
         StateTable,
@@ -63,7 +64,7 @@ class Runtime:
     deadline: Deadline = field(default_factory=Deadline)
     #: per container, by user key: budget overrides as last seen (when, what) and what
     #: the user's committed turns cost on average (a running turn's reservation)
-    budget_cache: dict[str, tuple[float, Any]] = field(default_factory=dict)
+    budget_cache: dict[str, tuple[float, Budget | None]] = field(default_factory=dict)
     turn_costs: dict[str, int] = field(default_factory=dict)
     #: by (user key, session id): each session as this container last left it, which the
     #: lease write checks when budgets are on (agent.lease)

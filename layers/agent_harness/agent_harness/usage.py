@@ -130,13 +130,15 @@ def set_user_budget(rt: Runtime, user: User, budget: Budget | None) -> dict[str,
 def budget_view(rt: Runtime, user: User) -> dict[str, object]:
     """The stack's limits, the user's override and what applies (0: unlimited)."""
     base = stack_budget(rt)
-    override = rt.table.get_budget(user)
+    override = rt.table.get_budget(user)  # the one read: effective is derived from it
     on = budgets_on(rt)
+    if on:
+        note_override(rt, user, override)
     return {
         "user_id": user.id,
         "stack": asdict(base),
         "override": asdict(override) if override else None,
-        "effective": asdict(effective_budget(rt, user, fresh=True)),
+        "effective": asdict(merged_budget(base, override) if on else base),
         "budgets_on": on,
     }
 

@@ -29,7 +29,6 @@ from aws_lambda_powertools import Logger
 
 from agent_harness.clock import epoch_ms, iso
 from agent_harness.errors import (
-    ConflictError,
     HarnessError,
     SessionBusyError,
     SessionNotFoundError,
@@ -81,13 +80,9 @@ class SessionLease:
     def commit(self, turn: int, usage: UsageDelta | None = None) -> None:
         """Record ``turn`` as the session's last turn and release, in one conditional write
         (with ``usage``: the user's spend counted in the same write)."""
-        try:
-            self.rt.table.commit_turn(
-                self.user, self.session_id, self.owner, turn, iso(self.rt.clock.now()), usage=usage
-            )
-        except ConflictError:
-            _forget_seen(self.rt, self.user, self.session_id)
-            raise
+        self.rt.table.commit_turn(
+            self.user, self.session_id, self.owner, turn, iso(self.rt.clock.now()), usage=usage
+        )
         self.committed = True
         _remember(self.rt, self.user, self.session_id, replace(self.state, turn=turn, pause=None))
         if usage is not None:
@@ -96,25 +91,19 @@ class SessionLease:
     def pause(self, mark: PauseMark, turn: int) -> None:
         """Commit a pause for client tool results (``turn``: the last completed turn) and
         release, in one conditional write."""
-        try:
-            self.rt.table.pause_turn(self.user, self.session_id, self.owner, mark, turn)
-        except ConflictError:
-            _forget_seen(self.rt, self.user, self.session_id)
-            raise
+        self.rt.table.pause_turn(self.user, self.session_id, self.owner, mark, turn)
         self.committed = True
         _remember(self.rt, self.user, self.session_id, replace(self.state, turn=turn, pause=mark))
 
 
 def _remember(rt: Runtime, user: User, session_id: str, state: SessionState) -> None:
+    """What the next lease write here expects of the session. A wrong guess (a lost
+    lease, a turn elsewhere) costs one refused try, which brings the session's item."""
     seen = rt.sessions_seen
     seen.pop((user.key, session_id), None)
     seen[(user.key, session_id)] = state
     while len(seen) > SESSIONS_SEEN:  # oldest first: dicts keep insertion order
         del seen[next(iter(seen))]
-
-
-def _forget_seen(rt: Runtime, user: User, session_id: str) -> None:
-    rt.sessions_seen.pop((user.key, session_id), None)
 
 
 def _take(
@@ -161,8 +150,6 @@ def _take(
             expected = found.session
             if expected is None and must_exist:
                 raise SessionNotFoundError(f"session {session_id} has no turns")
-        else:  # nothing differed: the table answers that only by raising
-            break
     raise StoreError(f"the lease of session {session_id} could not be taken")
 
 

@@ -99,42 +99,29 @@ def load_listed(
     missing."""
     listed = sorted(listed, key=lambda i: i.path)
     absent = [i for i in listed if cache.get((user.key, i.path, i.etag)) is None]
-    with building():
-        return _load(rt, user, cache, listed, absent, parse, first, restore)
-
-
-def _load(
-    rt: Runtime,
-    user: User,
-    cache: MemoryIndexCache,
-    listed: list[ObjectInfo],
-    absent: list[ObjectInfo],
-    parse: Callable[[str, str], T],
-    first: tuple[str, ...],
-    restore: Callable[[snapshots.Entry], T] | None,
-) -> list[tuple[str, T]]:
-    if restore is not None and absent:
-        # cold: this container has not read these files of this user before
-        seen = (user.key, f"#read {restore.__qualname__}", "")
-        if cache.get(seen) is None or len(absent) >= SNAPSHOT_MIN_MISSING:
-            for info, restored in _from_snapshots(rt, user, absent, restore):
-                cache.put((user.key, info.path, info.etag), restored)
-            cache.put(seen, _Seen())
-    missing = [i.path for i in absent if cache.get((user.key, i.path, i.etag)) is None]
-    fetched = rt.store.get_many(user, [*first, *missing]) if first or missing else {}
-    out: list[tuple[str, T]] = []
-    for path, etag in [*((p, None) for p in first), *((i.path, i.etag) for i in listed)]:
-        obj = fetched.get(path)
-        parsed = cache.get((user.key, path, etag)) if etag is not None else None
-        if parsed is None and obj is not None:
-            key = (user.key, path, obj.etag)
-            parsed = cache.get(key)
-            if parsed is None:
-                parsed = parse(path, obj.content)
-                cache.put(key, parsed)
-        if parsed is not None:
-            out.append((path, parsed))
-    return out
+    with building():  # a cold read builds what the cache keeps
+        if restore is not None and absent:
+            # cold: this container has not read these files of this user before
+            seen = (user.key, f"#read {restore.__qualname__}", "")
+            if cache.get(seen) is None or len(absent) >= SNAPSHOT_MIN_MISSING:
+                for info, restored in _from_snapshots(rt, user, absent, restore):
+                    cache.put((user.key, info.path, info.etag), restored)
+                cache.put(seen, _Seen())
+        missing = [i.path for i in absent if cache.get((user.key, i.path, i.etag)) is None]
+        fetched = rt.store.get_many(user, [*first, *missing]) if first or missing else {}
+        out: list[tuple[str, T]] = []
+        for path, etag in [*((p, None) for p in first), *((i.path, i.etag) for i in listed)]:
+            obj = fetched.get(path)
+            parsed = cache.get((user.key, path, etag)) if etag is not None else None
+            if parsed is None and obj is not None:
+                key = (user.key, path, obj.etag)
+                parsed = cache.get(key)
+                if parsed is None:
+                    parsed = parse(path, obj.content)
+                    cache.put(key, parsed)
+            if parsed is not None:
+                out.append((path, parsed))
+        return out
 
 
 class _Seen:
