@@ -472,18 +472,19 @@ Searcher = Callable[[str], tuple[list[list[str]], list[list[str]]]]
 def library_searcher(c: Corpus) -> Searcher:
     """``ranked`` exactly as the library runs it (under whatever switches are set)."""
     from agent_harness.memory import index as ranking
-    from agent_harness.memory.file_index import FileIndex
+    from agent_harness.memory.file_index import FileIndex, Links
     from agent_harness.memory.index import LinkedIndexes, search_files
 
+    links = Links([s for s, _ in c.turn_keys], [t for _, t in c.turn_keys])
     turns = FileIndex.from_lines(
-        c.turn_texts, 0, groups=c.turn_groups, fields=c.turn_days, links=c.turn_keys
+        c.turn_texts, 0, groups=c.turn_groups, fields=c.turn_days, links=links
     )
     facts = [("MEMORY.md", FileIndex.build(c.fact_text))] + [
         (f"memory/{n}.md", FileIndex.build(text, day))
         for n, (day, text) in enumerate(c.ledgers.items())
     ]
     source_texts = LinkedIndexes([turns])
-    fact_texts = LinkedIndexes([f for _, f in facts if f.cited()])
+    fact_texts = LinkedIndexes([f for _, f in facts if f.linked_groups()])
 
     def search(query: str) -> tuple[list[list[str]], list[list[str]]]:
         # the weights as set now (the ablation switches them)

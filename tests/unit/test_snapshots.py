@@ -5,6 +5,7 @@ speed, never a result."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -64,7 +65,7 @@ def test_a_restored_ledger_ranks_exactly_like_a_built_one(mode: str) -> None:
             expected = search_files([("m", built)], query, mode, 20, linked, weight)  # type: ignore[arg-type]
             got = search_files([("m", restored)], query, mode, 20, linked, weight)  # type: ignore[arg-type]
             assert got == expected, (query, weight)
-    assert restored.cited() == built.cited()
+    assert restored.linked_groups() == built.linked_groups()
     assert [restored.keys_of(n) for n in range(len(built.lines))] == [
         built.keys_of(n) for n in range(len(built.lines))
     ]
@@ -73,7 +74,8 @@ def test_a_restored_ledger_ranks_exactly_like_a_built_one(mode: str) -> None:
 def test_a_restored_segment_keeps_its_messages_metadata_and_links() -> None:
     built = parse_segment("index/threads/2026-11.jsonl", SEGMENT)
     restored = snapshots.decode_segment(roundtrip(parse_segment("x", SEGMENT)))
-    assert restored.meta == built.meta
+    records = range(len(built.index.lines))
+    assert [restored.meta(n) for n in records] == [built.meta(n) for n in records] != []
     assert restored.size == built.size
     facts = LinkedIndexes([index_memory_file("memory/2026-11-02.md", LEDGER)])
     for query in QUERIES:
@@ -94,11 +96,29 @@ def test_a_damaged_or_foreign_snapshot_reads_as_empty(text: str) -> None:
     assert snapshots.read(text) == {}
 
 
-def test_a_damaged_entry_does_not_decode() -> None:
+def _one_short(text: str) -> str:
+    """A column's text holding one integer fewer (well-formed base64)."""
+    return base64.b64encode(base64.b64decode(text)[:-4]).decode()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda e: e | {"own": e["own"][:-1]},  # torn base64
+        lambda e: e | {"after": _one_short(e["after"])},  # a column one line short
+        lambda e: e | {"before": [0] * len(e["lines"])},  # format 1's JSON list
+        lambda e: e | {"own": e["own"][:-4] + "!!!!"},  # not base64
+    ],
+)
+def test_a_damaged_entry_does_not_decode(damage) -> None:  # type: ignore[no-untyped-def]
     entry = roundtrip(index_memory_file("memory/2026-11-02.md", LEDGER))
-    entry["own"] = entry["own"][:-1]
     with pytest.raises(ValueError):
-        snapshots.decode_ledger(entry)
+        snapshots.decode_ledger(damage(entry))
+    segment = roundtrip(parse_segment("x", SEGMENT))
+    with pytest.raises(ValueError):
+        snapshots.decode_segment(damage(segment))
+    with pytest.raises(ValueError):
+        snapshots.decode_segment(segment | {"roles": segment["roles"][:-1]})
 
 
 def test_damaged_sections_are_read_again_from_the_lines() -> None:
@@ -106,7 +126,7 @@ def test_damaged_sections_are_read_again_from_the_lines() -> None:
     entry = roundtrip(index_memory_file("memory/2026-11-02.md", LEDGER))
     entry["sections"] = "[[1, 2"
     restored = snapshots.decode_ledger(entry)
-    assert restored.cited() == built.cited() != {}
+    assert restored.linked_groups() == built.linked_groups() != []
 
 
 def ledgers(rt, user: User = ALICE, days: range = range(1, 11)) -> None:  # type: ignore[no-untyped-def]

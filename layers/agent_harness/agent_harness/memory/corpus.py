@@ -185,7 +185,7 @@ def load_fact_texts(rt: Runtime, user: User, cache: MemoryIndexCache) -> LinkedI
     """The facts of every ledger (archive included) that name their turns: one LIST of
     memory/, GETs of the ledgers not cached."""
     ledgers = [f for _, f in load_ledgers(rt, user, cache)]
-    return linked_texts(cache, user.key, "#fact-texts", [f for f in ledgers if f.cited()])
+    return linked_texts(cache, user.key, "#fact-texts", [f for f in ledgers if f.linked_groups()])
 
 
 def load_segments(rt: Runtime, user: User, cache: MemoryIndexCache) -> list[tuple[str, Segment]]:

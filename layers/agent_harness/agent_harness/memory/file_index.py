@@ -13,12 +13,15 @@ from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from agent_harness.memory.ledger import SOURCE_PREFIX, is_heading, is_structure, parse_source
 from agent_harness.text import fold, terms
 
-__all__ = ["CONTEXT_WEIGHT", "Exported", "FileIndex", "Turns", "pack", "unpack"]
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+__all__ = ["CONTEXT_WEIGHT", "Exported", "FileIndex", "Links", "Turns", "pack", "unpack"]
 
 #: how much a neighbouring line's terms count towards a line's score (0 turns it off)
 CONTEXT_WEIGHT = 0.4
@@ -32,13 +35,27 @@ _LAST = (("\U0010ffff", 0),)
 Turns = tuple[tuple[str, int], ...]
 
 
+class Links(NamedTuple):
+    """Each record's turn, as two columns: a thread segment's messages. Not a tuple per
+    record: a cold query restores tens of thousands, which the collector would walk."""
+
+    sessions: list[str]
+    turns: list[int]
+
+    def key(self, number: int) -> tuple[str, int]:
+        return (self.sessions[number], self.turns[number])
+
+    def keys(self) -> Iterator[tuple[str, int]]:
+        return zip(self.sessions, self.turns, strict=True)
+
+
 class Exported(NamedTuple):
     """What ``FileIndex.restore`` needs besides the lines (the persisted index)."""
 
-    own: list[int]
-    before: list[int]
-    after: list[int]
-    #: every term's postings as text: "\nterm\tpacked packed ...\n..." (``pack``), so a
+    own: Sequence[int]
+    before: Sequence[int]
+    after: Sequence[int]
+    #: every term's postings as text: "|term:packed packed ...|..." (``pack``), so a
     #: restored index finds a term with one string search instead of building a dict
     postings: str
     #: a Markdown file's section starts as JSON: [[first line, [[session, turn], ...]], ...]
@@ -64,18 +81,20 @@ class FileIndex:
     #: ranking-only words of each record (its date); never shown, never matched literally
     fields: list[str] | None = field(default=None, repr=False)
     _folded: list[str] | None = field(default=None, repr=False)
-    _lengths: list[float] = field(default_factory=list, repr=False)
+    #: each record's length with context; None until first asked (``_measure``)
+    _lengths: list[float] | None = field(default=None, repr=False)
     _records: int = field(default=0, repr=False)
     _length_sum: float = field(default=0.0, repr=False)
-    _before: list[int] = field(default_factory=list, repr=False)
-    _after: list[int] = field(default_factory=list, repr=False)
+    #: (a restored index's: arrays, as the snapshot stores them)
+    _before: Sequence[int] = field(default_factory=list, repr=False)
+    _after: Sequence[int] = field(default_factory=list, repr=False)
     #: each record's own term count (without context)
-    _own: list[int] = field(default_factory=list, repr=False)
+    _own: Sequence[int] = field(default_factory=list, repr=False)
     #: each record's turns, given (a thread record: its own turn); None: a Markdown
     #: file's records take the turns their section's source line names
-    links: list[tuple[str, int]] | None = field(default=None, repr=False)
-    #: (session, turn) -> the records linked to that turn (built on first use)
-    _cited: dict[tuple[str, int], list[list[int]]] | None = field(default=None, repr=False)
+    links: Links | None = field(default=None, repr=False)
+    #: the records linked to turns, with their turns (``linked_groups``, on first use)
+    _groups: list[tuple[list[int], Turns]] | None = field(default=None, repr=False)
     _sections: list[tuple[int, Turns]] | None = field(default=None, repr=False)
     _sections_json: str | None = field(default=None, repr=False)
     _link_counts: list[int] = field(default_factory=list, repr=False)
@@ -94,7 +113,7 @@ class FileIndex:
         size: int,
         groups: list[str] | None = None,
         fields: list[str] | None = None,
-        links: list[tuple[str, int]] | None = None,
+        links: Links | None = None,
     ) -> FileIndex:
         return cls(lines, size, groups=groups, fields=fields, links=links)
 
@@ -121,27 +140,32 @@ class FileIndex:
         lines: list[str],
         size: int,
         exported: Exported,
-        links: list[tuple[str, int]] | None = None,
+        links: Links | None = None,
     ) -> FileIndex:
         """An index ranked search can use at once: ``exported`` from ``export`` (each
         term's postings decoded when a query first asks for it)."""
         made = cls(lines, size, links=links)
         made._own, made._before, made._after = exported.own, exported.before, exported.after
-        made._measure()
         made._postings, made._packed = {}, exported.postings
         made._sections_json = exported.sections if links is None else None
         return made
 
-    def _measure(self) -> None:
-        """Each record's length with its neighbours as context, and the totals."""
+    def _measure(self) -> list[float]:
+        """Each record's length with its neighbours as context, and the totals: on first
+        use (a thread segment restored for ranked memory_search is never measured)."""
+        self._ranking()
+        if self._lengths is not None:
+            return self._lengths
         own = self._own
         padded = [*own, 0]  # a missing neighbour (-1) reads the 0 at the end
-        self._lengths = [
+        lengths = [
             o + CONTEXT_WEIGHT * (padded[b] + padded[a]) if o else 0.0
             for o, b, a in zip(own, self._before, self._after, strict=True)
         ]
         self._records = len(own) - own.count(0)
-        self._length_sum = sum(self._lengths)
+        self._length_sum = sum(lengths)
+        self._lengths = lengths  # last: another thread reading it finds the totals set
+        return lengths
 
     def _ranking(self) -> dict[str, list[int]]:
         """Built on the first ranked query: each record's own term postings, its
@@ -175,7 +199,6 @@ class FileIndex:
                     before[number], after[previous] = previous, number
                 last[group] = number
             self._own, self._before, self._after = own, before, after
-            self._measure()
             self._postings = postings
         return self._postings
 
@@ -209,38 +232,41 @@ class FileIndex:
             self._sections = starts
         return self._sections
 
-    def _linked(self) -> dict[tuple[str, int], list[list[int]]]:
-        """Per turn, the groups of records linked to it: a section's records (one list,
-        shared by every turn its source names), or a turn's messages. Built on first use:
-        only ranking with linked texts needs it."""
-        if self._cited is None:
+    def linked_groups(self) -> list[tuple[list[int], Turns]]:
+        """The records linked to turns, in groups that share their turns: each section
+        whose source names turns (its records, those turns), or each turn of a thread
+        segment (its messages, that turn). Built on first use: only ranking with linked
+        texts needs it."""
+        if self._groups is None:
             own = self.own_lengths()
-            cited: dict[tuple[str, int], list[list[int]]] = {}
+            groups: list[tuple[list[int], Turns]] = []
             if self.links is not None:
-                for number, link in enumerate(self.links):
+                by_turn: dict[tuple[str, int], list[int]] = {}
+                for number, link in enumerate(self.links.keys()):
                     if own[number]:
-                        cited.setdefault(link, [[]])[0].append(number)
+                        by_turn.setdefault(link, []).append(number)
+                groups = [(records, (key,)) for key, records in by_turn.items()]
             else:
                 starts = self._section_starts()
                 ends = [start for start, _ in starts[1:]] + [len(self.lines)] * bool(starts)
-                self._link_counts = [0] * len(self.lines)
+                counts = [0] * len(self.lines)
                 for (start, turns), end in zip(starts, ends, strict=True):
                     records = [n for n in range(start, end) if own[n]] if turns else []
-                    for key in turns if records else ():
-                        cited.setdefault(key, []).append(records)
                     if records:
-                        self._link_counts[start:end] = [len(turns)] * (end - start)
-            self._cited = cited
-        return self._cited
+                        groups.append((records, turns))
+                        counts[start:end] = [len(turns)] * (end - start)
+                self._link_counts = counts
+            self._groups = groups  # last: another thread reading it finds the counts set
+        return self._groups
 
     def link_counts(self) -> list[int] | None:
         """How many turns each record is linked to (None: one each, a thread record)."""
         if self.links is not None:
             return None
-        self._linked()
+        self.linked_groups()
         return self._link_counts
 
-    def own_lengths(self) -> list[int]:
+    def own_lengths(self) -> Sequence[int]:
         """Each record's own term count (0: structure, blank, or no words)."""
         self._ranking()
         return self._own
@@ -249,28 +275,22 @@ class FileIndex:
         """(record, count) of the records holding ``term`` themselves (no context)."""
         return [(p >> _TF_BITS, p & _TF_MAX) for p in self._posting(term)]
 
-    def cited(self) -> dict[tuple[str, int], list[list[int]]]:
-        """(session, turn) -> the groups of records linked to that turn (a ledger: the
-        records of each section whose source names it; a segment: the turn's messages)."""
-        return self._linked()
-
     def keys_of(self, number: int) -> Turns:
         """The turns record ``number`` is linked to (a Markdown file's: those of the last
         section start at or before it)."""
         if self.links is not None:
-            return (self.links[number],)
+            return (self.links.key(number),)
         starts = self._section_starts()
         found = bisect_right(starts, (number, _LAST)) - 1
         return starts[found][1] if found >= 0 else ()
 
     @property
     def lengths(self) -> list[float]:
-        self._ranking()
-        return self._lengths
+        return self._measure()
 
     def totals(self) -> tuple[int, float]:
         """How many records rank (not structure, not empty) and their summed length."""
-        self._ranking()
+        self._measure()
         return self._records, self._length_sum
 
     def weights(self, term: str) -> dict[int, float]:
@@ -289,18 +309,21 @@ class FileIndex:
 
 
 def pack(postings: dict[str, list[int]]) -> str:
-    """Postings as one text, a line per term (terms hold no tabs or newlines)."""
-    rows = "".join(f"{term}\t{' '.join(map(str, p))}\n" for term, p in postings.items())
-    return f"\n{rows}"
+    """Postings as one text: ``|term:packed packed ...`` per term. A term is letters and
+    digits only (``text.WORD``), so ``|`` and ``:`` never occur in one; and neither needs
+    escaping in JSON, whose decoder copies such a string in one pass (newlines and tabs
+    made decoding a snapshot twice as slow)."""
+    rows = "".join(f"|{term}:{' '.join(map(str, p))}" for term, p in postings.items())
+    return f"{rows}|"
 
 
 def unpack(packed: str, term: str) -> list[int]:
     """One term's postings from ``pack``'s text (none: the term is not there)."""
-    start = packed.find(f"\n{term}\t")
+    start = packed.find(f"|{term}:")
     if start < 0:
         return []
     start += len(term) + 2
-    return [int(p) for p in packed[start : packed.index("\n", start)].split()]
+    return [int(p) for p in packed[start : packed.index("|", start)].split()]
 
 
 @lru_cache(maxsize=4096)

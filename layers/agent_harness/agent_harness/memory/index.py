@@ -177,25 +177,21 @@ def _join(files: list[tuple[str, FileIndex]], linked: LinkedTexts | None, weight
     added = 0.0
     if linked is not None and weight:
         for file_no, f in enumerate(indexes):
-            counts = f.link_counts()
-            # a group's extra length over all its turns, then added once per record
-            extra: dict[int, tuple[list[int], float]] = {}
-            for key, groups in f.cited().items():
-                length = linked.length(key)
-                if not length:
+            own: list[float] | None = None
+            for group, turns in f.linked_groups():
+                share = weight / len(turns) ** LINK_SHARE
+                more = 0.0  # the group's extra length over all its turns, once per record
+                for key in turns:
+                    if length := linked.length(key):
+                        cited.setdefault(key, []).append((file_no, group, share))
+                        more += share * length
+                if not more:
                     continue
-                entries = cited.setdefault(key, [])
-                for group in groups:
-                    share = weight / (counts[group[0]] if counts else 1) ** LINK_SHARE
-                    entries.append((file_no, group, share))
-                    before = extra.get(id(group), (group, 0.0))[1]
-                    extra[id(group)] = (group, before + share * length)
-            if extra:
-                own = lengths[file_no] = list(f.lengths)  # this file's own copy
-                for group, more in extra.values():
-                    for number in group:
-                        own[number] += more
-                    added += more * len(group)
+                if own is None:
+                    own = lengths[file_no] = list(f.lengths)  # this file's own copy
+                for number in group:
+                    own[number] += more
+                added += more * len(group)
     joined = _Join(indexes, cited, lengths, added)
     memo.clear()  # one join per texts object: the newest list of files
     memo[signature] = joined
@@ -276,11 +272,19 @@ class LinkedIndexes:
     def __init__(self, indexes: list[FileIndex]) -> None:
         self.indexes = indexes
         self._lengths: dict[tuple[str, int], float] = {}
+        lengths = self._lengths
         for f in indexes:
-            own, shares = f.own_lengths(), _shares(f.link_counts(), 1.0)
-            for key, groups in f.cited().items():
-                added = sum(own[n] * shares(n) for group in groups for n in group)
-                self._lengths[key] = self._lengths.get(key, 0.0) + added
+            own = f.own_lengths()
+            if f.links is not None:  # a record per turn: no groups to build for this
+                for session, turn, length in zip(*f.links, own, strict=True):
+                    if length:
+                        key = (session, turn)
+                        lengths[key] = lengths.get(key, 0.0) + length
+                continue
+            for group, turns in f.linked_groups():
+                added = sum(own[n] for n in group) / len(turns) ** LINK_SHARE
+                for key in turns:
+                    lengths[key] = lengths.get(key, 0.0) + added
         self.joins: dict[_JoinKey, _Join] = {}
         # for the cache's bound: the indexes it keeps alive, and its own dict roughly
         self.size = sum(f.size for f in indexes) + 64 * len(self._lengths)

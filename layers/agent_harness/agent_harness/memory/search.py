@@ -37,7 +37,7 @@ def search_memory(
         files = load_memory_files(rt, user, cache)
         turns = None
         weight = index.SOURCE_WEIGHT  # read at call time: the benchmark's ablation switches it
-        if mode == "ranked" and weight and any(f.cited() for _, f in files):
+        if mode == "ranked" and weight and any(f.linked_groups() for _, f in files):
             turns = load_turn_texts(rt, user, cache)
         return search_files(files, query, mode, limit, turns, weight)
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from agent_harness.memory import MEMORY_TOOLS
-from agent_harness.memory.file_index import FileIndex
+from agent_harness.memory.file_index import FileIndex, Links
 from agent_harness.memory.index import date_words
 from agent_harness.memory.prompts import TOOL_ARG_CHARS
 
@@ -72,11 +72,19 @@ def indexed_turns(segment: str) -> set[tuple[str, int]]:
 
 @dataclass
 class Segment:
-    """A month segment, indexed for search: record texts plus their metadata."""
+    """A month segment, indexed for search: record texts plus their metadata, as columns
+    (the sessions and turns are the index's ``links``)."""
 
     index: FileIndex
-    meta: list[tuple[str, int, str, str]]  # session, turn, role, at
+    roles: list[str]
+    at: list[str]
     size: int
+
+    def meta(self, number: int) -> tuple[str, int, str, str]:
+        """Record ``number``'s session, turn, role and time."""
+        links = self.index.links
+        assert links is not None  # a segment's index is always built with its links
+        return (links.sessions[number], links.turns[number], self.roles[number], self.at[number])
 
 
 def _day_words(at: str, zone: tzinfo) -> str:
@@ -90,18 +98,20 @@ def _day_words(at: str, zone: tzinfo) -> str:
 def parse_segment(path: str, text: str, zone: tzinfo = UTC) -> Segment:
     """A segment's messages, each ranked with the day it was sent (in ``zone``)."""
     texts: list[str] = []
-    meta: list[tuple[str, int, str, str]] = []
+    links = Links([], [])
+    roles: list[str] = []
+    at: list[str] = []
     for line in text.splitlines():
         try:
             row = json.loads(line)
         except ValueError:
             continue  # a torn or hand-edited line: skip it, the rest stays searchable
         texts.append(" ".join(str(row.get("x", "")).split()))
-        meta.append(
-            (str(row.get("s")), int(row.get("t", 0)), str(row.get("r")), str(row.get("at")))
-        )
-    sessions = [m[0] for m in meta]  # a message's neighbours are from its own session
-    days = [_day_words(m[3], zone) for m in meta]
-    turns = [(m[0], m[1]) for m in meta]
-    index = FileIndex.from_lines(texts, len(text), groups=sessions, fields=days, links=turns)
-    return Segment(index=index, meta=meta, size=len(text))
+        links.sessions.append(str(row.get("s")))
+        links.turns.append(int(row.get("t", 0)))
+        roles.append(str(row.get("r")))
+        at.append(str(row.get("at")))
+    days = [_day_words(when, zone) for when in at]
+    # a message's neighbours are from its own session
+    index = FileIndex.from_lines(texts, len(text), groups=links.sessions, fields=days, links=links)
+    return Segment(index=index, roles=roles, at=at, size=len(text))

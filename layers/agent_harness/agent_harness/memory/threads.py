@@ -82,7 +82,7 @@ def search_threads(
         hits: list[Hit] = search_files(indexes, query, mode, limit, facts, weight)
     out = []
     for hit in hits:
-        session_id, turn, role, at = by_path[hit.path].meta[hit.line - 1]
+        session_id, turn, role, at = by_path[hit.path].meta(hit.line - 1)
         out.append(ThreadHit(session_id, turn, role, at, hit.text, hit.score))
     return out
 
