@@ -108,6 +108,8 @@ def _one_short(text: str) -> str:
         lambda e: e | {"after": _one_short(e["after"])},  # a column one line short
         lambda e: e | {"before": [0] * len(e["lines"])},  # format 1's JSON list
         lambda e: e | {"own": e["own"][:-4] + "!!!!"},  # not base64
+        lambda e: e | {"lines": e["lines"].rsplit("\n", 1)[0]},  # a line short
+        lambda e: e | {"lines": e["lines"].split("\n")},  # format 1's JSON list
     ],
 )
 def test_a_damaged_entry_does_not_decode(damage) -> None:  # type: ignore[no-untyped-def]

@@ -68,7 +68,8 @@ class FileIndex:
     are built on the first ranked query and kept with it, or restored from a snapshot
     (``export``/``restore``: the persisted index, memory.snapshots)."""
 
-    lines: list[str]
+    #: the lines (never holding a newline); None: a restored index's, still ``_joined``
+    _lines: list[str] | None
     size: int = 0
     #: records whose neighbours give context share a group; None: blocks of a Markdown
     #: file (lines between headings, provenance lines and blank lines)
@@ -98,6 +99,15 @@ class FileIndex:
     _sections: list[tuple[int, Turns]] | None = field(default=None, repr=False)
     _sections_json: str | None = field(default=None, repr=False)
     _link_counts: list[int] = field(default_factory=list, repr=False)
+    #: a restored index's lines joined by newlines (as a snapshot keeps them), split on
+    #: first use: ranking needs only the lines of its hits
+    _joined: str = field(default="", repr=False)
+
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = self._joined.split("\n") if self._own else []
+        return self._lines
 
     @classmethod
     def build(cls, text: str, field_words: str = "") -> FileIndex:
@@ -137,14 +147,18 @@ class FileIndex:
     @classmethod
     def restore(
         cls,
-        lines: list[str],
+        joined: str,
         size: int,
         exported: Exported,
         links: Links | None = None,
     ) -> FileIndex:
-        """An index ranked search can use at once: ``exported`` from ``export`` (each
-        term's postings decoded when a query first asks for it)."""
-        made = cls(lines, size, links=links)
+        """An index ranked search can use at once: ``exported`` from ``export``, and
+        ``joined`` its lines joined by newlines (split, and each term's postings decoded,
+        when first needed). Raises ValueError if they do not make one line per record."""
+        count = len(exported.own)
+        if joined.count("\n") + 1 != count and (count or joined):
+            raise ValueError("the lines do not match the index")
+        made = cls(None, size, links=links, _joined=joined)
         made._own, made._before, made._after = exported.own, exported.before, exported.after
         made._postings, made._packed = {}, exported.postings
         made._sections_json = exported.sections if links is None else None
@@ -248,8 +262,8 @@ class FileIndex:
                 groups = [(records, (key,)) for key, records in by_turn.items()]
             else:
                 starts = self._section_starts()
-                ends = [start for start, _ in starts[1:]] + [len(self.lines)] * bool(starts)
-                counts = [0] * len(self.lines)
+                ends = [start for start, _ in starts[1:]] + [len(own)] * bool(starts)
+                counts = [0] * len(own)
                 for (start, turns), end in zip(starts, ends, strict=True):
                     records = [n for n in range(start, end) if own[n]] if turns else []
                     if records:
