@@ -41,7 +41,9 @@ More tables are computed in-process on the library's own index (no stack, second
   of the annotations, 3-turn windows around them, the whole session, or nothing, on
   tuning and held-out;
 * an ablation of what ``ranked`` does, one idea removed at a time, on the tuning
-  conversations only.
+  conversations only; with the ideas tried and not kept (``bench.ranking_ideas``:
+  pseudo-relevance feedback, query words side by side, query coverage) added one at a
+  time.
 
 Only conv-26, conv-30, conv-41, conv-42 and conv-43 were looked at while tuning; the
 held-out five are the scorecard.
@@ -63,6 +65,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import ZoneInfo
 
+from bench import ranking_ideas
 from bench.common import HELD_OUT, TUNING, locomo, sessions, turn_text
 from local_stack.process import LocalStackProcess, start_local_stack
 
@@ -616,6 +619,10 @@ def ablation(convs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
             {"speaker": False, "dates": False},
         ),
     }
+    from agent_harness.memory import index
+
+    for name, idea in ranking_ideas.tried(index.rank).items():
+        variants[name] = ({"rank": idea}, {})
     out: dict[str, dict[str, Any]] = {}
     for name, (switches, options) in variants.items():
         with switched(**switches):
@@ -623,6 +630,30 @@ def ablation(convs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
         table = aggregate(rows, convs)
         out[name] = {unit: table[f"{unit} ranked"]["all"] for unit in ("turn", "observation")}
     return out
+
+
+def _ideas_verdict(rows: dict[str, dict[str, Any]]) -> list[str]:
+    """What the rows of ideas tried say against the shipped ranking, at recall@5."""
+    shipped = rows.get("ranked as shipped")
+    ideas = {n: r for n, r in rows.items() if n.startswith("tried, not kept")}
+    if shipped is None or not ideas:
+        return []
+
+    def gains(row: dict[str, Any]) -> list[str]:
+        return [u for u in ("turn", "observation") if row[u]["5"] > shipped[u]["5"]]
+
+    better = {name.split(": ", 1)[1]: units for name, row in ideas.items() if (units := gains(row))}
+    verdict = (
+        "none lifts recall@5 of turns or of observations on the tuning conversations, so none "
+        "is in `ranked`"
+        if not better
+        else "; ".join(f"{n} lifts {' and '.join(u)} recall@5" for n, u in better.items())
+    )
+    return [
+        "",
+        f"The rows *tried, not kept* add one idea each to the shipped ranking: {verdict} "
+        "(an idea is kept only when this table shows it).",
+    ]
 
 
 def _recall_at(table: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -994,6 +1025,7 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
     for name, row in result["ablation_tuning"].items():
         cells = [" / ".join(f"{row[u][str(k)]:.3f}" for k in KS) for u in ("turn", "observation")]
         parts.append(f"| {name} | {cells[0]} | {cells[1]} |")
+    parts += _ideas_verdict(result["ablation_tuning"])
     groups = [f"R@{k}" for k in KS]
     scope = "held-out" if main == "held_out" else "all"
     for unit in ("turn", "observation"):

@@ -177,7 +177,7 @@ def _join(files: list[tuple[str, FileIndex]], linked: LinkedTexts | None, weight
     added = 0.0
     if linked is not None and weight:
         for file_no, f in enumerate(indexes):
-            own: list[float] | None = None
+            extended: list[float] | None = None
             for group, turns in f.linked_groups():
                 share = weight / len(turns) ** LINK_SHARE
                 more = 0.0  # the group's extra length over all its turns, once per record
@@ -187,10 +187,10 @@ def _join(files: list[tuple[str, FileIndex]], linked: LinkedTexts | None, weight
                         more += share * length
                 if not more:
                     continue
-                if own is None:
-                    own = lengths[file_no] = list(f.lengths)  # this file's own copy
+                if extended is None:
+                    extended = lengths[file_no] = list(f.lengths)  # this file's own copy
                 for number in group:
-                    own[number] += more
+                    extended[number] += more
                 added += more * len(group)
     joined = _Join(indexes, cited, lengths, added)
     memo.clear()  # one join per texts object: the newest list of files
