@@ -29,6 +29,7 @@ import boto3
 
 from agent_harness.tokens import DEFAULT_CACHE_DIR
 from local_stack.lambdas import ContainerPool, http_event, scheduled_event, sqs_record
+from local_stack.moto_atomic import serialise_dynamodb
 from local_stack.resources import create_resources, function_environment, load_template
 
 if TYPE_CHECKING:
@@ -107,6 +108,7 @@ class LocalStack:
         ports = [self.config.moto_port] + ([] if self.config.aws_only else [self.config.http_port])
         for port in ports:
             _require_free_port(port)
+        serialise_dynamodb()  # each DynamoDB request atomic, as in AWS
         self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.config.moto_port)
         self.moto.start()
         clients = {
