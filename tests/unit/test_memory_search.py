@@ -220,3 +220,15 @@ def test_a_cold_ranked_query_makes_no_reference_cycles_so_pausing_leaks_nothing(
         assert gc.collect() == 0  # and the cache went by reference counting
     finally:
         gc.enable()
+
+
+def test_ranked_reads_past_lines_with_the_same_words_to_fill_the_limit() -> None:
+    # the best-scored lines are one fact saved thirty times: the query must read past
+    # them (beyond the few it takes first) and still rank like a full sort would
+    text = "\n".join(["- green tea"] * 30 + ["- tea with milk", "- black tea, strong", "- tea"])
+    files = [("memory/2026-11-02.md", FileIndex.build(text))]
+    few = search_files(files, "green tea", "ranked", 3)
+    assert [h.text for h in few] == [
+        h.text for h in search_files(files, "green tea", "ranked", 99)
+    ][:3]
+    assert len({h.text for h in few}) == 3

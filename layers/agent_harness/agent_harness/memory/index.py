@@ -33,6 +33,7 @@ line order.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -40,7 +41,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from agent_harness.text import WORD, fold, terms
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from agent_harness.memory.file_index import FileIndex
 
@@ -206,6 +207,23 @@ def _shares(counts: list[int] | None, weight: float) -> Callable[[int], float]:
     return lambda number: by_count[counts[number]]
 
 
+_Scored = tuple[tuple[int, int], float]
+
+
+def _order(item: _Scored) -> tuple[float, tuple[int, int]]:
+    return (-item[1], item[0])
+
+
+def _best_first(scores: dict[tuple[int, int], float], wanted: int) -> Iterator[_Scored]:
+    """``scores`` best first (equal scores by file, then line). A ranked query reads a
+    few of thousands: the best ``2 * wanted`` come from a heap, and the rest are sorted
+    only if the caller reads past them (lines with the same words are skipped)."""
+    head = heapq.nsmallest(2 * wanted, scores.items(), key=_order)
+    yield from head
+    if len(head) < len(scores):
+        yield from sorted(scores.items(), key=_order)[len(head) :]
+
+
 def rank(
     files: list[tuple[str, FileIndex]],
     query: str,
@@ -238,10 +256,9 @@ def rank(
                 norm = K1 * (1 - B + B * lengths[number] / avg_len)
                 key = (file_no, number)
                 scores[key] = scores.get(key, 0.0) + idf * tf * (K1 + 1) / (tf + norm)
-    ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
     hits: list[Hit] = []
     seen: set[str] = set()
-    for (file_no, number), score in ordered:
+    for (file_no, number), score in _best_first(scores, limit):
         path, f = files[file_no]
         text = f.lines[number]
         words = " ".join(WORD.findall(fold(text.lstrip("-*• "))))
