@@ -2,10 +2,10 @@
 library's ``index.rank`` (the ablation switches it in for one variant), so what is
 measured is the shipped ranking plus the idea, nothing else.
 
-* pseudo-relevance feedback: the words that best tell the first pass's best lines
-  apart (summed idf) are added to the query at a fraction of a query word's weight. BM25
-  is a sum over terms, so that is the first pass's scores plus ``weight`` times the
-  scores of the added words alone;
+* pseudo-relevance feedback: the rarest words of the first pass's best lines (idf
+  summed over the lines holding them) are added to the query at a fraction of a query
+  word's weight. BM25 is a sum over terms, so that is the first pass's scores plus
+  ``weight`` times the scores of the added words alone;
 * proximity: a hit holding two words the query has side by side, side by side too, gains
   the rarer word's idf times ``weight`` (the best ``depth`` hits re-ordered);
 * coverage: a hit's score times the share of the query's idf it holds itself, to a power

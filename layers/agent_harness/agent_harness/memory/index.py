@@ -215,9 +215,10 @@ def _order(item: _Scored) -> tuple[float, tuple[int, int]]:
 
 
 def _best_first(scores: dict[tuple[int, int], float], wanted: int) -> Iterator[_Scored]:
-    """``scores`` best first (equal scores by file, then line). A ranked query reads a
-    few of thousands: the best ``2 * wanted`` come from a heap, and the rest are sorted
-    only if the caller reads past them (lines with the same words are skipped)."""
+    """``scores`` best first (equal scores by file, then line). A query keeps a few of
+    the thousands of lines it scores: the best ``2 * wanted`` come from a heap, and the
+    rest are sorted only if the caller reads past them (it skips lines whose words it
+    has already shown)."""
     head = heapq.nsmallest(2 * wanted, scores.items(), key=_order)
     yield from head
     if len(head) < len(scores):
