@@ -46,12 +46,6 @@ def _idf(files: Files) -> Callable[[str], float]:
     return idf
 
 
-def _reordered(hits: list[Hit], limit: int, score: Callable[[Hit], float]) -> list[Hit]:
-    """The best ``limit`` of ``hits`` by ``score``, equals in the order they came."""
-    ordered = sorted(enumerate(hits), key=lambda item: (-score(item[1]), item[0]))
-    return [hit for _, hit in ordered[:limit]]
-
-
 def _every_line(files: Files) -> int:
     return sum(len(f.lines) for _, f in files)
 
@@ -90,14 +84,30 @@ class Feedback:
 
 
 @dataclass(frozen=True)
-class Proximity:
-    """Query words side by side in the hit gain ``weight`` times the rarer one's idf."""
+class _Reordered:
+    """The shipped ranking's best ``depth`` hits, re-ordered by ``scorer``'s score (equal
+    scores in the order they came)."""
 
     rank: Rank
-    weight: float = 0.5
     depth: int = 50
 
+    def scorer(self, files: Files, query: str) -> Callable[[Hit], float]:
+        raise NotImplementedError
+
     def __call__(self, files: Files, query: str, limit: int, *args: Any) -> list[Hit]:
+        score = self.scorer(files, query)
+        hits = self.rank(files, query, max(limit, self.depth), *args)
+        ordered = sorted(enumerate(hits), key=lambda item: (-score(item[1]), item[0]))
+        return [hit for _, hit in ordered[:limit]]
+
+
+@dataclass(frozen=True)
+class Proximity(_Reordered):
+    """Query words side by side in the hit gain ``weight`` times the rarer one's idf."""
+
+    weight: float = 0.5
+
+    def scorer(self, files: Files, query: str) -> Callable[[Hit], float]:
         pairs = {(a, b) for a, b in pairwise(terms(query)) if a != b}
         idf = _idf(files)
 
@@ -106,18 +116,17 @@ class Proximity:
             bonus = sum(min(idf(a), idf(b)) for a, b in pairs if (a, b) in near or (b, a) in near)
             return (hit.score or 0.0) + self.weight * bonus
 
-        return _reordered(self.rank(files, query, max(limit, self.depth), *args), limit, score)
+        return score
 
 
 @dataclass(frozen=True)
-class Coverage:
+class Coverage(_Reordered):
     """A hit's score times (its share of the query's idf) ** ``power``."""
 
-    rank: Rank
-    power: float = 0.3
     depth: int = 200
+    power: float = 0.3
 
-    def __call__(self, files: Files, query: str, limit: int, *args: Any) -> list[Hit]:
+    def scorer(self, files: Files, query: str) -> Callable[[Hit], float]:
         wanted, idf = set(terms(query)), _idf(files)
         mass = sum(map(idf, wanted)) or 1.0
 
@@ -125,7 +134,7 @@ class Coverage:
             share = sum(idf(t) for t in wanted & set(terms(hit.text))) / mass
             return (hit.score or 0.0) * share**self.power
 
-        return _reordered(self.rank(files, query, max(limit, self.depth), *args), limit, score)
+        return score
 
 
 def tried(rank: Rank) -> dict[str, Rank]:

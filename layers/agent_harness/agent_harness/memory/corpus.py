@@ -211,8 +211,7 @@ def linked_texts(
     known: LinkedIndexes | None = cache.get(key)
     if known is not None and all(a is b for a, b in zip(known.indexes, indexes, strict=True)):
         return known
-    with building():
-        made = LinkedIndexes(indexes)
+    made = LinkedIndexes(indexes)  # inside its callers' ``building``
     cache.put(key, made)
     return made
 

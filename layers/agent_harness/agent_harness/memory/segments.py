@@ -84,7 +84,7 @@ class Segment:
         """Record ``number``'s session, turn, role and time."""
         links = self.index.links
         assert links is not None  # a segment's index is always built with its links
-        return (links.sessions[number], links.turns[number], self.roles[number], self.at[number])
+        return (*links.key(number), self.roles[number], self.at[number])
 
 
 def _day_words(at: str, zone: tzinfo) -> str:
