@@ -126,6 +126,26 @@ def ops(calls: list[str]) -> list[str]:
     return sorted(c.split(":")[0] for c in calls)
 
 
+def test_recalling_past_messages_lists_the_thread_segments_beside_the_ledgers(
+    stack: Stack,
+) -> None:
+    env = {"HARNESS_RECALL_MESSAGES": "true"}
+    app = stack.handler(FN, HARNESS_RECALL_LISTING_SECONDS="0", **env)
+    stack.invoke(app, load_event("agent_call_post_message.json"), FN)
+    calls = count_requests(app)
+
+    response = stack.invoke(app, load_event("agent_call_post_message.json"), FN)
+
+    assert response["statusCode"] == 200
+    assert ops(calls) == sorted([*HOT_PATH, "ListObjectsV2"])  # memory/ and index/threads/
+    # within the listing window (the default 30 s) neither folder is listed again
+    reused = stack.handler(FN, **env)
+    stack.invoke(reused, load_event("agent_call_post_message.json"), FN)
+    calls = count_requests(reused)
+    stack.invoke(reused, load_event("agent_call_post_message.json"), FN)
+    assert ops(calls) == sorted(c for c in HOT_PATH if c != "ListObjectsV2")
+
+
 def test_with_budgets_the_lease_write_admits_the_turn_so_no_request_is_added(
     stack: Stack,
 ) -> None:

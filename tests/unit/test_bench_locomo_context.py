@@ -4,7 +4,7 @@ granularities of the retrieval bench's saves."""
 
 from __future__ import annotations
 
-from bench.locomo_context import recommend, summarise
+from bench.locomo_context import BUDGETS, held_out_keys, recommend, summarise
 from bench.locomo_memory import Evidence, input_lines, key_of, parse_key
 from bench.locomo_retrieval import saves
 
@@ -60,6 +60,28 @@ def test_the_recommended_setting_fits_the_token_target_and_is_the_cheapest_near_
     assert table["recall 2000 0"]["4"]["tokens_max"] == 1900
     assert recommend(table) == "recall 1000 0.15"
     assert recommend(summarise(_rows("recall 4000 0", [True], 4100), ("c",))) is None
+
+
+def test_recall_with_past_messages_competes_and_the_lines_only_choice_is_kept_apart() -> None:
+    rows = [
+        *_rows("recall 1000 0", [True] * 6 + [False] * 4, 900),
+        *_rows("messages 1500 0", [True] * 9 + [False], 1400),
+        *_rows("messages 2000 0", [True] * 9 + [False], 1900),  # as good, dearer
+        *_rows("ceiling", [True] * 10, 0),  # not a setting
+        *_rows("top 10", [True] * 10, 0),
+    ]
+    table = summarise(rows, ("c",))
+    assert recommend(table) == "messages 1500 0"
+    assert recommend(table, ("recall",)) == "recall 1000 0"
+    assert held_out_keys("messages 1500 0", "recall 1000 0") == [
+        "memory",
+        "both 1000 0",
+        "both 1000 0.15",
+        *(f"recall {b} 0" for b in BUDGETS),
+        "recall 1000 0.15",
+        *(f"messages {b} 0" for b in BUDGETS),
+        "messages 1000 0.15",
+    ]
 
 
 def test_sources_at_each_granularity() -> None:

@@ -77,6 +77,7 @@ ENV: dict[str, str] = {
     "recall_max_tokens": "HARNESS_RECALL_MAX_TOKENS",
     "recall_min_score": "HARNESS_RECALL_MIN_SCORE",
     "recall_listing_seconds": "HARNESS_RECALL_LISTING_SECONDS",
+    "recall_messages": "HARNESS_RECALL_MESSAGES",
     "user_daily_memory_tokens": "HARNESS_USER_DAILY_MEMORY_TOKENS",
     "user_daily_tokens": "HARNESS_USER_DAILY_TOKENS",
     "user_daily_turns": "HARNESS_USER_DAILY_TURNS",
@@ -259,6 +260,10 @@ class Settings(BaseModel):
     recall_min_score: float = Field(default=0.15, ge=0, le=1)
     #: how long a container reuses a user's last LIST of ledgers for recall (0: every turn)
     recall_listing_seconds: float = Field(default=30.0, ge=0, le=3600)
+    #: automatic recall also ranks the user's past messages (other sessions), alternating
+    #: them with memory lines; off by default: it costs a LIST and a GET more per turn
+    #: outside the listing window
+    recall_messages: bool = False
     #: each user's memory-model tokens per day (flush and consolidation), in
     #: ``timezone``; past it their jobs wait for the next day (0: unlimited)
     user_daily_memory_tokens: int = Field(default=0, ge=0)

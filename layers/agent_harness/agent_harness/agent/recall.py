@@ -3,7 +3,9 @@ the lines for the new message are chosen (memory.recall) and rendered as referen
 (agent.context). At most one more request on a warm container: the LIST of memory/,
 which the container reuses for ``recall_listing_seconds`` (a flush lands seconds after
 its turn, and the session's own recent turns are in its context anyway); the ledgers come
-from the per-container cache while their ETags hold."""
+from the per-container cache while their ETags hold. With ``recall_messages`` the thread
+segments are read the same way beside them (a LIST of index/threads/, reused alike, and a
+GET of each month changed since: after a turn, the current month's)."""
 
 from __future__ import annotations
 
@@ -18,14 +20,15 @@ from agent_harness import markup
 from agent_harness.agent.context import memory_reference, recall_frame_tokens, recall_reference
 from agent_harness.errors import HarnessError
 from agent_harness.memory.cache import building
-from agent_harness.memory.corpus import index_read, load_ledgers
-from agent_harness.memory.recall import recall_query, select_lines
+from agent_harness.memory.corpus import fact_texts, index_read, load_ledgers, load_segments
+from agent_harness.memory.recall import PastMessages, recall_query, select_lines
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from agent_harness.ids import User
     from agent_harness.memory.file_index import FileIndex
+    from agent_harness.memory.segments import Segment
     from agent_harness.models.base import Message
     from agent_harness.ports import StoredObject
     from agent_harness.runtime import Runtime
@@ -39,21 +42,25 @@ _READERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall")
 
 
 class Recall:
-    """The ledgers being read for one turn; ``message`` waits for them."""
+    """The ledgers (and the thread segments, with ``recall_messages``) being read for one
+    turn; ``message`` waits for them."""
 
-    def __init__(self, rt: Runtime, user: User, *, fresh: bool = False) -> None:
-        self._rt, self._user = rt, user
+    def __init__(
+        self, rt: Runtime, user: User, session: str | None = None, *, fresh: bool = False
+    ) -> None:
+        self._rt, self._user, self._session = rt, user, session
         # a turn may reuse the container's recent LIST of memory/; an operator's preview
         # must see what was just flushed
         listing_seconds = 0 if fresh else rt.settings.recall_listing_seconds
+        cache, listings = rt.search_cache, rt.listings
         self._ledgers: Future[list[tuple[str, FileIndex]]] = _READERS.submit(
-            load_ledgers,
-            rt,
-            user,
-            rt.search_cache,
-            rt.listings,
-            listing_seconds,
+            load_ledgers, rt, user, cache, listings, listing_seconds
         )
+        self._segments: Future[list[tuple[str, Segment]]] | None = None
+        if rt.settings.recall_messages:
+            self._segments = _READERS.submit(
+                load_segments, rt, user, cache, listings, listing_seconds
+            )
 
     def message(
         self,
@@ -77,13 +84,15 @@ class Recall:
         settings, counter = self._rt.settings, self._rt.counter
         budget = settings.recall_max_tokens  # the whole message: frame and lines
         with building():  # a cold ranking indexes the files once, for the cache
+            messages = self._past_messages(files)
             lines = select_lines(
                 files,
                 recall_query(text, previous),
                 shown=shown,
                 counter=counter,
-                max_tokens=budget - recall_frame_tokens(counter, loaded_at),
+                max_tokens=budget - recall_frame_tokens(counter, loaded_at, messages is not None),
                 min_score=settings.recall_min_score,
+                messages=messages,
             )
         message, tokens = recall_reference(lines, counter, loaded_at)
         while lines and tokens > budget:  # lines counted apart can tokenize a bit longer
@@ -92,13 +101,30 @@ class Recall:
         metrics.add_metric("RecalledLines", MetricUnit.Count, len(lines))
         return message, tokens, [line.source for line in lines]
 
+    def _past_messages(self, ledgers: list[tuple[str, FileIndex]]) -> PastMessages | None:
+        """The segments to recall past messages from (None: off, or their read failed:
+        the memory lines are still recalled)."""
+        if self._segments is None:
+            return None
+        try:
+            segments = self._segments.result()
+        except HarnessError as exc:
+            logger.warning("past messages skipped: reading them failed", extra={"error": str(exc)})
+            metrics.add_metric("RecallFailures", MetricUnit.Count, 1)
+            return None
+        facts = fact_texts(self._rt.search_cache, self._user, ledgers)
+        return PastMessages(segments, facts, self._session, self._rt.settings.zone)
 
-def start_recall(rt: Runtime, user: User, *, fresh: bool = False) -> Recall | None:
-    """Start reading for automatic recall, or None when it is off."""
+
+def start_recall(
+    rt: Runtime, user: User, session: str | None = None, *, fresh: bool = False
+) -> Recall | None:
+    """Start reading for automatic recall (for a turn of ``session``, whose own messages
+    are not recalled), or None when it is off."""
     settings = rt.settings
     if settings.disable_memory_hooks or settings.recall_max_tokens <= 0:
         return None
-    return Recall(rt, user, fresh=fresh)
+    return Recall(rt, user, session, fresh=fresh)
 
 
 @dataclass(frozen=True)
@@ -117,7 +143,7 @@ def preview_recall(rt: Runtime, user: User, text: str) -> RecallPreview:
     from agent_harness.clock import iso
     from agent_harness.paths import MEMORY_FILE
 
-    recall = start_recall(rt, user, fresh=True)
+    recall = start_recall(rt, user, None, fresh=True)
     if recall is None:
         return RecallPreview(True, None, 0, [])
     memory = rt.store.get(user, MEMORY_FILE)

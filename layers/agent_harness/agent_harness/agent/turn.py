@@ -201,7 +201,7 @@ class _Turn:
         state = self.lease.state
         if message is None and state.turn == 0 and state.pause is None:
             raise pause.no_pending(self.session_id)  # a new session awaits nothing
-        recall = start_recall(self.rt, self.user) if message is not None else None
+        recall = start_recall(self.rt, self.user, self.session_id) if message is not None else None
         memory = self._load(state, with_memory=message is not None)
         pending = pause.effective_pending(state, self.context)
         self.context.pending = pending

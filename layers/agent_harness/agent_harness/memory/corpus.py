@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from agent_harness.runtime import Runtime
 
 __all__ = [
+    "fact_texts",
     "index_read",
     "load_cached",
     "load_fact_texts",
@@ -146,13 +147,27 @@ def load_ledgers(
     """Every memory/** ledger (archive included), by path, indexed: one LIST (or, with
     ``listings``, the user's last one if younger than ``max_age`` seconds), GETs of the
     ledgers not cached."""
-    now = rt.clock.now().timestamp()
-    listed = listings.get(user.key, now, max_age) if listings is not None else None
-    if listed is None:
-        listed = [i for i in rt.store.list(user, LEDGER_DIR) if i.path.endswith(".md")]
-        if listings is not None:
-            listings.put(user.key, now, listed)
+    listed = _listing(rt, user, LEDGER_DIR, ".md", listings, max_age)
     return load_listed(rt, user, cache, listed, index_memory_file, restore=snapshots.decode_ledger)
+
+
+def _listing(
+    rt: Runtime,
+    user: User,
+    folder: str,
+    suffix: str,
+    listings: RecentListings | None,
+    max_age: float,
+) -> list[ObjectInfo]:
+    """The files of a user's ``folder``: a LIST, or the last one if young enough."""
+    now = rt.clock.now().timestamp()
+    key = f"{user.key} {folder}"
+    listed = listings.get(key, now, max_age) if listings is not None else None
+    if listed is None:
+        listed = [i for i in rt.store.list(user, folder) if i.path.endswith(suffix)]
+        if listings is not None:
+            listings.put(key, now, listed)
+    return listed
 
 
 def index_read(cache: MemoryIndexCache, user: User, obj: StoredObject) -> FileIndex:
@@ -184,16 +199,30 @@ def load_memory_files(
 def load_fact_texts(rt: Runtime, user: User, cache: MemoryIndexCache) -> LinkedIndexes:
     """The facts of every ledger (archive included) that name their turns: one LIST of
     memory/, GETs of the ledgers not cached."""
-    ledgers = [f for _, f in load_ledgers(rt, user, cache)]
-    return linked_texts(cache, user.key, "#fact-texts", [f for f in ledgers if f.linked_groups()])
+    return fact_texts(cache, user, load_ledgers(rt, user, cache))
 
 
-def load_segments(rt: Runtime, user: User, cache: MemoryIndexCache) -> list[tuple[str, Segment]]:
-    """Every month segment of thread search, indexed (days in the configured zone)."""
+def fact_texts(
+    cache: MemoryIndexCache, user: User, ledgers: list[tuple[str, FileIndex]]
+) -> LinkedIndexes:
+    """The facts of ``ledgers`` (read already) that name their turns."""
+    linked = [f for _, f in ledgers if f.linked_groups()]
+    return linked_texts(cache, user.key, "#fact-texts", linked)
+
+
+def load_segments(
+    rt: Runtime,
+    user: User,
+    cache: MemoryIndexCache,
+    listings: RecentListings | None = None,
+    max_age: float = 0.0,
+) -> list[tuple[str, Segment]]:
+    """Every month segment of thread search, indexed (days in the configured zone): one
+    LIST (or, with ``listings``, the user's last one if younger than ``max_age``
+    seconds), GETs of the months not cached."""
+    listed = _listing(rt, user, SEGMENT_DIR, ".jsonl", listings, max_age)
     parse = partial(parse_segment, zone=rt.settings.zone)
-    return load_cached(
-        rt, user, cache, SEGMENT_DIR, ".jsonl", parse, restore=snapshots.decode_segment
-    )
+    return load_listed(rt, user, cache, listed, parse, restore=snapshots.decode_segment)
 
 
 def load_turn_texts(rt: Runtime, user: User, cache: MemoryIndexCache) -> LinkedIndexes:

@@ -1,4 +1,4 @@
-"""The last LIST of each user's ledgers in this container, for automatic recall."""
+"""The last LIST of each user's folders in this container, for automatic recall."""
 
 from __future__ import annotations
 
@@ -13,25 +13,26 @@ __all__ = ["RecentListings"]
 
 
 class RecentListings:
-    """The last LIST of each user's ledgers, reused for ``max_age`` seconds: a chatty
-    user's turns in one container do not each pay a LIST. Bounded (least recently used)."""
+    """The last LIST of each of a user's folders (the key names both), reused for
+    ``max_age`` seconds: a chatty user's turns in one container do not each pay a LIST.
+    Bounded (least recently used)."""
 
-    def __init__(self, max_users: int = 4096) -> None:
-        self._max_users = max_users
+    def __init__(self, max_items: int = 8192) -> None:
+        self._max_items = max_items
         self._items: OrderedDict[str, tuple[float, list[ObjectInfo]]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, user_key: str, now: float, max_age: float) -> list[ObjectInfo] | None:
+    def get(self, key: str, now: float, max_age: float) -> list[ObjectInfo] | None:
         with self._lock:
-            item = self._items.get(user_key)
+            item = self._items.get(key)
             if item is None or now - item[0] >= max_age:
                 return None
-            self._items.move_to_end(user_key)
+            self._items.move_to_end(key)
             return item[1]
 
-    def put(self, user_key: str, now: float, listed: list[ObjectInfo]) -> None:
+    def put(self, key: str, now: float, listed: list[ObjectInfo]) -> None:
         with self._lock:
-            self._items[user_key] = (now, listed)
-            self._items.move_to_end(user_key)
-            while len(self._items) > self._max_users:
+            self._items[key] = (now, listed)
+            self._items.move_to_end(key)
+            while len(self._items) > self._max_items:
                 self._items.popitem(last=False)

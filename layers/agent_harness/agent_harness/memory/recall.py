@@ -10,6 +10,9 @@ most relevant to the new message, so the model sees them without calling a tool.
     skip     lines the injected MEMORY.md already shows (or a line with the same words)
     order    best first; equal scores newest first
     render   each line with its ``path#line``; a ledger's path is its day
+    messages with ``recall_messages`` on, past messages too (the thread segments, ranked
+             as thread_search ranks them, the current session's left out since the model
+             has them): memory lines and messages alternate, each best first
     budget   whole lines until ``recall_max_tokens`` less the message's frame (agent.recall)
 
 The lines reach the model as reference data, never instructions (agent.context), and
@@ -20,18 +23,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import datetime
+from itertools import chain, zip_longest
 from typing import TYPE_CHECKING
 
+from agent_harness.memory import index
 from agent_harness.memory.index import search_files
 from agent_harness.paths import ledger_date
 from agent_harness.text import WORD, fold, terms
 
 if TYPE_CHECKING:
+    from datetime import tzinfo
+
     from agent_harness.memory.file_index import FileIndex
-    from agent_harness.memory.index import Hit
+    from agent_harness.memory.index import Hit, LinkedTexts
+    from agent_harness.memory.segments import Segment
     from agent_harness.tokens import TokenCounter
 
-__all__ = ["Recalled", "coverage", "recall_query", "select_lines"]
+__all__ = ["PastMessages", "Recalled", "coverage", "recall_query", "select_lines"]
 
 #: a message with fewer distinct terms than this is searched with the one before it
 SHORT_QUERY_TERMS = 4
@@ -40,6 +49,9 @@ SHORT_QUERY_TERMS = 4
 MIN_CANDIDATES = 60
 #: a recalled line's tokens, roughly, for sizing the candidates to the budget
 LINE_TOKENS = 10
+#: a past message longer than this is cut (an assistant's long answer would take the
+#: budget of a dozen lines); LoCoMo's longest message is 497 characters
+MESSAGE_CHARS = 600
 
 
 @dataclass(frozen=True)
@@ -51,16 +63,38 @@ class Recalled:
     text: str
     day: str | None
     score: float
+    #: a past message's role, session and turn (None: a line of MEMORY.md or a ledger)
+    said: tuple[str, str, int] | None = None
 
     @property
     def source(self) -> str:
+        """``path#line``: a memory file's line, or a past message's line in its month's
+        thread segment."""
         return f"{self.path}#{self.line}"
 
     def render(self) -> str:
         """The line as the model sees it, with its source. A ledger's path is its day
         (``day`` is read from it), so the day is not said twice: it was a third of an
-        observation's tokens, and a budget holds that many more lines."""
+        observation's tokens, and a budget holds that many more lines. A past message
+        says who said it, where and when instead of its segment's path."""
+        if self.said is not None:
+            role, session, turn = self.said
+            text = " ".join(self.text.split())
+            if len(text) > MESSAGE_CHARS:
+                text = text[:MESSAGE_CHARS].rstrip() + "…"
+            return f"- {text} ({role}, session {session} turn {turn}, {self.day})"
         return f"- {self.text.strip().lstrip('-*• ').strip()} ({self.source})"
+
+
+@dataclass(frozen=True)
+class PastMessages:
+    """What recalling past messages ranks: the user's thread segments, with the ledger
+    facts naming their turns (as thread_search ranks them), leaving out ``session``."""
+
+    segments: list[tuple[str, Segment]]
+    facts: LinkedTexts | None
+    session: str | None
+    zone: tzinfo
 
 
 def recall_query(message: str, previous: str | None) -> str:
@@ -113,15 +147,40 @@ def select_lines(
     counter: TokenCounter,
     max_tokens: int,
     min_score: float,
+    messages: PastMessages | None = None,
 ) -> list[Recalled]:
     """The lines to inject for ``query``: ranked, holding at least ``min_score`` of its
     words by rarity, not already ``shown`` (the MEMORY.md text the model gets anyway),
-    best first with newest-first ties, whole lines within ``max_tokens``."""
+    best first with newest-first ties, whole lines within ``max_tokens``. With
+    ``messages``, past messages chosen the same way alternate with the memory lines."""
     if max_tokens <= 0 or not query.strip():
         return []
     seen = {w for w in map(_words, shown.splitlines()) if w}
     candidates = max(MIN_CANDIDATES, max_tokens // LINE_TOKENS)
-    hits = search_files(files, query, "ranked", candidates)
+    found = _memory_lines(files, query, candidates, min_score, seen)
+    if messages is not None and messages.segments:
+        said = _past_messages(messages, query, candidates, min_score, seen)
+        found = [r for r in chain.from_iterable(zip_longest(found, said)) if r is not None]
+    chosen: list[Recalled] = []
+    used = 0
+    for line in found:
+        cost = counter.count(line.render()) + 1
+        if used + cost <= max_tokens:
+            chosen.append(line)
+            used += cost
+    return chosen
+
+
+def _best_first(found: list[Recalled]) -> list[Recalled]:
+    found.sort(key=lambda r: r.day or "", reverse=True)  # stable: the next sort keeps it
+    found.sort(key=lambda r: -r.score)
+    return found
+
+
+def _memory_lines(
+    files: list[tuple[str, FileIndex]], query: str, limit: int, min_score: float, seen: set[str]
+) -> list[Recalled]:
+    hits = search_files(files, query, "ranked", limit)
     found: list[Recalled] = []
     for hit, share in zip(hits, coverage(files, query, hits), strict=True):
         words = _words(hit.text)
@@ -131,13 +190,45 @@ def select_lines(
         date = ledger_date(hit.path)
         day = f"{date[0]:04d}-{date[1]:02d}-{date[2]:02d}" if date else None
         found.append(Recalled(hit.path, hit.line, hit.text, day, hit.score))
-    found.sort(key=lambda r: r.day or "", reverse=True)  # stable: the next sort keeps it
-    found.sort(key=lambda r: -r.score)
-    chosen: list[Recalled] = []
-    used = 0
-    for line in found:
-        cost = counter.count(line.render()) + 1
-        if used + cost <= max_tokens:
-            chosen.append(line)
-            used += cost
-    return chosen
+    return _best_first(found)
+
+
+def _past_messages(
+    messages: PastMessages, query: str, limit: int, min_score: float, seen: set[str]
+) -> list[Recalled]:
+    """The best past messages of other sessions, as ``Recalled`` lines."""
+    by_path = dict(messages.segments)
+    indexes = [(path, segment.index) for path, segment in messages.segments]
+    # the current session's messages rank high (they share its words) and are left out
+    own = 0
+    if messages.session is not None:
+        own = sum(
+            s.index.links.sessions.count(messages.session)
+            for s in by_path.values()
+            if s.index.links
+        )
+    hits = search_files(indexes, query, "ranked", limit + own, messages.facts, index.FACT_WEIGHT)
+    found: list[Recalled] = []
+    for hit, share in zip(hits, coverage(indexes, query, hits), strict=True):
+        session, turn, role, at = by_path[hit.path].meta(hit.line - 1)
+        words = _words(hit.text)
+        if session == messages.session or hit.score is None or share < min_score:
+            continue
+        if not words or words in seen:
+            continue
+        seen.add(words)
+        said = (role, session, turn)
+        found.append(
+            Recalled(hit.path, hit.line, hit.text, _day(at, messages.zone), hit.score, said)
+        )
+        if len(found) >= limit:
+            break
+    return _best_first(found)
+
+
+def _day(at: str, zone: tzinfo) -> str:
+    """A message's day in the configured zone (its time as stored if that fails)."""
+    try:
+        return datetime.fromisoformat(at).astimezone(zone).date().isoformat()
+    except ValueError:
+        return at[:10]
