@@ -141,14 +141,22 @@ class AwsMeter:
 
 #: per-user daily budgets high enough never to refuse: what a budget costs a turn
 BUDGETS_ON = {"HARNESS_USER_DAILY_TURNS": "100000", "HARNESS_USER_DAILY_TOKENS": "1000000000"}
+#: automatic recall of past messages too: one more folder listed beside memory/
+MESSAGES_ON = {"HARNESS_RECALL_MESSAGES": "true"}
 
 
 def count_requests(resolver: Resolver, env: dict[str, str]) -> dict[str, Any]:
     """AWS requests of a first and a later turn, offline model, then of the session's
     next turn in another container (one that never saw it): default settings, then with
-    per-user budgets on (new containers, a new session)."""
+    per-user budgets on, then with past messages recalled (new containers, a new session
+    each)."""
     turns = {}
-    for suffix, session, extra in (("", "count", {}), (", budgets on", "budgets", BUDGETS_ON)):
+    variants = (
+        ("", "count", {}),
+        (", budgets on", "budgets", BUDGETS_ON),
+        (", past messages recalled", "messages", MESSAGES_ON),
+    )
+    for suffix, session, extra in variants:
         first = import_handler(resolver, FN, {**env, **extra})
         for label, app in (
             ("first turn of a new session", first),
@@ -509,6 +517,15 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
             "it: a container that has not seen the session (its last turn ran elsewhere) "
             "is refused with the item and tries once more (the last row; it also lists the "
             "ledgers, as any container's first turn for a user does).",
+            "",
+            "*Past messages recalled* sets `HARNESS_RECALL_MESSAGES=true`: automatic recall "
+            "also ranks the user's messages of earlier sessions, so it lists `index/threads/` "
+            "beside `memory/` (and GETs a month's segment that changed since the container "
+            "read it; none here, as no post-turn job runs). Within "
+            "`HARNESS_RECALL_LISTING_SECONDS` both listings are reused, as the later turn "
+            "shows; a turn that lists makes one request more than with the default, which "
+            "puts a session's first turn over the target: the reason the setting is off by "
+            "default.",
             "",
             f"**Memory on vs off** (target: median latency ratio ≤ {lat['budget']}). The same "
             "handler in two containers, the agent model a stub that sleeps "

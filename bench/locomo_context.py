@@ -13,6 +13,8 @@ answering a fixed reply. Three arms:
     memory   MEMORY.md injected (capped at HARNESS_CONSOLIDATION_MAX_TOKENS), recall off
     recall   automatic recall only: MEMORY.md removed for the arm
     both     MEMORY.md and automatic recall (recall skips lines MEMORY.md shows)
+    messages automatic recall with past messages (HARNESS_RECALL_MESSAGES), MEMORY.md
+             removed: ledger lines and the imported sessions' messages alternate
 
 Scoring: an evidence turn (a dia_id) is in context when one line of the recorded input
 (any message, whitespace collapsed) holds the whole text of an observation the dataset
@@ -20,8 +22,9 @@ links to that turn, or the turn's own message. A question counts when all its ev
 turns are in context ("any" is reported too). Memory tokens per call are the turn's
 ``memory_tokens`` (MEMORY.md plus the recall message, counted by the product).
 
-The recall budget and floor are swept on the tuning conversations only; the setting
-recommended from them is the one run on the held-out five.
+The recall budget and floor are swept on the tuning conversations only; the settings
+recommended from them (the best overall, and the best recalling memory lines only) are
+the ones run on the held-out five.
 """
 
 from __future__ import annotations
@@ -65,21 +68,31 @@ ARM_NAMES = {
     "memory": "MEMORY.md only",
     "recall": "automatic recall only",
     "both": "MEMORY.md and recall",
+    "messages": "automatic recall with past messages",
 }
 
-ARM_LABELS = {"recall": "recall only", "both": "both"}
+ARM_LABELS = {"recall": "recall only", "both": "both", "messages": "recall + messages"}
+#: the arms a recommendation is chosen from: recall alone, without and with messages
+ALONE = ("recall", "messages")
 
 # -- the recommendation ----------------------------------------------------------------
 
 
-def recommend(table: dict[str, dict[str, dict[str, Any]]]) -> str | None:
-    """From the tuning sweep: the recall-only settings whose every call stays within the
+def _arm(key: str) -> str:
+    """A row's arm (``memory``, ``recall``, ...), or what else it is (``ceiling``, ``top``)."""
+    return key.split()[0]
+
+
+def recommend(
+    table: dict[str, dict[str, dict[str, Any]]], arms: tuple[str, ...] = ALONE
+) -> str | None:
+    """From the tuning sweep: the settings of ``arms`` whose every call stays within the
     target's memory tokens; of those within ``TIE`` of the best evidence share, the one
     with the fewest memory tokens per call on average."""
     fits = {
         k: v["all"]
         for k, v in table.items()
-        if k.startswith("recall ") and v["all"]["tokens_max"] <= TARGET_TOKENS
+        if _arm(k) in arms and v["all"]["tokens_max"] <= TARGET_TOKENS
     }
     if not fits:
         return None
@@ -93,20 +106,27 @@ def recommend(table: dict[str, dict[str, dict[str, Any]]]) -> str | None:
 
 def sweep_keys(quick: bool) -> list[str]:
     if quick:
-        return [key_of("memory"), key_of("recall", *DEFAULT), key_of("both", *DEFAULT)]
+        arms = ("memory", "both", "recall", "messages")
+        return [key_of(arm, *DEFAULT) for arm in arms]
     keys = [key_of("memory")]
-    for arm in ("both", "recall"):  # recall last: it removes MEMORY.md
+    for arm in ("both", *ALONE):  # the arms without MEMORY.md last: they remove it
         keys += [key_of(arm, b, f) for f in FLOORS for b in BUDGETS]
     return keys
 
 
-def held_out_keys(chosen: str) -> list[str]:
-    """On the held-out five: the three arms at the recommended setting and at the shipped
-    default, and the recommended floor at every budget (the curve of the plot)."""
-    _, budget, floor = parse_key(chosen)
+def held_out_keys(chosen: str, lines: str) -> list[str]:
+    """On the held-out five: the arms at the shipped default, MEMORY.md with recall at
+    the setting recommended for memory lines alone (``lines``), and each recall-alone
+    arm at its recommended floor and every budget (the curves of the plot)."""
+    _, budget, floor = parse_key(lines)
     keys = [key_of("memory"), key_of("both", budget, floor), key_of("both", *DEFAULT)]
-    keys += [key_of("recall", b, floor) for b in BUDGETS]  # recall last: it removes MEMORY.md
+    # the arms without MEMORY.md last: they remove it
+    keys += [key_of("recall", b, floor) for b in BUDGETS]
     keys.append(key_of("recall", *DEFAULT))
+    arm, _, chosen_floor = parse_key(chosen)
+    if arm == "messages":
+        keys += [key_of("messages", b, chosen_floor) for b in BUDGETS]
+    keys.append(key_of("messages", *DEFAULT))
     return list(dict.fromkeys(keys))
 
 
@@ -155,9 +175,10 @@ def run(quick: bool = False) -> dict[str, Any]:
         run_conversation(conv, items, sweep_keys(quick), "tuning")
     table = summarise(rows, tuning)
     chosen = recommend(table) or key_of("recall", *DEFAULT)
+    lines = recommend(table, ("recall",)) or key_of("recall", *DEFAULT)
     held_out: tuple[str, ...] = () if quick else HELD_OUT
     for conv in held_out:
-        run_conversation(conv, questions(conv), held_out_keys(chosen), "held_out")
+        run_conversation(conv, questions(conv), held_out_keys(chosen, lines), "held_out")
     return {
         "quick": quick,
         "tuning_conversations": list(tuning),
@@ -169,6 +190,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         "consolidation_max_tokens": _setting("consolidation_max_tokens"),
         "recall_candidates": _candidates(),
         "recommended": chosen,
+        "recommended_lines": lines,
         "built": built,
         "turns": turns,
         "seconds": {k: round(v, 1) for k, v in timing.items()},
@@ -216,18 +238,30 @@ def _verdict(result: dict[str, Any]) -> str:
         f"{stats['all']:.3f} of questions (any evidence: {stats['any']:.3f}) at "
         f"{stats['tokens_mean']:,} memory tokens per call on average, {stats['tokens_max']:,} "
         f"at most; this {verdict} the target (≥ {result['target']['share']} at ≤ "
-        f"{result['target']['tokens']:,} tokens). The ceiling, every evidence turn with an "
-        f"observation in memory, is {held['ceiling']['all']['all']:.3f}."
+        f"{result['target']['tokens']:,} tokens). The ceiling of memory lines, every "
+        f"evidence turn with an observation in memory, is {held['ceiling']['all']['all']:.3f}"
+        + (
+            "; past messages hold every turn's own message, so recall with them is not bound by it."
+            if parse_key(chosen)[0] == "messages"
+            else "."
+        )
     )
 
 
+def _lines_choice(result: dict[str, Any]) -> str:
+    """The setting recommended for recalling memory lines alone (no past messages)."""
+    return str(result.get("recommended_lines") or result["recommended"])
+
+
 def _main_keys(result: dict[str, Any]) -> list[str]:
-    """The rows of the summary: the ceiling, each arm at the default and the chosen setting."""
-    chosen = result["recommended"]
-    _, budget, floor = parse_key(chosen)
+    """The rows of the summary: the ceiling, each arm at the default and the chosen
+    settings (the best overall, the best for memory lines alone and it with MEMORY.md)."""
+    lines = _lines_choice(result)
+    _, budget, floor = parse_key(lines)
     default = result["default"]
     keys = ["ceiling", key_of("memory"), key_of("recall", *default), key_of("both", *default)]
-    return list(dict.fromkeys([*keys, chosen, key_of("both", budget, floor)]))
+    keys += [key_of("messages", *default), lines, key_of("both", budget, floor)]
+    return list(dict.fromkeys([*keys, result["recommended"]]))
 
 
 def report(result: dict[str, Any]) -> str:
@@ -236,14 +270,14 @@ def report(result: dict[str, Any]) -> str:
         f"LoCoMo in context: {result['turns']} turns in-process (build {s['build']} s, "
         f"tuning {s['tuning']} s, held-out {s['held_out']} s); all evidence in context "
         "(any), mean memory tokens per call",
-        f"  {'setting':<56}{'tuning':>15}{'tokens':>8}{'held-out':>15}{'tokens':>8}",
+        f"  {'setting':<64}{'tuning':>15}{'tokens':>8}{'held-out':>15}{'tokens':>8}",
     ]
     for key in _main_keys(result):
         t = result["tuning"].get(key, {}).get("all")
         h = result["held_out"].get(key, {}).get("all")
         label = "ceiling" if key == "ceiling" else _label(key)
         lines.append(
-            f"  {label:<56}{_cell(t):>15}{(t or {}).get('tokens_mean', ''):>8}"
+            f"  {label:<64}{_cell(t):>15}{(t or {}).get('tokens_mean', ''):>8}"
             f"{_cell(h):>15}{(h or {}).get('tokens_mean', ''):>8}"
         )
     lines.append("  " + _verdict(result).replace("**", ""))
@@ -302,7 +336,10 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
         "(`httpx.MockTransport`) that records the request body and replies with a fixed "
         "text, no tool call (so one model call per question). Arms: *MEMORY.md only* "
         "(`HARNESS_RECALL_MAX_TOKENS=0`); *automatic recall only* (MEMORY.md removed); "
-        "*both* (recall skips lines the injected MEMORY.md already shows). Memory tokens "
+        "*both* (recall skips lines the injected MEMORY.md already shows); *automatic "
+        "recall with past messages* (`HARNESS_RECALL_MESSAGES=true`, MEMORY.md removed: "
+        "the ledger lines alternate with the imported sessions' messages, each best "
+        "first; the question's own new session is left out). Memory tokens "
         "per call are the turn's `memory_tokens` (MEMORY.md plus the recall message, "
         "as the product counts them).",
         "",
@@ -311,8 +348,10 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
         "to that turn, or the turn's own message. A question counts when all its evidence "
         "turns are in context; the share with at least one is given in brackets. Every "
         "question whose evidence names a real turn counts (adversarial ones too). "
-        "Observations exist for only some turns, so no arm can pass the *ceiling*: the "
-        "share of questions whose every evidence turn has an observation in memory.",
+        "Observations exist for only some turns, so no arm of memory lines can pass the "
+        "*ceiling*: the share of questions whose every evidence turn has an observation "
+        "in memory. Past messages hold every turn's own message, so recall with them is "
+        "not bound by it.",
         "",
         _verdict(result),
         "",
@@ -332,15 +371,19 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
         name = "ceiling (evidence with observations)" if key == "ceiling" else _label(key)
         if key == chosen:
             name += " (recommended)"
+        elif key == _lines_choice(result):
+            name += " (recommended without past messages)"
         elif parse_key(key)[1:] == tuple(result["default"]) and key != "memory":
-            name += " (shipped default)"
+            arm_on = parse_key(key)[0] != "messages"  # past messages are off by default
+            name += " (shipped default)" if arm_on else " (the shipped budget and floor)"
         parts.append(f"| {name} | " + " | ".join(cells) + " |")
     parts += [
         "",
         "The sweep, tuning conversations: evidence in context (all of a question's) · mean "
         "memory tokens per call, by recall floor (`HARNESS_RECALL_MIN_SCORE`, rows) and "
         "budget (`HARNESS_RECALL_MAX_TOKENS`, columns). The recommended setting, in bold, is "
-        "chosen by rule: of the recall-only settings whose every call stays within "
+        "chosen by rule: of the settings of recall alone (with or without past messages; "
+        "without them for the other recommendation) whose every call stays within "
         f"{result['target']['tokens']:,} memory tokens, those within {TIE} of the best "
         "share, the one with the fewest tokens per call. " + _sweep_notes(result),
         "",
@@ -351,22 +394,28 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
         "*MEMORY.md and recall:*",
         "",
         *_sweep_table(tuning, "both", result),
+        "",
+        "*Automatic recall with past messages (`HARNESS_RECALL_MESSAGES=true`; MEMORY.md "
+        "removed):*",
+        "",
+        *_sweep_table(tuning, "messages", result),
     ]
-    if held:
+    for arm, at in (("recall", parse_key(_lines_choice(result))[2]), ("messages", floor)):
+        rows = [(b, held.get(key_of(arm, b, at), {}).get("all")) for b in result["budgets"]]
+        if not any(stats for _, stats in rows):
+            continue
         parts += [
             "",
-            f"Held-out, automatic recall only at floor {floor:g}, by budget:",
+            f"Held-out, {ARM_NAMES[arm]} at floor {at:g}, by budget:",
             "",
             "| budget | in context (any) | tokens per call, mean / max |",
             "|---|---|---|",
         ]
-        for b in result["budgets"]:
-            stats = held.get(key_of("recall", b, floor), {}).get("all")
-            if stats:
-                parts.append(
-                    f"| {b:,} | {_cell(stats)} | {stats['tokens_mean']:,} / "
-                    f"{stats['tokens_max']:,} |"
-                )
+        parts += [
+            f"| {b:,} | {_cell(stats)} | {stats['tokens_mean']:,} / {stats['tokens_max']:,} |"
+            for b, stats in rows
+            if stats
+        ]
     parts += _ranks(result)
     parts += _categories(result)
     parts += _built(result)
@@ -378,7 +427,7 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
 def _ranks(result: dict[str, Any]) -> list[str]:
     """How deep recall's ranking puts the evidence, against how many lines a call holds."""
     tuning, held = result["tuning"], result["held_out"]
-    chosen = result["recommended"]
+    chosen = _lines_choice(result)
     shown = (held or tuning).get(chosen, {}).get("all", {}).get("lines_mean")
     out = [
         "",
@@ -411,7 +460,7 @@ def _depth_needed(result: dict[str, Any]) -> str:
     per recalled line."""
     table = result["held_out"] or result["tuning"]
     which = "held-out" if result["held_out"] else "tuning"
-    stats = table.get(result["recommended"], {}).get("all") or {}
+    stats = table.get(_lines_choice(result), {}).get("all") or {}
     if not stats.get("lines_mean"):
         return ""
     per_line = stats["tokens_mean"] / stats["lines_mean"]
@@ -432,14 +481,14 @@ def _depth_needed(result: dict[str, Any]) -> str:
         f"within the best {depth} lines (of the depths above); at {per_line:.0f} tokens a "
         "recalled line that is "
         f"about {tokens:,.0f} tokens of recall, {tokens / result['target']['tokens']:.1f}× "
-        "the target's budget: the target is bound by the ranking (which lines come first), "
-        "not by how the budget is spent."
+        "the target's budget: with memory lines alone the target is bound by the ranking "
+        "(which lines come first), not by how the budget is spent."
     )
 
 
 def _sweep_notes(result: dict[str, Any]) -> str:
     """What the sweep shows about the budget and the floor, read off the numbers."""
-    recall = {k: v["all"] for k, v in result["tuning"].items() if k.startswith("recall ")}
+    recall = {k: v["all"] for k, v in result["tuning"].items() if _arm(k) in ALONE}
     over = [v["tokens_max"] - parse_key(k)[1] for k, v in recall.items()]
     widest = max((v["tokens_max"] for v in recall.values()), default=0)
     most = max(over, default=0)
@@ -462,15 +511,20 @@ def _sweep_notes(result: dict[str, Any]) -> str:
 def _categories(result: dict[str, Any]) -> list[str]:
     split = "held_out" if result["held_out"] else "tuning"
     table = result[split]
-    _, budget, floor = parse_key(result["recommended"])
-    keys = ["ceiling", key_of("memory"), result["recommended"], key_of("both", budget, floor)]
+    lines = _lines_choice(result)
+    _, budget, floor = parse_key(lines)
+    keys = ["ceiling", key_of("memory"), lines, key_of("both", budget, floor)]
+    head = "| category | n | ceiling | MEMORY.md only | recall, lines only | both |"
+    if result["recommended"] != lines:
+        keys.append(result["recommended"])
+        head += f" {ARM_LABELS[parse_key(result['recommended'])[0]]} |"
     out = [
         "",
         f"By LoCoMo category ({split.replace('_', '-')} conversations; evidence in context, "
-        "all of a question's):",
+        "all of a question's; each recall arm at its recommended setting):",
         "",
-        "| category | n | ceiling | MEMORY.md only | recall (recommended) | both |",
-        "|---|---|---|---|---|---|",
+        head,
+        "|---" * (len(keys) + 2) + "|",
     ]
     for cat, name in CATEGORIES.items():
         cells = [table.get(k, {}).get(str(cat)) for k in keys]
@@ -520,7 +574,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
     tuning, held = result["tuning"], result["held_out"]
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for n, floor in enumerate(result["floors"]):
-        for arm, style in (("recall", "-"), ("both", ":")):
+        for arm, style in (("recall", "-"), ("both", ":"), ("messages", "-.")):
             points = [tuning.get(key_of(arm, b, floor), {}).get("all") for b in result["budgets"]]
             points = [p for p in points if p]
             if points:
@@ -533,7 +587,6 @@ def plot(result: dict[str, Any], path: Path) -> Path:
                     color=colours[n % len(colours)],
                     label=f"tuning, {ARM_LABELS[arm]}, floor {floor:g}",
                 )
-    _, _, floor = parse_key(result["recommended"])
     for name, table, marker in (("tuning", tuning, "s"), ("held-out", held, "D")):
         stats = table.get("memory", {}).get("all")
         if stats:
@@ -541,18 +594,21 @@ def plot(result: dict[str, Any], path: Path) -> Path:
                 stats["tokens_mean"], stats["all"], marker, color="black",
                 label=f"{name}, MEMORY.md only",
             )  # fmt: skip
-    points = [held.get(key_of("recall", b, floor), {}).get("all") for b in result["budgets"]]
-    points = [p for p in points if p]
-    if points:
-        ax.plot(
-            [p["tokens_mean"] for p in points], [p["all"] for p in points], "--", marker="D",
-            markersize=4, color="black", label=f"held-out, recall only, floor {floor:g}",
-        )  # fmt: skip
+    for key, colour in ((_lines_choice(result), "black"), (result["recommended"], "tab:purple")):
+        arm, _, floor = parse_key(key)
+        points = [held.get(key_of(arm, b, floor), {}).get("all") for b in result["budgets"]]
+        points = [p for p in points if p]
+        if points and arm in ALONE:
+            ax.plot(
+                [p["tokens_mean"] for p in points], [p["all"] for p in points], "--",
+                marker="D", markersize=4, color=colour,
+                label=f"held-out, {ARM_LABELS[arm]}, floor {floor:g}",
+            )  # fmt: skip
     for name, table, style in (("tuning", tuning, ":"), ("held-out", held, "--")):
         top = table.get("ceiling", {}).get("all")
         if top:
             ax.axhline(top["all"], color="tab:olive", linestyle=style, linewidth=1,
-                       label=f"ceiling, {name}")  # fmt: skip
+                       label=f"ceiling of memory lines, {name}")  # fmt: skip
     target = result["target"]
     ax.axhline(target["share"], color="grey", linestyle="--", linewidth=1, label="target share")
     ax.axvline(target["tokens"], color="grey", linestyle="-.", linewidth=1, label="target tokens")
@@ -564,7 +620,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
         title="LoCoMo: evidence in context against memory tokens per call",
         xlabel="memory tokens per call (mean, log scale)",
         ylabel="questions with all evidence in context",
-        ylim=(0.3, 0.9),
+        ylim=(0.3, 0.95),
     )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6, ncol=2, loc="lower right")

@@ -314,14 +314,19 @@ def build_memory(conv: str, counter: TokenCounter) -> Memory:
 
 def ask(memory: Memory, key: str, items: list[Question]) -> list[Row]:
     """Every question as the first message of a new session under setting ``key``
-    (``arm budget floor``, or ``memory``): one row per question."""
+    (``arm budget floor``, or ``memory``): one row per question. Arms: ``memory``
+    (MEMORY.md only), ``recall`` (recall alone), ``both``, ``messages`` (recall alone,
+    past messages recalled too)."""
     arm, budget, floor = parse_key(key)
     rt, user = memory.rt, memory.user
-    rt.settings = base_settings(recall_max_tokens=budget, recall_min_score=floor)
+    rt.settings = base_settings(
+        recall_max_tokens=budget, recall_min_score=floor, recall_messages=arm == "messages"
+    )
     present = rt.store.get(user, MEMORY_FILE) is not None
-    if arm == "recall" and present:
+    alone = arm in ("recall", "messages")  # recall without MEMORY.md
+    if alone and present:
         rt.store.delete(user, MEMORY_FILE)
-    elif arm != "recall" and not present:
+    elif not alone and not present:
         rt.store.put(user, MEMORY_FILE, memory.memory_md)
     metrics = Metrics()
     rows: list[Row] = []

@@ -55,8 +55,14 @@ from typing import TYPE_CHECKING, Any
 from agent_harness import text
 from agent_harness.ids import User
 from agent_harness.memory.cache import MemoryIndexCache
-from agent_harness.memory.corpus import index_read, load_ledgers, refresh_snapshots
-from agent_harness.memory.recall import recall_query, select_lines
+from agent_harness.memory.corpus import (
+    fact_texts,
+    index_read,
+    load_ledgers,
+    load_segments,
+    refresh_snapshots,
+)
+from agent_harness.memory.recall import PastMessages, recall_query, select_lines
 from agent_harness.memory.search import search_memory
 from agent_harness.memory.threads import index_turns, search_threads
 from agent_harness.paths import MEMORY_FILE, SNAPSHOT_DIR, snapshot_path
@@ -245,32 +251,45 @@ def cpu_per_mode(
 
 def recall_cpu(rt: Runtime, user: User, rounds: int) -> dict[str, Any]:
     """Automatic recall's part of a turn for the ranked query, as agent.recall runs it:
-    MEMORY.md (already read by the turn) indexed, ``load_ledgers``, ``select_lines``."""
+    MEMORY.md (already read by the turn) indexed, ``load_ledgers``, ``select_lines``;
+    and under ``messages`` the same with past messages recalled too (``load_segments``
+    and the ledger facts naming their turns)."""
+    out = _recall_cpu(rt, user, rounds, messages=False)
+    return {**out, "messages": _recall_cpu(rt, user, rounds, messages=True)}
+
+
+def _recall_cpu(rt: Runtime, user: User, rounds: int, *, messages: bool) -> dict[str, Any]:
     memory = rt.store.get(user, MEMORY_FILE)
     assert memory is not None
     settings, query = rt.settings, recall_query(QUERIES["ranked"], None)
     rt.counter.count("the tokenizer loads once per process, not per query")
 
     def recall(cache: MemoryIndexCache) -> object:
-        files = [(memory.path, index_read(cache, user, memory)), *load_ledgers(rt, user, cache)]
+        ledgers = load_ledgers(rt, user, cache)
+        past = None
+        if messages:
+            segments = load_segments(rt, user, cache)
+            past = PastMessages(segments, fact_texts(cache, user, ledgers), "new", settings.zone)
         return select_lines(
-            files,
+            [(memory.path, index_read(cache, user, memory)), *ledgers],
             query,
             shown=memory.content,
             counter=rt.counter,
             max_tokens=settings.recall_max_tokens,
             min_score=settings.recall_min_score,
+            messages=past,
         )
 
     cold, spread, chosen = cold_ms(recall)
     out = {"query": query, "cold": cold, "cold_range": spread, "warm": warm_ms(recall, rounds)}
     with without_snapshots(rt, user):
         bare, _, chosen_bare = cold_ms(recall)
-    lines_found = len(chosen) if isinstance(chosen, list) else 0
+    found = chosen if isinstance(chosen, list) else []
     return {
         **out,
         "cold_no_snapshots": bare,
-        "lines": lines_found,
+        "lines": len(found),
+        "messages": sum(line.said is not None for line in found),
         "same_lines": chosen == chosen_bare,
     }
 

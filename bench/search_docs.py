@@ -58,6 +58,13 @@ def report(result: dict[str, Any]) -> str:
         f"{rec['cold_no_snapshots']}, warm {rec['warm']}; {rec['lines']} lines, same "
         f"{'yes' if rec['same_lines'] else 'NO'}"
     )
+    if isinstance(rec.get("messages"), dict):
+        row = rec["messages"]
+        out.append(
+            f"  recall with past messages: cold {_cold(row)}, cold, no snapshots "
+            f"{row['cold_no_snapshots']}, warm {row['warm']}; {row['lines']} lines "
+            f"({row['messages']} messages), same {'yes' if row['same_lines'] else 'NO'}"
+        )
     out.append(
         f"  snapshots: {stored['snapshots_memory']:,} bytes for {stored['ledgers']:,} of "
         f"ledgers, {stored['snapshots_threads']:,} for {stored['segments']:,} of segments; "
@@ -92,6 +99,15 @@ def report(result: dict[str, Any]) -> str:
 # docs ---------------------------------------------------------------------------------------
 def _yes(ok: bool) -> str:
     return "yes" if ok else "**no**"
+
+
+def _recall_rows(rec: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
+    """Recall's rows: memory lines, then with past messages (when measured)."""
+    rows = [("memory lines", rec, "")]
+    if isinstance(rec.get("messages"), dict):
+        row = rec["messages"]
+        rows.append(("with past messages", row, f" ({row['messages']} messages)"))
+    return rows
 
 
 def _cold(row: dict[str, Any]) -> str:
@@ -204,12 +220,17 @@ def _memory_section(result: dict[str, Any], img_dir: Path) -> list[str]:
         "![memory_search CPU per mode](img/memory_search-cpu.png)",
         "",
         "Automatic recall runs in a turn's hot path: `load_ledgers` and `select_lines` "
-        f"(MEMORY.md indexed too, as the turn does) for `{rec['query']}`, CPU ms:",
+        f"(MEMORY.md indexed too, as the turn does) for `{rec['query']}`, CPU ms; with "
+        "past messages (`HARNESS_RECALL_MESSAGES`), also `load_segments` (the thread "
+        "segments of the same history) and the ledger facts naming their turns:",
         "",
-        "| cold (runs) | cold, no snapshots | warm | lines recalled | same lines |",
-        "|---:|---:|---:|---:|---|",
-        f"| {_cold(rec)} | {rec['cold_no_snapshots']} | {rec['warm']} | {rec['lines']} | "
-        f"{_yes(rec['same_lines'])} |",
+        "| recall | cold (runs) | cold, no snapshots | warm | lines recalled | same lines |",
+        "|---|---:|---:|---:|---:|---|",
+        *(
+            f"| {name} | {_cold(row)} | {row['cold_no_snapshots']} | {row['warm']} | "
+            f"{row['lines']}{extra} | {_yes(row['same_lines'])} |"
+            for name, row, extra in _recall_rows(rec)
+        ),
         "",
         "What the snapshots cost, in bytes stored and in CPU of the writers (in-memory store):",
         "",
