@@ -112,7 +112,7 @@ class Recall:
             logger.warning("past messages skipped: reading them failed", extra={"error": str(exc)})
             metrics.add_metric("RecallFailures", MetricUnit.Count, 1)
             return None
-        facts = fact_texts(self._rt.search_cache, self._user, ledgers)
+        facts = fact_texts(self._rt.search_cache, self._user, ledgers, segments)
         return PastMessages(segments, facts, self._session, self._rt.settings.zone)
 
 

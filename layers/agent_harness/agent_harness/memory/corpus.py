@@ -24,6 +24,7 @@ from aws_lambda_powertools import Logger
 
 from agent_harness.errors import HarnessError, PreconditionFailedError
 from agent_harness.memory import snapshots
+from agent_harness.memory.alignment import TurnWords, aligned_groups, unaligned
 from agent_harness.memory.cache import Sized, building
 from agent_harness.memory.file_index import FileIndex
 from agent_harness.memory.index import LinkedIndexes, date_words
@@ -196,18 +197,24 @@ def load_memory_files(
     )
 
 
-def load_fact_texts(rt: Runtime, user: User, cache: MemoryIndexCache) -> LinkedIndexes:
+def load_fact_texts(
+    rt: Runtime, user: User, cache: MemoryIndexCache, segments: list[tuple[str, Segment]]
+) -> LinkedIndexes:
     """The facts of every ledger (archive included) that name their turns: one LIST of
     memory/, GETs of the ledgers not cached."""
-    return fact_texts(cache, user, load_ledgers(rt, user, cache))
+    return fact_texts(cache, user, load_ledgers(rt, user, cache), segments)
 
 
 def fact_texts(
-    cache: MemoryIndexCache, user: User, ledgers: list[tuple[str, FileIndex]]
+    cache: MemoryIndexCache,
+    user: User,
+    ledgers: list[tuple[str, FileIndex]],
+    segments: list[tuple[str, Segment]],
 ) -> LinkedIndexes:
-    """The facts of ``ledgers`` (read already) that name their turns."""
+    """The facts of ``ledgers`` (read already) that name their turns, a long section's
+    facts linked to the turns of ``segments`` they align with (``memory.alignment``)."""
     linked = [f for _, f in ledgers if f.linked_groups()]
-    return linked_texts(cache, user.key, "#fact-texts", linked)
+    return linked_texts(cache, user.key, "#fact-texts", linked, [s.index for _, s in segments])
 
 
 def load_segments(
@@ -232,15 +239,23 @@ def load_turn_texts(rt: Runtime, user: User, cache: MemoryIndexCache) -> LinkedI
 
 
 def linked_texts(
-    cache: MemoryIndexCache, user_key: str, name: str, indexes: list[FileIndex]
+    cache: MemoryIndexCache,
+    user_key: str,
+    name: str,
+    indexes: list[FileIndex],
+    segments: list[FileIndex] | None = None,
 ) -> LinkedIndexes:
-    """The ``LinkedTexts`` of ``indexes`` (cached files): while none of them changes, the
-    same object, with the joins ranked search made."""
-    key = (user_key, name, ",".join(str(id(f)) for f in indexes))
+    """The ``LinkedTexts`` of ``indexes`` (cached files; ledgers aligned with
+    ``segments``): while none of them changes, the same object, with the joins ranked
+    search made."""
+    both = [*indexes, *(segments or ())]
+    key = (user_key, name, ",".join(str(id(f)) for f in both))
     known: LinkedIndexes | None = cache.get(key)
-    if known is not None and all(a is b for a, b in zip(known.indexes, indexes, strict=True)):
+    if known is not None and all(
+        a is b for a, b in zip(known.indexes + known.segments, both, strict=True)
+    ):
         return known
-    made = LinkedIndexes(indexes)  # inside its callers' ``building``
+    made = LinkedIndexes(indexes, segments or ())  # inside its callers' ``building``
     cache.put(key, made)
     return made
 
@@ -270,6 +285,17 @@ def _from_snapshots(
         except (KeyError, TypeError, ValueError):
             logger.warning("a damaged snapshot entry, reading the file", extra={"path": info.path})
     return out
+
+
+def _turn_words(rt: Runtime, user: User) -> TurnWords:
+    """The words of the user's turns, for aligning long sections before a snapshot keeps
+    them (none if the segments cannot be read: the snapshot is written without)."""
+    try:
+        segments = load_segments(rt, user, rt.search_cache)
+    except HarnessError as exc:
+        logger.warning("segments unreadable, snapshot not aligned", extra={"error": str(exc)})
+        return TurnWords([])
+    return TurnWords([segment.index for _, segment in segments])
 
 
 def _parser(rt: Runtime, path: str) -> Callable[[str, str], FileIndex | Segment]:
@@ -318,8 +344,13 @@ def _refresh(rt: Runtime, user: User, name: str, listed: list[ObjectInfo]) -> in
             return int(current is not None)
         if not stale and len(files) == len(old) and current is not None:
             return 0
+        words: list[TurnWords] = []  # read once, for the first ledger that needs them
         for path, obj in rt.store.get_many(user, stale).items():
-            files[path] = snapshots.encode(_parser(rt, path)(path, obj.content), obj.etag)
+            parsed = _parser(rt, path)(path, obj.content)
+            if isinstance(parsed, FileIndex) and unaligned(parsed):
+                words = words or [_turn_words(rt, user)]
+                aligned_groups(parsed, words[0])
+            files[path] = snapshots.encode(parsed, obj.etag)
         text = snapshots.render(files)
         if current is None:
             rt.store.put(user, name, text, create_only=True)

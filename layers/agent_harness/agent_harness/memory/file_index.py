@@ -99,6 +99,11 @@ class FileIndex:
     _sections: list[tuple[int, Turns]] | None = field(default=None, repr=False)
     _sections_json: str | None = field(default=None, repr=False)
     _link_counts: list[int] = field(default_factory=list, repr=False)
+    #: ranking's split of long sections by the turns their records align with
+    #: (``memory.alignment``), per (section's first record, its settings)
+    aligned: dict[tuple[int, int, int], list[tuple[list[int], Turns]]] = field(
+        default_factory=dict, repr=False
+    )
     #: a restored index's lines joined by newlines (as a snapshot keeps them), split on
     #: first use: ranking needs only the lines of its hits
     _joined: str = field(default="", repr=False)

@@ -38,12 +38,13 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from agent_harness.memory.alignment import TurnWords, aligned_groups
 from agent_harness.text import WORD, fold, terms
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Sequence
 
-    from agent_harness.memory.file_index import FileIndex
+    from agent_harness.memory.file_index import FileIndex, Turns
 
 __all__ = [
     "MATCH_MODES",
@@ -103,6 +104,9 @@ class LinkedTexts(Protocol):
 
     #: where ranked search keeps its join of records with these texts
     joins: dict[_JoinKey, _Join]
+    #: the words of each turn's messages, to align a long section's facts with its
+    #: turns (``memory.alignment``; None: sections are read whole)
+    words: TurnWords | None
 
     def counts(self, term: str) -> dict[tuple[str, int], float]:
         """(session, turn) -> how often ``term`` occurs in the texts about that turn (a
@@ -179,7 +183,7 @@ def _join(files: list[tuple[str, FileIndex]], linked: LinkedTexts | None, weight
     if linked is not None and weight:
         for file_no, f in enumerate(indexes):
             extended: list[float] | None = None
-            for group, turns in f.linked_groups():
+            for group, turns in aligned_groups(f, linked.words):
                 share = weight / len(turns) ** LINK_SHARE
                 more = 0.0  # the group's extra length over all its turns, once per record
                 for key in turns:
@@ -285,13 +289,19 @@ def date_words(year: int, month: int, day: int) -> str:
 class LinkedIndexes:
     """``LinkedTexts`` made of indexes whose records are linked to turns: the thread
     segments (each message to its turn) for ranked memory_search, the ledgers (each fact
-    to the turns its section names) for ranked thread_search."""
+    to the turns its section names, a long section's facts to the turns they align
+    with in ``segments``) for ranked thread_search."""
 
-    def __init__(self, indexes: list[FileIndex]) -> None:
+    def __init__(self, indexes: list[FileIndex], segments: Sequence[FileIndex] = ()) -> None:
         self.indexes = indexes
+        self.segments = list(segments)
+        self.words: TurnWords | None = TurnWords(segments or indexes)
         self._lengths: dict[tuple[str, int], float] = {}
+        #: per index, the turns of the records a split section's alignment moved
+        self._aligned: list[dict[int, Turns] | None] = []
         lengths = self._lengths
         for f in indexes:
+            self._aligned.append(None)
             own = f.own_lengths()
             if f.links is not None:  # a record per turn: no groups to build for this
                 for session, turn, length in zip(*f.links, own, strict=True):
@@ -299,21 +309,25 @@ class LinkedIndexes:
                         key = (session, turn)
                         lengths[key] = lengths.get(key, 0.0) + length
                 continue
-            for group, turns in f.linked_groups():
+            groups = aligned_groups(f, self.words)
+            if groups is not f.linked_groups():
+                self._aligned[-1] = {n: turns for group, turns in groups for n in group}
+            for group, turns in groups:
                 added = sum(own[n] for n in group) / len(turns) ** LINK_SHARE
                 for key in turns:
                     lengths[key] = lengths.get(key, 0.0) + added
         self.joins: dict[_JoinKey, _Join] = {}
         # for the cache's bound: the indexes it keeps alive, and its own dict roughly
-        self.size = sum(f.size for f in indexes) + 64 * len(self._lengths)
+        self.size = sum(f.size for f in [*indexes, *segments]) + 64 * len(self._lengths)
 
     def counts(self, term: str) -> dict[tuple[str, int], float]:
         out: dict[tuple[str, int], float] = {}
-        for f in self.indexes:
+        for f, aligned in zip(self.indexes, self._aligned, strict=True):
             shares = _shares(f.link_counts(), 1.0)
             for number, tf in f.own_terms(term):
-                keys = f.keys_of(number)
-                share = tf * shares(number)
+                moved = aligned.get(number) if aligned is not None else None
+                keys = f.keys_of(number) if moved is None else moved
+                share = tf * (shares(number) if moved is None else 1 / len(moved) ** LINK_SHARE)
                 for key in keys:
                     out[key] = out.get(key, 0.0) + share
         return out

@@ -11,8 +11,14 @@
                           "after": "<ints>",
                           "postings": "|<term>:<its packed postings>|<term>:...|",
                           "sections": "[[<first line>, [[session, turn], ...]], ...]",
+                          "aligned": "[[<first line>, <above>, <window>,
+                                        [[[<record>, ...], [[session, turn], ...]], ...]], ...]",
                           "sessions": [...], "turns": [...], "roles": [...], "at": [...]}}}
                           (the last four: a thread segment's per-message metadata)
+
+    "aligned" (a ledger's, optional): the split of its long sections by the turns their
+    facts align with (``memory.alignment``), so a cold query does not tokenize a
+    session's messages to redo it; keyed by the settings it was made with.
 
     <ints>: base64 of little-endian 32-bit integers, one per line (decoded in C: as JSON
     lists they were a third of the time spent reading a snapshot). The lines are one
@@ -102,6 +108,9 @@ def encode(parsed: FileIndex | Segment, etag: str) -> Entry:
     if isinstance(parsed, Segment) and index.links is not None:
         sessions, turns = index.links
         entry.update(sessions=sessions, turns=turns, roles=parsed.roles, at=parsed.at)
+    elif index.aligned:
+        rows = [[*key, split] for key, split in sorted(index.aligned.items())]
+        entry["aligned"] = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
     return entry
 
 
@@ -139,7 +148,28 @@ def _exported(entry: Entry) -> Exported:
 def decode_ledger(entry: Entry) -> FileIndex:
     """A ledger's index from its entry, ready to rank (raises KeyError/TypeError/ValueError
     on an entry that is not one)."""
-    return FileIndex.restore(entry["lines"], int(entry["size"]), _exported(entry))
+    index = FileIndex.restore(entry["lines"], int(entry["size"]), _exported(entry))
+    index.aligned.update(_aligned(entry.get("aligned"), len(index.own_lengths())))
+    return index
+
+
+def _aligned(text: object, records: int) -> dict[tuple[int, int, int], list[Any]]:
+    """The entry's alignment splits; none if absent or damaged (they can be redone)."""
+    if not isinstance(text, str):
+        return {}
+    out: dict[tuple[int, int, int], list[Any]] = {}
+    try:
+        for start, above, window, split in json.loads(text):
+            groups = [
+                ([int(n) for n in numbers], tuple((str(s), int(t)) for s, t in turns))
+                for numbers, turns in split
+            ]
+            if any(not 0 <= n < records for numbers, _ in groups for n in numbers):
+                return {}
+            out[(int(start), int(above), int(window))] = groups
+    except (TypeError, ValueError):
+        return {}
+    return out
 
 
 def decode_segment(entry: Entry) -> Segment:

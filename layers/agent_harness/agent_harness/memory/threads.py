@@ -77,7 +77,7 @@ def search_threads(
         by_path = dict(segments)
         facts, weight = None, index.FACT_WEIGHT  # read at call time: the ablation switches it
         if mode == "ranked" and weight:
-            facts = load_fact_texts(rt, user, cache)
+            facts = load_fact_texts(rt, user, cache, segments)
         indexes = [(p, s.index) for p, s in segments]
         hits: list[Hit] = search_files(indexes, query, mode, limit, facts, weight)
     out = []
