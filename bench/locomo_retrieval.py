@@ -487,7 +487,7 @@ def library_searcher(c: Corpus) -> Searcher:
         for n, (day, text) in enumerate(c.ledgers.items())
     ]
     source_texts = LinkedIndexes([turns])
-    fact_texts = LinkedIndexes([f for _, f in facts if f.linked_groups()])
+    fact_texts = LinkedIndexes([f for _, f in facts if f.linked_groups()], [turns])
 
     def search(query: str) -> tuple[list[list[str]], list[list[str]]]:
         # the weights as set now (the ablation switches them)
@@ -571,9 +571,10 @@ def switched(**changes: Any) -> Iterator[None]:
     """Set attributes of the search's modules for one variant, and put them back: each
     name in every module of the engine that has it (``terms`` is used by both), so a
     switch cannot silently miss the module that reads it."""
-    from agent_harness.memory import file_index, index
+    from agent_harness.memory import alignment, file_index, index
 
-    modules = [m for m in (index, file_index) if any(hasattr(m, n) for n in changes)]
+    engine = (index, file_index, alignment)
+    modules = [m for m in engine if any(hasattr(m, n) for n in changes)]
     missing = [n for n in changes if not any(hasattr(m, n) for m in modules)]
     if missing:
         raise AttributeError(f"no search module has {missing}")
@@ -587,6 +588,16 @@ def switched(**changes: Any) -> Iterator[None]:
             setattr(module, name, value)
 
 
+#: an ALIGN_ABOVE no section reaches: facts read with every turn their section names
+NEVER_ALIGN = 10**9
+
+
+def _align_above() -> int:
+    from agent_harness.memory.alignment import ALIGN_ABOVE
+
+    return ALIGN_ABOVE
+
+
 def ablation(convs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     """``ranked`` with one idea taken out at a time on ``convs``."""
     from agent_harness.text import tokens
@@ -598,6 +609,10 @@ def ablation(convs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
         "ranked as shipped": ({}, {}),
         "without facts read with their source turns": ({"SOURCE_WEIGHT": 0.0}, {}),
         "without turns read with the facts naming them": ({"FACT_WEIGHT": 0.0}, {}),
+        "without a long section's facts aligned with the turns they match": (
+            {"ALIGN_ABOVE": NEVER_ALIGN},
+            {},
+        ),
         "with a link to k turns counted whole, not shared (LINK_SHARE 0)": (
             {"LINK_SHARE": 0.0},
             {},
@@ -607,8 +622,9 @@ def ablation(convs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
         "with textbook BM25 (k1 1.2, b 0.75)": ({"K1": 1.2, "B": 0.75}, {}),
         "without speaker names in messages": ({}, {"speaker": False}),
         "without dates as words": ({}, {"dates": False}),
-        "all seven removed": (
+        "all eight removed": (
             {
+                "ALIGN_ABOVE": NEVER_ALIGN,
                 "SOURCE_WEIGHT": 0.0,
                 "FACT_WEIGHT": 0.0,
                 "CONTEXT_WEIGHT": 0.0,
@@ -633,21 +649,32 @@ def ablation(convs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
 
 
 def _ideas_verdict(rows: dict[str, dict[str, Any]]) -> list[str]:
-    """What the rows of ideas tried say against the shipped ranking, at recall@5."""
+    """What the rows of ideas tried say against the shipped ranking, at recall@5: an idea
+    would be kept only if it lifts one unit without lowering the other."""
     shipped = rows.get("ranked as shipped")
     ideas = {n: r for n, r in rows.items() if n.startswith("tried, not kept")}
     if shipped is None or not ideas:
         return []
+    units = ("turn", "observation")
 
-    def gains(row: dict[str, Any]) -> list[str]:
-        return [u for u in ("turn", "observation") if row[u]["5"] > shipped[u]["5"]]
+    def change(row: dict[str, Any]) -> tuple[list[str], list[str]]:
+        delta = {u: row[u]["5"] - shipped[u]["5"] for u in units}
+        return [u for u in units if delta[u] > 0], [u for u in units if delta[u] < 0]
 
-    better = {name.split(": ", 1)[1]: units for name, row in ideas.items() if (units := gains(row))}
-    verdict = (
-        "none lifts recall@5 of turns or of observations on the tuning conversations, so none "
-        "is in `ranked`"
-        if not better
-        else "; ".join(f"{n} lifts {' and '.join(u)} recall@5" for n, u in better.items())
+    said = []
+    for name, row in ideas.items():
+        up, down = change(row)
+        if up:
+            idea = name.split(": ", 1)[1]
+            lowers = f" but lowers {' and '.join(down)} recall@5" if down else ""
+            said.append(f"{idea} lifts {' and '.join(up)} recall@5{lowers}")
+    kept = [n for n, r in ideas.items() if change(r)[0] and not change(r)[1]]
+    verdict = "; ".join(said) + ("; " if said else "")
+    verdict += (
+        "none lifts recall@5 of turns or of observations without lowering the other on the "
+        "tuning conversations, so none is in `ranked`"
+        if not kept
+        else "the table shows a gain for " + ", ".join(n.split(": ", 1)[1] for n in kept)
     )
     return [
         "",
@@ -876,7 +903,10 @@ def _granularity_table(result: dict[str, Any]) -> list[str]:
         "whole session (the headline: what a flush of an imported session writes), or "
         "nothing (no link between facts and turns at all). The source only changes "
         "ranking through the links: a fact read with its source turns' messages, a "
-        "message read with the facts naming its turn.",
+        "message read with the facts naming its turn; where a source names more than "
+        f"{_align_above()} turns, with the few turns whose messages share the fact's "
+        "words ([alignment](architecture.md#facts-read-with-their-turns)), so a whole "
+        "session's source comes close to the windows without claiming them.",
         "",
         "| source names | "
         + " | ".join(
@@ -928,7 +958,8 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
         + (
             "Each session's observations are saved at once with a source naming every turn "
             "of that session: the granularity a flush of an imported session writes (one "
-            "section per session), since no flush knows which turn a fact came from. The "
+            "section per session), since no flush knows which turn a fact came from; "
+            "ranking reads each fact with the turns of the session it matches best. The "
             "exact turns of the annotations are a best case, shown in the source-granularity "
             "table below."
             if source == "session"

@@ -269,7 +269,8 @@ def _recall_cpu(rt: Runtime, user: User, rounds: int, *, messages: bool) -> dict
         past = None
         if messages:
             segments = load_segments(rt, user, cache)
-            past = PastMessages(segments, fact_texts(cache, user, ledgers), "new", settings.zone)
+            facts = fact_texts(cache, user, ledgers, segments)
+            past = PastMessages(segments, facts, "new", settings.zone)
         return select_lines(
             [(memory.path, index_read(cache, user, memory)), *ledgers],
             query,

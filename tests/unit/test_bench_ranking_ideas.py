@@ -61,6 +61,14 @@ def _row(turn: float, observation: float) -> dict[str, dict[str, float]]:
 def test_the_verdict_names_only_ideas_that_beat_the_shipped_ranking() -> None:
     rows = {"ranked as shipped": _row(0.68, 0.61), "tried, not kept: a": _row(0.67, 0.60)}
     assert "none lifts recall@5" in " ".join(_ideas_verdict(rows))
-    rows["tried, not kept: b"] = _row(0.66, 0.62)
+    rows["tried, not kept: b"] = _row(0.68, 0.62)
     verdict = " ".join(_ideas_verdict(rows))
     assert "b lifts observation recall@5" in verdict and "a lifts" not in verdict
+    assert "shows a gain for b" in verdict
+
+
+def test_an_idea_that_lowers_the_other_unit_is_not_a_gain() -> None:
+    rows = {"ranked as shipped": _row(0.68, 0.61), "tried, not kept: c": _row(0.66, 0.62)}
+    verdict = " ".join(_ideas_verdict(rows))
+    assert "c lifts observation recall@5 but lowers turn recall@5" in verdict
+    assert "none lifts recall@5 of turns or of observations without lowering" in verdict
