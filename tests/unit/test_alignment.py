@@ -169,7 +169,7 @@ def test_a_snapshot_keeps_the_split_and_ranks_the_same() -> None:
 def test_a_damaged_split_in_a_snapshot_is_worked_out_again() -> None:
     f = ledger()
     aligned_groups(f, TurnWords([segment()]))
-    entry = snapshots.encode(f, '"e1"') | {"aligned": '[[3, 5, 2, [[[99], [["trip", 1]]]]]]'}
+    entry = snapshots.encode(f, '"e1"') | {"aligned": "[[3, 5, 2, [[[99], 0, 5]]]]"}
     restored = snapshots.decode_ledger(entry)
 
     assert restored.aligned == {} and alignment.unaligned(restored)

@@ -12,13 +12,14 @@
                           "postings": "|<term>:<its packed postings>|<term>:...|",
                           "sections": "[[<first line>, [[session, turn], ...]], ...]",
                           "aligned": "[[<first line>, <above>, <window>,
-                                        [[[<record>, ...], [[session, turn], ...]], ...]], ...]",
+                                        [[[<record>, ...], <from>, <to>], ...]], ...]",
                           "sessions": [...], "turns": [...], "roles": [...], "at": [...]}}}
                           (the last four: a thread segment's per-message metadata)
 
     "aligned" (a ledger's, optional): the split of its long sections by the turns their
     facts align with (``memory.alignment``), so a cold query does not tokenize a
-    session's messages to redo it; keyed by the settings it was made with.
+    session's messages to redo it; keyed by the settings it was made with, each group's
+    turns a slice (from, to) of its section's.
 
     <ints>: base64 of little-endian 32-bit integers, one per line (decoded in C: as JSON
     lists they were a third of the time spent reading a snapshot). The lines are one
@@ -109,8 +110,7 @@ def encode(parsed: FileIndex | Segment, etag: str) -> Entry:
         sessions, turns = index.links
         entry.update(sessions=sessions, turns=turns, roles=parsed.roles, at=parsed.at)
     elif index.aligned:
-        rows = [[*key, split] for key, split in sorted(index.aligned.items())]
-        entry["aligned"] = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+        entry["aligned"] = _aligned_text(index)
     return entry
 
 
@@ -149,24 +149,37 @@ def decode_ledger(entry: Entry) -> FileIndex:
     """A ledger's index from its entry, ready to rank (raises KeyError/TypeError/ValueError
     on an entry that is not one)."""
     index = FileIndex.restore(entry["lines"], int(entry["size"]), _exported(entry))
-    index.aligned.update(_aligned(entry.get("aligned"), len(index.own_lengths())))
+    index.aligned.update(_aligned(index, entry.get("aligned")))
     return index
 
 
-def _aligned(text: object, records: int) -> dict[tuple[int, int, int], list[Any]]:
+def _aligned_text(index: FileIndex) -> str:
+    """The splits, each group's turns as the slice of its section's turns they are."""
+    rows = []
+    for key, split in sorted(index.aligned.items()):
+        section = index.keys_of(key[0])
+        groups = []
+        for numbers, turns in split:
+            start = section.index(turns[0])
+            groups.append([numbers, start, start + len(turns)])
+        rows.append([*key, groups])
+    return json.dumps(rows, separators=(",", ":"))
+
+
+def _aligned(index: FileIndex, text: object) -> dict[tuple[int, int, int], list[Any]]:
     """The entry's alignment splits; none if absent or damaged (they can be redone)."""
     if not isinstance(text, str):
         return {}
+    records = len(index.own_lengths())
     out: dict[tuple[int, int, int], list[Any]] = {}
     try:
         for start, above, window, split in json.loads(text):
-            groups = [
-                ([int(n) for n in numbers], tuple((str(s), int(t)) for s, t in turns))
-                for numbers, turns in split
-            ]
-            if any(not 0 <= n < records for numbers, _ in groups for n in numbers):
-                return {}
-            out[(int(start), int(above), int(window))] = groups
+            section = index.keys_of(start)
+            groups = [(numbers, section[lo:hi]) for numbers, lo, hi in split]
+            for numbers, turns in groups:  # records ascending, as the split made them
+                if not turns or not numbers or numbers[0] < 0 or numbers[-1] >= records:
+                    return {}
+            out[(start, above, window)] = groups
     except (TypeError, ValueError):
         return {}
     return out
