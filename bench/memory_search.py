@@ -349,6 +349,33 @@ def memory_cpu(files: dict[str, str], history: list[TurnRecord], rounds: int) ->
     }
 
 
+def imported_cpu(days: int, lines: int, history: list[TurnRecord], rounds: int) -> dict[str, Any]:
+    """Ranked memory_search and thread_search CPU when every section names its whole
+    session (a history imported, flushed a session at a time): ranking aligns each fact
+    with its turns (``memory.alignment``), the split kept in the snapshots; and the same
+    with the alignment off, for what it costs."""
+    from agent_harness.memory import alignment
+
+    rt = make_runtime()
+    user = User.from_id("bench")
+    store_memory(rt, user, ledger_files(days, lines, whole=True), history)
+    query = QUERIES["ranked"]
+    out: dict[str, Any] = {"query": query, "turns": TURNS_PER_DAY}
+    for name, search in (("memory_search", search_memory), ("thread_search", search_threads)):
+        call = partial(search, rt, user, query, "ranked", 20)  # called with the cache
+        cold, spread, hits = cold_ms(call)
+        row: dict[str, Any] = {"cold": cold, "cold_range": spread, "warm": warm_ms(call, rounds)}
+        with without_snapshots(rt, user):
+            row["cold_no_snapshots"], _, bare_hits = cold_ms(call)
+        saved, alignment.ALIGN_ABOVE = alignment.ALIGN_ABOVE, 10**9
+        try:
+            row["cold_unaligned"], _, _ = cold_ms(call)
+        finally:
+            alignment.ALIGN_ABOVE = saved
+        out[name] = row | {"same_hits": hits == bare_hits}
+    return out
+
+
 def thread_cpu(
     records: list[TurnRecord], files: dict[str, str], rounds: int
 ) -> tuple[dict[str, Any], dict[str, int]]:
@@ -383,6 +410,7 @@ def run(quick: bool = False) -> dict[str, object]:
             "lines": sum(files[p].count("\n") + 1 for p in ledgers),
             "bytes": sum(len(c.encode()) for c in files.values()),
             **memory_cpu(files, history, rounds),
+            "imported": imported_cpu(days, lines_total, history, rounds),
             "requests": memory_requests(files, history),
         },
         "threads": {

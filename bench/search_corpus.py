@@ -82,10 +82,11 @@ class Text:
         return " ".join(chosen).capitalize() + "."
 
 
-def ledger_files(days: int, lines: int) -> dict[str, str]:
+def ledger_files(days: int, lines: int, *, whole: bool = False) -> dict[str, str]:
     """MEMORY.md and ``days`` daily ledgers of ``lines`` lines in all: sections of a
     header, a provenance line and up to eight bullets, as flushes write them; each
-    section names two turns of that day's session of ``turn_records``."""
+    section names two turns of that day's session of ``turn_records`` (``whole``: every
+    turn of it, as the flush of an imported session does)."""
     text = Text(seed=7)
     files = {"MEMORY.md": "# Memory\n" + "\n".join(f"- {fact}" for fact in FACTS) + "\n"}
     for day in range(days):
@@ -98,7 +99,8 @@ def ledger_files(days: int, lines: int) -> dict[str, str]:
             first = (section * 2 - 2) % TURNS_PER_DAY + 1
             body += [
                 f"## Flush — {date}T{8 + section % 12:02d}:00:00Z",
-                f"> source: session=s-{date.replace('-', '')} turns={first}-{first + 1} "
+                f"> source: session=s-{date.replace('-', '')} "
+                f"turns={f'1-{TURNS_PER_DAY}' if whole else f'{first}-{first + 1}'} "
                 "model=offline",
             ]
             body += [f"- {text.sentence(8, 16)}" for _ in range(min(8, per_day - len(body)))]
