@@ -181,16 +181,16 @@ def _join(files: list[tuple[str, FileIndex]], linked: LinkedTexts | None, weight
     lengths = [f.lengths for f in indexes]
     added = 0.0
     if linked is not None and weight:
-        known: dict[tuple[str, int], float] = {}  # many groups name the same turns
+        turn_length: dict[tuple[str, int], float] = {}  # many groups name the same turns
         for file_no, f in enumerate(indexes):
             extended: list[float] | None = None
             for group, turns in aligned_groups(f, linked.words):
                 share = weight / len(turns) ** LINK_SHARE
                 more = 0.0  # the group's extra length over all its turns, once per record
                 for key in turns:
-                    length = known.get(key)
+                    length = turn_length.get(key)
                     if length is None:
-                        length = known[key] = linked.length(key)
+                        length = turn_length[key] = linked.length(key)
                     if length:
                         cited.setdefault(key, []).append((file_no, group, share))
                         more += share * length
