@@ -27,7 +27,15 @@ if TYPE_CHECKING:
 
     from agent_harness.memory.file_index import FileIndex, Turns
 
-__all__ = ["ALIGN_ABOVE", "WINDOW", "TurnWords", "aligned_groups", "unaligned"]
+__all__ = [
+    "ALIGN_ABOVE",
+    "WINDOW",
+    "Part",
+    "TurnWords",
+    "aligned_groups",
+    "aligned_sections",
+    "unaligned",
+]
 
 #: turns each side of a fact's best turn that it is read with too (2 was best on
 #: LoCoMo's tuning conversations, against 0 and 1)
@@ -67,31 +75,43 @@ class TurnWords:
         return words
 
 
-def aligned_groups(f: FileIndex, words: TurnWords | None) -> list[tuple[list[int], Turns]]:
-    """``f.linked_groups()`` with each section naming more than ``ALIGN_ABOVE`` turns
-    split into the records aligned with the same window of its turns (a record aligned
-    with nothing keeps the whole section); the very list when none is split. Remembered
-    per section in ``f``."""
-    groups = f.linked_groups()
-    if words is None or f.links is not None:
-        return groups
-    out: list[tuple[list[int], Turns]] = []
-    changed = False
-    for records, turns in groups:
-        if len(turns) <= ALIGN_ABOVE:
-            out.append((records, turns))
+#: a part of a section: its records, and the slice [from, to) of the section's turns
+Part = tuple[list[int], int, int]
+
+
+def aligned_sections(f: FileIndex, words: TurnWords | None) -> list[tuple[Turns, list[Part]]]:
+    """``f``'s linked sections, each with its parts: the whole section as one part, or,
+    for a section naming more than ``ALIGN_ABOVE`` turns, its records grouped by the
+    window of its turns they align with (a record aligned with nothing keeps the whole
+    section). Remembered per section in ``f``."""
+    out: list[tuple[Turns, list[Part]]] = []
+    for records, turns in f.linked_groups():
+        whole: list[Part] = [(records, 0, len(turns))]
+        if words is None or f.links is not None or len(turns) <= ALIGN_ABOVE:
+            out.append((turns, whole))
             continue
         key = (records[0], ALIGN_ABOVE, WINDOW)
         split = f.aligned.get(key)
         if split is None:
             split = _split(f, records, turns, words)
             if split is None:  # a turn's messages are not indexed (yet): not remembered
-                out.append((records, turns))
+                out.append((turns, whole))
                 continue
             f.aligned[key] = split
-        out.extend(split)
-        changed = True
-    return out if changed else groups
+        out.append((turns, split))
+    return out
+
+
+def aligned_groups(f: FileIndex, words: TurnWords | None) -> list[tuple[list[int], Turns]]:
+    """``f.linked_groups()`` with each long section split as ``aligned_sections`` says
+    (each part with its slice of turns); the very list when none is split."""
+    groups = f.linked_groups()
+    if words is None or f.links is not None:
+        return groups
+    sections = aligned_sections(f, words)
+    if all(len(parts) == 1 for _, parts in sections):
+        return groups
+    return [(records, turns[lo:hi]) for turns, parts in sections for records, lo, hi in parts]
 
 
 def unaligned(f: FileIndex) -> bool:
@@ -105,9 +125,7 @@ def unaligned(f: FileIndex) -> bool:
     )
 
 
-def _split(
-    f: FileIndex, records: list[int], turns: Turns, words: TurnWords
-) -> list[tuple[list[int], Turns]] | None:
+def _split(f: FileIndex, records: list[int], turns: Turns, words: TurnWords) -> list[Part] | None:
     per_turn = [words.get(key) for key in turns]
     if any(w is None for w in per_turn):
         return None
@@ -118,11 +136,11 @@ def _split(
             df[t] = df.get(t, 0) + 1
     k = len(turns)
     idf = {t: math.log(1 + (k - n + 0.5) / (n + 0.5)) for t, n in df.items()}
-    by_window: dict[Turns, list[int]] = {}
+    by_window: dict[tuple[int, int], list[int]] = {}
     for number in records:
         mine = set(terms(f.lines[number]))
         scores = [math.fsum(idf[t] for t in mine & w) for w in sets]  # any set order
         best = max(range(k), key=lambda i: (scores[i], -i))  # ties: the earlier turn
-        window = turns[max(0, best - WINDOW) : best + WINDOW + 1] if scores[best] else turns
+        window = (max(0, best - WINDOW), min(k, best + WINDOW + 1)) if scores[best] else (0, k)
         by_window.setdefault(window, []).append(number)
-    return [(numbers, window) for window, numbers in by_window.items()]
+    return [(numbers, lo, hi) for (lo, hi), numbers in by_window.items()]

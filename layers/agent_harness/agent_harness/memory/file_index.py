@@ -101,7 +101,8 @@ class FileIndex:
     _link_counts: list[int] = field(default_factory=list, repr=False)
     #: ranking's split of long sections by the turns their records align with
     #: (``memory.alignment``), per (section's first record, its settings)
-    aligned: dict[tuple[int, int, int], list[tuple[list[int], Turns]]] = field(
+    #: (each part: its records and the slice [from, to) of the section's turns)
+    aligned: dict[tuple[int, int, int], list[tuple[list[int], int, int]]] = field(
         default_factory=dict, repr=False
     )
     #: a restored index's lines joined by newlines (as a snapshot keeps them), split on

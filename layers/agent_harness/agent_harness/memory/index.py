@@ -38,7 +38,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from agent_harness.memory.alignment import TurnWords, aligned_groups
+from agent_harness.memory.alignment import TurnWords, aligned_groups, aligned_sections
 from agent_harness.text import WORD, fold, terms
 
 if TYPE_CHECKING:
@@ -156,13 +156,19 @@ def search_files(
 _JoinKey = tuple[float, tuple[int, ...]]
 
 
+#: a section's parts as the join keeps them: records, slice [from, to) of the section's
+#: turns, and the weight each of those turns' texts counts with for them
+_Parts = list[tuple[list[int], int, int, float]]
+
+
 @dataclass
 class _Join:
     """Records joined with the linked texts about their turns, for one list of files."""
 
     files: list[FileIndex]
-    #: (session, turn) -> (file, group of records, weight) of the record groups citing it
-    cited: dict[tuple[str, int], list[tuple[int, list[int], float]]]
+    #: (session, turn) -> (file, parts of a section citing it, the turn's place in the
+    #: section's turns): a part's records read the turn when its slice holds that place
+    cited: dict[tuple[str, int], list[tuple[int, _Parts, int]]]
     #: each file's record lengths plus the weight times their linked texts' lengths
     lengths: list[list[float]]
     added: float
@@ -177,30 +183,37 @@ def _join(files: list[tuple[str, FileIndex]], linked: LinkedTexts | None, weight
     known = memo.get(signature)
     if known is not None and all(a is b for a, b in zip(known.files, indexes, strict=True)):
         return known
-    cited: dict[tuple[str, int], list[tuple[int, list[int], float]]] = {}
+    cited: dict[tuple[str, int], list[tuple[int, _Parts, int]]] = {}
     lengths = [f.lengths for f in indexes]
     added = 0.0
     if linked is not None and weight:
-        turn_length: dict[tuple[str, int], float] = {}  # many groups name the same turns
+        turn_length: dict[tuple[str, int], float] = {}  # many sections name the same turns
         for file_no, f in enumerate(indexes):
             extended: list[float] | None = None
-            for group, turns in aligned_groups(f, linked.words):
-                share = weight / len(turns) ** LINK_SHARE
-                more = 0.0  # the group's extra length over all its turns, once per record
+            # a section once, however it is split: each turn cited once, each part's
+            # extra length from running sums over the section's turns
+            for turns, split in aligned_sections(f, linked.words):
+                sums = [0.0]
                 for key in turns:
                     length = turn_length.get(key)
                     if length is None:
                         length = turn_length[key] = linked.length(key)
-                    if length:
-                        cited.setdefault(key, []).append((file_no, group, share))
-                        more += share * length
-                if not more:
+                    sums.append(sums[-1] + length)
+                if not sums[-1]:
                     continue
-                if extended is None:
-                    extended = lengths[file_no] = list(f.lengths)  # this file's own copy
-                for number in group:
-                    extended[number] += more
-                added += more * len(group)
+                parts = [(r, lo, hi, weight / (hi - lo) ** LINK_SHARE) for r, lo, hi in split]
+                for place, key in enumerate(turns):
+                    if sums[place + 1] > sums[place]:
+                        cited.setdefault(key, []).append((file_no, parts, place))
+                for group, lo, hi, share in parts:
+                    more = share * (sums[hi] - sums[lo])  # once per record of the part
+                    if not more:
+                        continue
+                    if extended is None:
+                        extended = lengths[file_no] = list(f.lengths)  # this file's own copy
+                    for number in group:
+                        extended[number] += more
+                    added += more * len(group)
     joined = _Join(indexes, cited, lengths, added)
     memo.clear()  # one join per texts object: the newest list of files
     memo[signature] = joined
@@ -252,10 +265,12 @@ def rank(
         weighted = [f.weights(term) for _, f in files]
         if join.cited and linked is not None:
             for turn, count in linked.counts(term).items():
-                for file_no, group, share in join.cited.get(turn, ()):
+                for file_no, parts, place in join.cited.get(turn, ()):
                     by_line = weighted[file_no]
-                    for number in group:
-                        by_line[number] = by_line.get(number, 0.0) + share * count
+                    for group, lo, hi, share in parts:
+                        if lo <= place < hi:
+                            for number in group:
+                                by_line[number] = by_line.get(number, 0.0) + share * count
         df = sum(len(w) for w in weighted)
         if not df:
             continue

@@ -18,8 +18,8 @@
 
     "aligned" (a ledger's, optional): the split of its long sections by the turns their
     facts align with (``memory.alignment``), so a cold query does not tokenize a
-    session's messages to redo it; keyed by the settings it was made with, each group's
-    turns a slice (from, to) of its section's.
+    session's messages to redo it; keyed by the settings it was made with, each part's
+    turns a slice [from, to) of its section's.
 
     <ints>: base64 of little-endian 32-bit integers, one per line (decoded in C: as JSON
     lists they were a third of the time spent reading a snapshot). The lines are one
@@ -154,16 +154,7 @@ def decode_ledger(entry: Entry) -> FileIndex:
 
 
 def _aligned_text(index: FileIndex) -> str:
-    """The splits, each group's turns as the slice of its section's turns they are."""
-    rows = []
-    for key, split in sorted(index.aligned.items()):
-        section = index.keys_of(key[0])
-        groups = []
-        for numbers, turns in split:
-            start = section.index(turns[0])
-            groups.append([numbers, start, start + len(turns)])
-        rows.append([*key, groups])
-    return json.dumps(rows, separators=(",", ":"))
+    return json.dumps([[*key, split] for key, split in sorted(index.aligned.items())])
 
 
 def _aligned(index: FileIndex, text: object) -> dict[tuple[int, int, int], list[Any]]:
@@ -174,12 +165,14 @@ def _aligned(index: FileIndex, text: object) -> dict[tuple[int, int, int], list[
     out: dict[tuple[int, int, int], list[Any]] = {}
     try:
         for start, above, window, split in json.loads(text):
-            section = index.keys_of(start)
-            groups = [(numbers, section[lo:hi]) for numbers, lo, hi in split]
-            for numbers, turns in groups:  # records ascending, as the split made them
-                if not turns or not numbers or numbers[0] < 0 or numbers[-1] >= records:
+            turns = len(index.keys_of(start))
+            parts = [(numbers, lo, hi) for numbers, lo, hi in split]
+            for numbers, lo, hi in parts:  # records ascending, as the split made them
+                if not numbers or numbers[0] < 0 or numbers[-1] >= records:
                     return {}
-            out[(start, above, window)] = groups
+                if not 0 <= lo < hi <= turns:
+                    return {}
+            out[(start, above, window)] = parts
     except (TypeError, ValueError):
         return {}
     return out
