@@ -117,16 +117,21 @@ def test_a_short_message_is_searched_with_the_users_message_before_it() -> None:
     assert recall_query(long, "something else") == long
 
 
-def test_a_failed_ledger_read_costs_the_recall_not_the_turn() -> None:
-    rt, model = runtime()
+def break_listing(rt, folder: str) -> None:
+    """Make every LIST of ``folder`` fail as S3 would."""
     original = rt.store.list
 
     def broken(user, prefix, **kw):
-        if prefix.startswith("memory"):
-            raise StoreError("listing memory failed")
+        if prefix.startswith(folder):
+            raise StoreError(f"listing {folder} failed")
         return original(user, prefix, **kw)
 
     rt.store.list = broken
+
+
+def test_a_failed_ledger_read_costs_the_recall_not_the_turn() -> None:
+    rt, model = runtime()
+    break_listing(rt, "memory")
 
     result = run_turn(rt, ALICE, "s1", "Where does my sister Maria live?")
 

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from agent_harness.agent.turn import run_turn
-from agent_harness.errors import StoreError
 from agent_harness.ids import User
 from agent_harness.memory.file_index import FileIndex
 from agent_harness.memory.flush import run_post_turn_job
@@ -19,7 +18,7 @@ from agent_harness.memory.segments import parse_segment
 from agent_harness.settings import Settings
 from agent_harness.tokens import TokenCounter
 from tests.fakes import ScriptedModel, make_runtime
-from tests.unit.test_recall import recalled_block
+from tests.unit.test_recall import break_listing, recalled_block
 
 ALICE = User.from_id("alice")
 BOB = User.from_id("bob")
@@ -97,14 +96,7 @@ def test_a_failed_read_of_the_messages_costs_only_the_messages() -> None:
     rt.store.put(ALICE, "memory/2026-03-02.md", "- Alice's bike is a green Gazelle\n")
     run_turn(rt, ALICE, "monday", SAID)
     jobs(rt)
-    original = rt.store.list
-
-    def broken(user, prefix, **kw):
-        if prefix.startswith("index/threads"):
-            raise StoreError("listing the thread segments failed")
-        return original(user, prefix, **kw)
-
-    rt.store.list = broken
+    break_listing(rt, "index/threads")
 
     result = run_turn(rt, ALICE, "friday", "Which repair shop did I leave my bike at?")
 

@@ -19,7 +19,8 @@ is one line. Match modes:
              A ledger line whose section names its turns (a flush, or a save with a
              source) is also scored with those turns' messages at ``SOURCE_WEIGHT``:
              the fact "prefers aisle seats" is found by "what did I say about flying?"
-             when the turn it came from talked about flying. The other way round, a
+             when the turn it came from talked about flying (a long section's line with
+             the few of its turns it matches: ``memory.alignment``). The other way round, a
              message is scored with the ledger facts that name its turn at
              ``FACT_WEIGHT`` (thread_search): a fact's words find the conversation.
              A record linked to k turns counts each at its weight / k ** ``LINK_SHARE``,
