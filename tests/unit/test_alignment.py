@@ -12,7 +12,7 @@ import pytest
 from agent_harness.agent.importer import ImportedMessage, import_history
 from agent_harness.ids import User
 from agent_harness.memory import alignment, snapshots
-from agent_harness.memory.alignment import TurnWords, aligned_groups
+from agent_harness.memory.alignment import TurnWords, aligned_sections
 from agent_harness.memory.cache import MemoryIndexCache
 from agent_harness.memory.file_index import FileIndex, Links
 from agent_harness.memory.flush import run_post_turn_job
@@ -92,9 +92,9 @@ def test_a_message_is_read_with_the_facts_aligned_to_its_turn() -> None:
 
 
 def test_a_fact_matching_no_turn_keeps_the_whole_section() -> None:
-    groups = aligned_groups(ledger(), TurnWords([segment()]))
+    [(section, parts)] = aligned_sections(ledger(), TurnWords([segment()]))
 
-    by_text = {ledger().lines[n]: turns for records, turns in groups for n in records}
+    by_text = {ledger().lines[n]: section[lo:hi] for records, lo, hi in parts for n in records}
     assert len(by_text["- likes quiet mornings"]) == 8
     assert [t for _, t in by_text["- takes a pottery class"]] == [1, 2, 3]
     assert [t for _, t in by_text["- her knee hurts after hiking"]] == [6, 7, 8]
@@ -102,15 +102,17 @@ def test_a_fact_matching_no_turn_keeps_the_whole_section() -> None:
 
 def test_a_section_short_enough_is_left_as_it_is() -> None:
     short = ledger(turns="1-5")
-    assert aligned_groups(short, TurnWords([segment()])) is short.linked_groups()
+    [(records, turns)] = short.linked_groups()
+    assert aligned_sections(short, TurnWords([segment()])) == [(turns, [(records, 0, 5)])]
 
 
 def test_a_section_with_a_turn_not_indexed_is_read_whole_until_it_is() -> None:
     f = ledger()
     partial = TurnWords([segment(MESSAGES[:-1])])  # turn 8 not indexed yet
 
-    assert aligned_groups(f, partial) is f.linked_groups() and f.aligned == {}
-    split = aligned_groups(f, TurnWords([segment()]))
+    [(_, whole)] = aligned_sections(f, partial)
+    assert len(whole) == 1 and whole[0][1:] == (0, 8) and f.aligned == {}
+    [(_, split)] = aligned_sections(f, TurnWords([segment()]))
     assert len(split) == 3 and len(f.aligned) == 1  # remembered once every turn is there
     # the ledger's own sections (its provenance) are unchanged
     assert f.keys_of(3) == tuple(("trip", n) for n in range(1, 9))
@@ -153,7 +155,7 @@ def test_an_imported_sessions_flush_is_searched_fact_by_fact() -> None:
 
 def test_a_snapshot_keeps_the_split_and_ranks_the_same() -> None:
     f = ledger()
-    aligned_groups(f, TurnWords([segment()]))
+    aligned_sections(f, TurnWords([segment()]))
     restored = snapshots.decode_ledger(snapshots.encode(f, '"e1"'))
 
     assert restored.aligned == f.aligned != {}
@@ -168,7 +170,7 @@ def test_a_snapshot_keeps_the_split_and_ranks_the_same() -> None:
 
 def test_a_damaged_split_in_a_snapshot_is_worked_out_again() -> None:
     f = ledger()
-    aligned_groups(f, TurnWords([segment()]))
+    aligned_sections(f, TurnWords([segment()]))
     entry = snapshots.encode(f, '"e1"') | {"aligned": "[[3, 5, 2, [[[99], 0, 5]]]]"}
     restored = snapshots.decode_ledger(entry)
 
@@ -195,3 +197,20 @@ def test_the_post_turn_job_writes_the_split_so_a_cold_query_does_not_redo_it(
     monkeypatch.setattr(TurnWords, "get", no_tokenizing)
     hits = search_memory(rt, alice, "Lisbon", "ranked", 5, MemoryIndexCache())  # cold
     assert [h.text for h in hits] == ["- takes a pottery class"]
+
+
+def test_a_section_whose_facts_all_match_one_window_is_read_with_that_window_both_ways() -> None:
+    """One part, but narrower than the section: still a split, for both directions."""
+    only = FileIndex.build(
+        "## Flush — 2026-03-02T10:00:00Z\n> source: session=trip turns=1-8 model=m\n"
+        "- takes a pottery class\n"
+    )
+    (pottery,) = terms("pottery")
+
+    facts = LinkedIndexes([only], [segment()])
+
+    assert set(facts.counts(pottery)) == {("trip", 1), ("trip", 2), ("trip", 3)}
+    hits = search_files(
+        [("d.md", only)], "ridge trail", "ranked", 5, LinkedIndexes([segment()]), 0.5
+    )
+    assert hits == []  # turn 8's words do not reach a fact read with turns 1-3

@@ -32,7 +32,6 @@ __all__ = [
     "WINDOW",
     "Part",
     "TurnWords",
-    "aligned_groups",
     "aligned_sections",
     "unaligned",
 ]
@@ -100,18 +99,6 @@ def aligned_sections(f: FileIndex, words: TurnWords | None) -> list[tuple[Turns,
             f.aligned[key] = split
         out.append((turns, split))
     return out
-
-
-def aligned_groups(f: FileIndex, words: TurnWords | None) -> list[tuple[list[int], Turns]]:
-    """``f.linked_groups()`` with each long section split as ``aligned_sections`` says
-    (each part with its slice of turns); the very list when none is split."""
-    groups = f.linked_groups()
-    if words is None or f.links is not None:
-        return groups
-    sections = aligned_sections(f, words)
-    if all(len(parts) == 1 for _, parts in sections):
-        return groups
-    return [(records, turns[lo:hi]) for turns, parts in sections for records, lo, hi in parts]
 
 
 def unaligned(f: FileIndex) -> bool:

@@ -24,7 +24,7 @@ from aws_lambda_powertools import Logger
 
 from agent_harness.errors import HarnessError, PreconditionFailedError
 from agent_harness.memory import snapshots
-from agent_harness.memory.alignment import TurnWords, aligned_groups, unaligned
+from agent_harness.memory.alignment import TurnWords, aligned_sections, unaligned
 from agent_harness.memory.cache import Sized, building
 from agent_harness.memory.file_index import FileIndex
 from agent_harness.memory.index import LinkedIndexes, date_words
@@ -349,7 +349,7 @@ def _refresh(rt: Runtime, user: User, name: str, listed: list[ObjectInfo]) -> in
             parsed = _parser(rt, path)(path, obj.content)
             if isinstance(parsed, FileIndex) and unaligned(parsed):
                 words = words or [_turn_words(rt, user)]
-                aligned_groups(parsed, words[0])
+                aligned_sections(parsed, words[0])  # kept in parsed.aligned
             files[path] = snapshots.encode(parsed, obj.etag)
         text = snapshots.render(files)
         if current is None:

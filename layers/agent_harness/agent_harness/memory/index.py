@@ -39,7 +39,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from agent_harness.memory.alignment import TurnWords, aligned_groups, aligned_sections
+from agent_harness.memory.alignment import TurnWords, aligned_sections
 from agent_harness.text import WORD, fold, terms
 
 if TYPE_CHECKING:
@@ -317,7 +317,7 @@ class LinkedIndexes:
         self.segments = list(segments)
         self.words: TurnWords | None = TurnWords(segments or indexes)
         self._lengths: dict[tuple[str, int], float] = {}
-        #: per index, the turns of the records a split section's alignment moved
+        #: per index, the turns of the records alignment narrowed (None: none)
         self._aligned: list[dict[int, Turns] | None] = []
         lengths = self._lengths
         for f in indexes:
@@ -329,13 +329,16 @@ class LinkedIndexes:
                         key = (session, turn)
                         lengths[key] = lengths.get(key, 0.0) + length
                 continue
-            groups = aligned_groups(f, self.words)
-            if groups is not f.linked_groups():
-                self._aligned[-1] = {n: turns for group, turns in groups for n in group}
-            for group, turns in groups:
-                added = sum(own[n] for n in group) / len(turns) ** LINK_SHARE
-                for key in turns:
-                    lengths[key] = lengths.get(key, 0.0) + added
+            moved: dict[int, Turns] = {}
+            for section, parts in aligned_sections(f, self.words):
+                for group, lo, hi in parts:
+                    turns = section[lo:hi]
+                    if len(turns) < len(section):  # aligned: narrower than its section
+                        moved.update(dict.fromkeys(group, turns))
+                    added = sum(own[n] for n in group) / len(turns) ** LINK_SHARE
+                    for key in turns:
+                        lengths[key] = lengths.get(key, 0.0) + added
+            self._aligned[-1] = moved or None
         self.joins: dict[_JoinKey, _Join] = {}
         # for the cache's bound: the indexes it keeps alive, and its own dict roughly
         self.size = sum(f.size for f in [*indexes, *segments]) + 64 * len(self._lengths)
