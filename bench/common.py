@@ -6,10 +6,14 @@ import json
 import os
 import platform
 import subprocess
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -109,3 +113,29 @@ def embedded_aws_env() -> None:
         "AWS_DEFAULT_REGION": "us-east-1",
     }.items():
         os.environ.setdefault(key, value)
+
+
+#: an ALIGN_ABOVE no section reaches: facts read with every turn their section names
+NEVER_ALIGN = 10**9
+
+
+@contextmanager
+def switched(**changes: Any) -> Iterator[None]:
+    """Set attributes of the search's modules for one variant, and put them back: each
+    name in every module of the engine that has it (``terms`` is used by both), so a
+    switch cannot silently miss the module that reads it."""
+    from agent_harness.memory import alignment, file_index, index
+
+    engine = (index, file_index, alignment)
+    modules = [m for m in engine if any(hasattr(m, n) for n in changes)]
+    missing = [n for n in changes if not any(hasattr(m, n) for m in modules)]
+    if missing:
+        raise AttributeError(f"no search module has {missing}")
+    saved = [(m, n, getattr(m, n)) for m in modules for n in changes if hasattr(m, n)]
+    for module, name, _ in saved:
+        setattr(module, name, changes[name])
+    try:
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)

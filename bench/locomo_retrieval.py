@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import ZoneInfo
 
 from bench import ranking_ideas
-from bench.common import HELD_OUT, TUNING, locomo, sessions, turn_text
+from bench.common import HELD_OUT, NEVER_ALIGN, TUNING, locomo, sessions, switched, turn_text
 from local_stack.process import LocalStackProcess, start_local_stack
 
 if TYPE_CHECKING:
@@ -564,32 +564,6 @@ def in_process(convs: tuple[str, ...], make: Callable[[str], Searcher]) -> list[
 def _searcher(conv: str, /, **options: Any) -> Searcher:
     """The library's ``ranked`` on ``corpus(conv, **options)``."""
     return library_searcher(corpus(conv, **options))
-
-
-@contextmanager
-def switched(**changes: Any) -> Iterator[None]:
-    """Set attributes of the search's modules for one variant, and put them back: each
-    name in every module of the engine that has it (``terms`` is used by both), so a
-    switch cannot silently miss the module that reads it."""
-    from agent_harness.memory import alignment, file_index, index
-
-    engine = (index, file_index, alignment)
-    modules = [m for m in engine if any(hasattr(m, n) for n in changes)]
-    missing = [n for n in changes if not any(hasattr(m, n) for m in modules)]
-    if missing:
-        raise AttributeError(f"no search module has {missing}")
-    saved = [(m, n, getattr(m, n)) for m in modules for n in changes if hasattr(m, n)]
-    for module, name, _ in saved:
-        setattr(module, name, changes[name])
-    try:
-        yield
-    finally:
-        for module, name, value in saved:
-            setattr(module, name, value)
-
-
-#: an ALIGN_ABOVE no section reaches: facts read with every turn their section names
-NEVER_ALIGN = 10**9
 
 
 def _align_above() -> int:

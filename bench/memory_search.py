@@ -66,6 +66,7 @@ from agent_harness.memory.recall import PastMessages, recall_query, select_lines
 from agent_harness.memory.search import search_memory
 from agent_harness.memory.threads import index_turns, search_threads
 from agent_harness.paths import MEMORY_FILE, SNAPSHOT_DIR, snapshot_path
+from bench.common import NEVER_ALIGN, switched
 from bench.search_corpus import (
     LATENCY_S,
     TURNS_PER_DAY,
@@ -354,8 +355,6 @@ def imported_cpu(days: int, lines: int, history: list[TurnRecord], rounds: int) 
     session (a history imported, flushed a session at a time): ranking aligns each fact
     with its turns (``memory.alignment``), the split kept in the snapshots; and the same
     with the alignment off, for what it costs."""
-    from agent_harness.memory import alignment
-
     rt = make_runtime()
     user = User.from_id("bench")
     store_memory(rt, user, ledger_files(days, lines, whole=True), history)
@@ -367,11 +366,8 @@ def imported_cpu(days: int, lines: int, history: list[TurnRecord], rounds: int) 
         row: dict[str, Any] = {"cold": cold, "cold_range": spread, "warm": warm_ms(call, rounds)}
         with without_snapshots(rt, user):
             row["cold_no_snapshots"], _, bare_hits = cold_ms(call)
-        saved, alignment.ALIGN_ABOVE = alignment.ALIGN_ABOVE, 10**9
-        try:
+        with switched(ALIGN_ABOVE=NEVER_ALIGN):
             row["cold_unaligned"], _, _ = cold_ms(call)
-        finally:
-            alignment.ALIGN_ABOVE = saved
         out[name] = row | {"same_hits": hits == bare_hits}
     return out
 

@@ -167,15 +167,23 @@ def test_a_long_past_message_is_cut() -> None:
     assert len(shown) < MESSAGE_CHARS + 80
 
 
-@pytest.mark.parametrize("on", [True, False], ids=["messages", "lines"])
-def test_the_budget_covers_the_frame_that_introduces_past_messages(on: bool) -> None:
-    rt, model = runtime(replies=2, recall_max_tokens=150, recall_messages=on)
-    facts = "\n".join(f"- the canal path bike repair note {n}" for n in range(50))
-    rt.store.put(ALICE, "memory/2026-03-02.md", facts + "\n")
-    run_turn(rt, ALICE, "monday", SAID + " " + "and the canal path was muddy " * 30)
+@pytest.mark.parametrize(
+    ("said", "intro"),
+    [
+        (SAID, "earlier sessions"),
+        ("I watered the tomatoes this morning", "Lines of this user's memory that"),
+    ],
+    ids=["a-message-recalled", "only-memory-lines"],
+)
+def test_the_frame_mentions_past_messages_only_when_it_shows_one(said: str, intro: str) -> None:
+    rt, model = runtime(replies=2, recall_max_tokens=300)
+    rt.store.put(ALICE, "memory/2026-03-02.md", "- Alice's bike is a green Gazelle\n")
+    run_turn(rt, ALICE, "monday", said)
     jobs(rt)
 
-    run_turn(rt, ALICE, "friday", "what happened to my bike on the canal path?")
+    run_turn(rt, ALICE, "friday", "Which repair shop did I leave my bike at?")
 
     recall = next(m for m in model.requests[1].messages if 'source="recall"' in m.content)
-    assert rt.counter.count(recall.content) <= 150
+    assert intro in recall.content
+    assert ("earlier sessions" in recall.content) == ("session monday" in recall.content)
+    assert "Gazelle" in recall.content and rt.counter.count(recall.content) <= 300

@@ -86,10 +86,10 @@ def aligned_sections(f: FileIndex, words: TurnWords | None) -> list[tuple[Turns,
     out: list[tuple[Turns, list[Part]]] = []
     for records, turns in f.linked_groups():
         whole: list[Part] = [(records, 0, len(turns))]
-        if words is None or f.links is not None or len(turns) <= ALIGN_ABOVE:
+        key = _key(f, records, turns)
+        if words is None or key is None:
             out.append((turns, whole))
             continue
-        key = (records[0], ALIGN_ABOVE, WINDOW)
         split = f.aligned.get(key)
         if split is None:
             split = _split(f, records, turns, words)
@@ -103,13 +103,16 @@ def aligned_sections(f: FileIndex, words: TurnWords | None) -> list[tuple[Turns,
 
 def unaligned(f: FileIndex) -> bool:
     """Whether ``f`` has a long section whose split is not worked out yet."""
-    if f.links is not None:
-        return False
-    groups = f.linked_groups()
-    return any(
-        len(turns) > ALIGN_ABOVE and (records[0], ALIGN_ABOVE, WINDOW) not in f.aligned
-        for records, turns in groups
-    )
+    keys = (_key(f, records, turns) for records, turns in f.linked_groups())
+    return any(key is not None and key not in f.aligned for key in keys)
+
+
+def _key(f: FileIndex, records: list[int], turns: Turns) -> tuple[int, int, int] | None:
+    """Where ``f`` keeps a section's split (its first record, the settings), or None for a
+    section that is read whole: short, or a thread segment's turn."""
+    if f.links is not None or len(turns) <= ALIGN_ABOVE:
+        return None
+    return (records[0], ALIGN_ABOVE, WINDOW)
 
 
 def _split(f: FileIndex, records: list[int], turns: Turns, words: TurnWords) -> list[Part] | None:

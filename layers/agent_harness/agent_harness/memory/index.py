@@ -315,7 +315,10 @@ class LinkedIndexes:
     def __init__(self, indexes: list[FileIndex], segments: Sequence[FileIndex] = ()) -> None:
         self.indexes = indexes
         self.segments = list(segments)
-        self.words: TurnWords | None = TurnWords(segments or indexes)
+        # the turns' words come from whichever indexes are thread segments: ``segments``
+        # for ledgers, the indexes themselves when they are segments
+        linked = [f for f in [*indexes, *segments] if f.links is not None]
+        self.words: TurnWords | None = TurnWords(linked) if linked else None
         self._lengths: dict[tuple[str, int], float] = {}
         #: per index, the turns of the records alignment narrowed (None: none)
         self._aligned: list[dict[int, Turns] | None] = []

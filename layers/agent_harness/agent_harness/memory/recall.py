@@ -79,7 +79,7 @@ class Recalled:
         says who said it, where and when instead of its segment's path."""
         if self.said is not None:
             role, session, turn = self.said
-            text = " ".join(self.text.split())
+            text = self.text  # a segment's text, whitespace already collapsed
             if len(text) > MESSAGE_CHARS:
                 text = text[:MESSAGE_CHARS].rstrip() + "…"
             return f"- {text} ({role}, session {session} turn {turn}, {self.day})"
