@@ -6,7 +6,8 @@ imported under its template environment, as a Lambda container) on the embedded 
 
 Requests per turn (docs/design.md#budgets: at most 8 without compaction, 7 without
 automatic recall): counted with botocore event hooks on the handler's own clients, default
-settings and the offline model, for the first turn of a new session and a later one.
+settings and the offline model, for the first turn of a new session, a later one, one in a
+container new to the session, and one after the container's listing window.
 
 Memory latency ratio (target <= 1.10): two containers of the same handler, one with the
 default settings (memory on) and one with memory off (HARNESS_DISABLE_MEMORY_TOOLS and
@@ -19,7 +20,8 @@ worst case for memory on). Turns alternate between the containers (on, off, off,
 each arm rotating to a new session every few turns so no compaction runs; warm-up turns
 are dropped; medians and p90 are kept. Automatic recall is measured the same way: a third
 container with the defaults but HARNESS_RECALL_MAX_TOKENS=0, against memory on, with
-the user's ledgers (``LEDGER_DAYS`` days of dated facts) for recall to rank. Each turn's
+the user's ledgers (``LEDGER_DAYS`` days of dated facts) and thread history (the same
+days, indexed for thread search: past messages) for recall to rank. Each turn's
 time is split into the stub's sleep, the AWS calls (union of their intervals, as the GETs
 run concurrently) and the rest.
 """
@@ -38,12 +40,14 @@ import boto3
 from moto import mock_aws
 
 from agent_harness.ids import User
+from agent_harness.memory.threads import index_turns
 from agent_harness.models import ModelRegistry
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, Usage
 from agent_harness.models.resilience import ResilientModel, RetryPolicy
 from agent_harness.paths import MEMORY_FILE
 from bench.common import embedded_aws_env
 from bench.plots import bars, lines
+from bench.search_corpus import by_month, turn_records
 from local_stack.lambdas import context_for, http_event, import_handler
 from local_stack.resources import create_resources, function_environment, load_template
 
@@ -141,31 +145,41 @@ class AwsMeter:
 
 #: per-user daily budgets high enough never to refuse: what a budget costs a turn
 BUDGETS_ON = {"HARNESS_USER_DAILY_TURNS": "100000", "HARNESS_USER_DAILY_TOKENS": "1000000000"}
-#: automatic recall of past messages too: one more folder listed beside memory/
-MESSAGES_ON = {"HARNESS_RECALL_MESSAGES": "true"}
+#: automatic recall of memory lines only (past messages are recalled by default)
+MESSAGES_OFF = {"HARNESS_RECALL_MESSAGES": "false"}
+#: every turn lists the user's folders, as when the listing window has passed
+LISTING_EVERY_TURN = {"HARNESS_RECALL_LISTING_SECONDS": "0"}
 
 
 def count_requests(resolver: Resolver, env: dict[str, str]) -> dict[str, Any]:
     """AWS requests of a first and a later turn, offline model, then of the session's
-    next turn in another container (one that never saw it): default settings, then with
-    per-user budgets on, then with past messages recalled (new containers, a new session
-    each)."""
+    next turn in another container (one that never saw it), then of a new session's
+    first turn in a container that served the user before but whose listing window has
+    passed: default settings, then with per-user budgets on, then with past messages
+    off (new containers, a new session each)."""
     turns = {}
     variants = (
         ("", "count", {}),
         (", budgets on", "budgets", BUDGETS_ON),
-        (", past messages recalled", "messages", MESSAGES_ON),
+        (", past messages off", "lines", MESSAGES_OFF),
     )
     for suffix, session, extra in variants:
         first = import_handler(resolver, FN, {**env, **extra})
-        for label, app in (
-            ("first turn of a new session", first),
-            ("later turn", first),
-            ("later turn, in a container new to the session", None),
+        relisting = import_handler(resolver, FN, {**env, **extra, **LISTING_EVERY_TURN})
+        post(relisting, f"{session}-before", "Remember that I prefer green tea.")
+        for label, app, name in (
+            ("first turn of a new session", first, session),
+            ("later turn", first, session),
+            ("later turn, in a container new to the session", None, session),
+            (
+                "first turn of a new session, the container's listing window passed",
+                relisting,
+                f"{session}-after",
+            ),
         ):
             app = app or import_handler(resolver, FN, {**env, **extra})
             meter = AwsMeter().attach(app.runtime.clients)
-            post(app, session, "Remember that I prefer green tea.")
+            post(app, name, "Remember that I prefer green tea.")
             turns[label + suffix] = {
                 "requests": len(meter.operations),
                 "operations": sorted(meter.operations),
@@ -313,6 +327,9 @@ def measure_latency(resolver: Resolver, env: dict[str, str], quick: bool) -> dic
     on.app.runtime.store.put(user, MEMORY_FILE, memory)
     for path, text in synthetic_ledgers(LEDGER_DAYS).items():
         on.app.runtime.store.put(user, path, text)
+    history = turn_records(LEDGER_DAYS)  # past messages for recall to rank
+    for month in by_month(history):
+        index_turns(on.app.runtime, user, month)
     every = (on, off, no_recall)
     for i in range(warmup):
         for arm in every:
@@ -349,6 +366,7 @@ def measure_latency(resolver: Resolver, env: dict[str, str], quick: bool) -> dic
         "ratio_without_aws": ratio("without_aws"),
         "within_budget": ratio("total") <= RATIO_BUDGET,
         "ledgers": LEDGER_DAYS,
+        "past_messages": 2 * len(history),
         "recall_ratio": ratio("total", base="recall_off"),
         "recall_ratio_p90": ratio("total", "p90", base="recall_off"),
         "recall_within_budget": ratio("total", base="recall_off") <= RATIO_BUDGET,
@@ -518,14 +536,17 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
             "is refused with the item and tries once more (the last row; it also lists the "
             "ledgers, as any container's first turn for a user does).",
             "",
-            "*Past messages recalled* sets `HARNESS_RECALL_MESSAGES=true`: automatic recall "
-            "also ranks the user's messages of earlier sessions, so it lists `index/threads/` "
-            "beside `memory/` (and GETs a month's segment that changed since the container "
-            "read it; none here, as no post-turn job runs). Within "
-            "`HARNESS_RECALL_LISTING_SECONDS` both listings are reused, as the later turn "
-            "shows; a turn that lists makes one request more than with the default, which "
-            "puts a session's first turn over the target: the reason the setting is off by "
-            "default.",
+            "The default recall lists `memory/` and `index/threads/` (past messages) in one "
+            "`ListObjectsV2`: the two folders are neighbours in the key order, so one page "
+            "starting at the first holds both, sized by how many files the container saw "
+            "last time (64 at first) plus a few keys past the last; the files themselves "
+            "come from the container's cache while their ETags hold (a GET for a month's "
+            "segment or a day's ledger that changed since; none here, as no post-turn job "
+            "runs). Within `HARNESS_RECALL_LISTING_SECONDS` (30 s) the listing is reused, as "
+            "the later turn shows; the last row of each setting is a container that served "
+            "the user before, with the window set to 0 so that it lists again. *Past "
+            "messages off* (`HARNESS_RECALL_MESSAGES=false`) lists `memory/` alone: the same "
+            "count.",
             "",
             f"**Memory on vs off** (target: median latency ratio ≤ {lat['budget']}). The same "
             "handler in two containers, the agent model a stub that sleeps "
@@ -566,7 +587,10 @@ def _recall_section(lat: dict[str, Any]) -> list[str]:
         f"Ratio of medians **{lat['recall_ratio']:.3f}** ({verdict} the budget), of p90s "
         f"{lat['recall_ratio_p90']:.3f}; medians {on['total']['median']:.1f} ms with recall, "
         f"{off['total']['median']:.1f} ms without; requests per turn "
-        f"{'/'.join(map(str, on['requests']))} with recall (the LIST of memory/), "
-        f"{'/'.join(map(str, off['requests']))} without.",
+        f"{'/'.join(map(str, on['requests']))} with recall (the LIST of memory/ and "
+        f"index/threads/), {'/'.join(map(str, off['requests']))} without. Recall ranks "
+        f"the ledgers' lines and, by default, {lat.get('past_messages', 0):,} past "
+        "messages of the user's earlier sessions (synthetic, 20 turns a day over the "
+        "same days).",
         "",
     ]

@@ -8,13 +8,15 @@ model's answer, a consolidation by the ``offline`` memory model after each sessi
 Then every question with evidence is sent as the first message of a new session, through
 the real turn (``agent.turn.run_turn``), to an agent model that is the OpenAI provider on a
 fake chat-completions endpoint (``httpx.MockTransport``) recording the request body and
-answering a fixed reply. Three arms:
+answering a fixed reply. The arms:
 
     memory   MEMORY.md injected (capped at HARNESS_CONSOLIDATION_MAX_TOKENS), recall off
     recall   automatic recall only: MEMORY.md removed for the arm
-    both     MEMORY.md and automatic recall (recall skips lines MEMORY.md shows)
+    both     MEMORY.md and automatic recall of memory lines (recall skips lines MEMORY.md
+             shows; past messages off)
     messages automatic recall with past messages (HARNESS_RECALL_MESSAGES), MEMORY.md
              removed: ledger lines and the imported sessions' messages alternate
+    shipped  MEMORY.md and automatic recall with past messages: the product's defaults
 
 Scoring: an evidence turn (a dia_id) is in context when one line of the recorded input
 (any message, whitespace collapsed) holds the whole text of an observation the dataset
@@ -69,6 +71,14 @@ ARM_NAMES = {
     "recall": "automatic recall only",
     "both": "MEMORY.md and recall",
     "messages": "automatic recall with past messages",
+    "shipped": "MEMORY.md and recall with past messages",
+}
+#: what an arm at the shipped budget and floor is, beside the product's defaults
+DEFAULT_NOTES = {
+    "shipped": "shipped default",
+    "both": "the shipped budget and floor, past messages off",
+    "recall": "the shipped budget and floor, MEMORY.md removed, past messages off",
+    "messages": "the shipped budget and floor, MEMORY.md removed",
 }
 
 ARM_LABELS = {"recall": "recall only", "both": "both", "messages": "recall + messages"}
@@ -106,9 +116,9 @@ def recommend(
 
 def sweep_keys(quick: bool) -> list[str]:
     if quick:
-        arms = ("memory", "both", "recall", "messages")
+        arms = ("memory", "shipped", "both", "recall", "messages")
         return [key_of(arm, *DEFAULT) for arm in arms]
-    keys = [key_of("memory")]
+    keys = [key_of("memory"), key_of("shipped", *DEFAULT)]
     for arm in ("both", *ALONE):  # the arms without MEMORY.md last: they remove it
         keys += [key_of(arm, b, f) for f in FLOORS for b in BUDGETS]
     return keys
@@ -119,7 +129,8 @@ def held_out_keys(chosen: str, lines: str) -> list[str]:
     the setting recommended for memory lines alone (``lines``), and each recall-alone
     arm at its recommended floor and every budget (the curves of the plot)."""
     _, budget, floor = parse_key(lines)
-    keys = [key_of("memory"), key_of("both", budget, floor), key_of("both", *DEFAULT)]
+    keys = [key_of("memory"), key_of("shipped", *DEFAULT), key_of("both", budget, floor)]
+    keys.append(key_of("both", *DEFAULT))
     # the arms without MEMORY.md last: they remove it
     keys += [key_of("recall", b, floor) for b in BUDGETS]
     keys.append(key_of("recall", *DEFAULT))
@@ -259,8 +270,9 @@ def _main_keys(result: dict[str, Any]) -> list[str]:
     lines = _lines_choice(result)
     _, budget, floor = parse_key(lines)
     default = result["default"]
-    keys = ["ceiling", key_of("memory"), key_of("recall", *default), key_of("both", *default)]
-    keys += [key_of("messages", *default), lines, key_of("both", budget, floor)]
+    keys = ["ceiling", key_of("memory"), key_of("shipped", *default)]
+    keys += [key_of("recall", *default), key_of("both", *default), key_of("messages", *default)]
+    keys += [lines, key_of("both", budget, floor)]
     return list(dict.fromkeys([*keys, result["recommended"]]))
 
 
@@ -337,9 +349,11 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
         "text, no tool call (so one model call per question). Arms: *MEMORY.md only* "
         "(`HARNESS_RECALL_MAX_TOKENS=0`); *automatic recall only* (MEMORY.md removed); "
         "*both* (recall skips lines the injected MEMORY.md already shows); *automatic "
-        "recall with past messages* (`HARNESS_RECALL_MESSAGES=true`, MEMORY.md removed: "
-        "the ledger lines alternate with the imported sessions' messages, each best "
-        "first; the question's own new session is left out). Memory tokens "
+        "recall with past messages* (MEMORY.md removed: the ledger lines alternate with "
+        "the imported sessions' messages, each best first; the question's own new "
+        "session is left out); *MEMORY.md and recall with past messages*, the product's "
+        "defaults. *Automatic recall only* and *both* recall memory lines only "
+        "(`HARNESS_RECALL_MESSAGES=false`). Memory tokens "
         "per call are the turn's `memory_tokens` (MEMORY.md plus the recall message, "
         "as the product counts them).",
         "",
@@ -374,8 +388,7 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
         elif key == _lines_choice(result):
             name += " (recommended without past messages)"
         elif parse_key(key)[1:] == tuple(result["default"]) and key != "memory":
-            arm_on = parse_key(key)[0] != "messages"  # past messages are off by default
-            name += " (shipped default)" if arm_on else " (the shipped budget and floor)"
+            name += f" ({DEFAULT_NOTES[parse_key(key)[0]]})"
         parts.append(f"| {name} | " + " | ".join(cells) + " |")
     parts += [
         "",

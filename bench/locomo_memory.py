@@ -316,11 +316,12 @@ def ask(memory: Memory, key: str, items: list[Question]) -> list[Row]:
     """Every question as the first message of a new session under setting ``key``
     (``arm budget floor``, or ``memory``): one row per question. Arms: ``memory``
     (MEMORY.md only), ``recall`` (recall alone), ``both``, ``messages`` (recall alone,
-    past messages recalled too)."""
+    past messages recalled too), ``shipped`` (MEMORY.md and recall with past messages)."""
     arm, budget, floor = parse_key(key)
     rt, user = memory.rt, memory.user
+    messages = arm in ("messages", "shipped")
     rt.settings = base_settings(
-        recall_max_tokens=budget, recall_min_score=floor, recall_messages=arm == "messages"
+        recall_max_tokens=budget, recall_min_score=floor, recall_messages=messages
     )
     present = rt.store.get(user, MEMORY_FILE) is not None
     alone = arm in ("recall", "messages")  # recall without MEMORY.md

@@ -152,10 +152,10 @@ def _imported_table(imp: dict[str, Any] | None, budget: int) -> list[str]:
 
 def _recall_rows(rec: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
     """Recall's rows: memory lines, then with past messages (when measured)."""
-    rows = [("memory lines", rec, "")]
+    rows = [("memory lines only", rec, "")]
     if isinstance(rec.get("messages"), dict):
         row = rec["messages"]
-        rows.append(("with past messages", row, f" ({row['messages']} messages)"))
+        rows.append(("with past messages (default)", row, f" ({row['messages']} messages)"))
     return rows
 
 
@@ -270,8 +270,9 @@ def _memory_section(result: dict[str, Any], img_dir: Path) -> list[str]:
         "",
         "Automatic recall runs in a turn's hot path: `load_ledgers` and `select_lines` "
         f"(MEMORY.md indexed too, as the turn does) for `{rec['query']}`, CPU ms; with "
-        "past messages (`HARNESS_RECALL_MESSAGES`), also `load_segments` (the thread "
-        "segments of the same history) and the ledger facts naming their turns:",
+        "past messages (the default; `HARNESS_RECALL_MESSAGES=false` leaves them out), "
+        "also `load_segments` (the thread segments of the same history) and the ledger "
+        "facts naming their turns:",
         "",
         "| recall | cold (runs) | cold, no snapshots | warm | lines recalled | same lines |",
         "|---|---:|---:|---:|---:|---|",

@@ -223,6 +223,11 @@ class MemoryStore:
             out.append(ObjectInfo(key[len(base) :], len(v.data), v.etag, v.at))
         return out
 
+    def list_together(
+        self, user: User, folders: tuple[str, ...], *, expect: int
+    ) -> dict[str, list[ObjectInfo]]:
+        return {folder: self.list(user, folder) for folder in folders}
+
     def list_users(self, prefix: str = "", *, limit: int = 100) -> list[str]:
         if "/" in prefix:
             raise InvalidRequestError("a user key prefix must not contain '/'")

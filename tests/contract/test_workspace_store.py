@@ -248,6 +248,41 @@ def test_users_whose_keys_share_a_prefix_see_only_their_own_objects(
     assert got is not None and got.content == "alice"
 
 
+@pytest.mark.parametrize("expect", [1, 3, 1000])
+def test_folders_listed_together_are_each_listed_whole_whatever_was_expected(
+    store: WorkspaceStore, expect: int
+) -> None:
+    # keys sort before, between, inside and after the two folders
+    for p in [
+        "MEMORY.md",
+        "index/ranked/memory-2026-11.json",
+        "index/threads-old/x.jsonl",
+        "index/threads/2026-10.jsonl",
+        "index/threads/2026-11.jsonl",
+        "journal/a.md",
+        "memory-old/b.md",
+        "memory/2026-11-30.md",
+        "memory/archive/2026-01-01.md",
+        "memoryx.md",
+        "sessions/s/turns/00000001.json",
+        "tool-results/s/c.txt",
+    ]:
+        store.put(ALICE, p, "x")
+    store.put(AL, "memory/2026-11-29.md", "al")  # a user whose key is a prefix of alice's
+
+    together = store.list_together(ALICE, ("index/threads", "memory/"), expect=expect)
+
+    assert {f: [o.path for o in listed] for f, listed in together.items()} == {
+        "index/threads": paths(store, ALICE, "index/threads"),
+        "memory/": paths(store, ALICE, "memory/"),
+    }
+    assert together["memory/"] == store.list(ALICE, "memory/")  # sizes and ETags too
+    assert store.list_together(BOB, ("index/threads", "memory/"), expect=expect) == {
+        "index/threads": [],
+        "memory/": [],
+    }
+
+
 # -- listing users -------------------------------------------------------------------------
 
 

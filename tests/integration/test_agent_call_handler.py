@@ -71,7 +71,7 @@ HOT_PATH = [
     "UpdateItem",  # the session lease
     "GetObject",  # MEMORY.md
     "GetObject",  # the working context
-    "ListObjectsV2",  # memory/, for automatic recall (ledgers come from the cache)
+    "ListObjectsV2",  # memory/ and index/threads/, for automatic recall (files cached)
     "PutObject",  # the turn's log object
     "PutObject",  # the working context
     "TransactWriteItems",  # commit and release, with the user's usage counted
@@ -126,24 +126,25 @@ def ops(calls: list[str]) -> list[str]:
     return sorted(c.split(":")[0] for c in calls)
 
 
-def test_recalling_past_messages_lists_the_thread_segments_beside_the_ledgers(
+def test_recall_lists_the_thread_segments_with_the_ledgers_in_one_request(
     stack: Stack,
 ) -> None:
-    env = {"HARNESS_RECALL_MESSAGES": "true"}
-    app = stack.handler(FN, HARNESS_RECALL_LISTING_SECONDS="0", **env)
+    app = stack.handler(FN, HARNESS_RECALL_LISTING_SECONDS="0")
+    cold = count_requests(app)
     stack.invoke(app, load_event("agent_call_post_message.json"), FN)
+    assert ops(cold).count("ListObjectsV2") == 1  # a container new to the user too
     calls = count_requests(app)
 
     response = stack.invoke(app, load_event("agent_call_post_message.json"), FN)
 
     assert response["statusCode"] == 200
-    assert ops(calls) == sorted([*HOT_PATH, "ListObjectsV2"])  # memory/ and index/threads/
-    # within the listing window (the default 30 s) neither folder is listed again
-    reused = stack.handler(FN, **env)
-    stack.invoke(reused, load_event("agent_call_post_message.json"), FN)
-    calls = count_requests(reused)
-    stack.invoke(reused, load_event("agent_call_post_message.json"), FN)
-    assert ops(calls) == sorted(c for c in HOT_PATH if c != "ListObjectsV2")
+    assert ops(calls) == sorted(HOT_PATH)
+    # past messages off: the ledgers alone, the same count
+    alone = stack.handler(FN, HARNESS_RECALL_LISTING_SECONDS="0", HARNESS_RECALL_MESSAGES="false")
+    stack.invoke(alone, load_event("agent_call_post_message.json"), FN)
+    calls = count_requests(alone)
+    stack.invoke(alone, load_event("agent_call_post_message.json"), FN)
+    assert ops(calls) == sorted(HOT_PATH)
 
 
 def test_with_budgets_the_lease_write_admits_the_turn_so_no_request_is_added(

@@ -57,6 +57,44 @@ def test_creating_a_ledger_that_appeared_meanwhile_appends_to_it(store: S3Worksp
     assert store.get(ALICE, "memory/2026-12-01.md").content == "- theirs\n- ours\n"
 
 
+def s3_requests(stack: Stack) -> list[dict[str, Any]]:
+    calls: list[dict[str, Any]] = []
+    stack.clients["s3"].meta.events.register(
+        "before-parameter-build.s3.ListObjectsV2",
+        lambda params, **kw: calls.append(dict(params)),
+    )
+    return calls
+
+
+def test_two_neighbouring_folders_are_listed_in_one_request_when_their_size_is_known(
+    stack: Stack, store: S3WorkspaceStore
+) -> None:
+    for p in ["index/threads/2026-11.jsonl", "memory/2026-11-30.md", "memory/2026-12-01.md"]:
+        store.put(ALICE, p, "x")
+    for n in range(50):  # what sorts after: a session's turns
+        store.put(ALICE, f"sessions/s/turns/{n:08d}.json", "{}")
+    calls = s3_requests(stack)
+
+    together = store.list_together(ALICE, ("index/threads", "memory/"), expect=3 + 2)
+
+    assert [len(v) for v in together.values()] == [1, 2]
+    assert len(calls) == 1 and calls[0]["MaxKeys"] == 5  # a few turns' keys, not 50
+    assert calls[0]["StartAfter"] == "users/alice/index/threads/"
+    calls.clear()
+    # more files than expected: the rest of each folder on its own, from where the page
+    # ended, so no request brings the turns' keys
+    assert store.list_together(ALICE, ("index/threads", "memory/"), expect=2) == together
+    assert [(c["Prefix"], c.get("StartAfter")) for c in calls[1:]] == [
+        ("users/alice/memory/", "users/alice/memory/2026-11-30.md")
+    ]
+    calls.clear()
+    assert store.list_together(ALICE, ("index/threads", "memory/"), expect=1) == together
+    assert [(c["Prefix"], c.get("StartAfter")) for c in calls[1:]] == [
+        ("users/alice/index/threads/", "users/alice/index/threads/2026-11.jsonl"),
+        ("users/alice/memory/", None),
+    ]
+
+
 SPEND = UsageDelta("2026-11-30", tokens={"agent": (100, 20)}, model_calls={"agent": 2}, turns=1)
 
 

@@ -75,6 +75,7 @@ def test_recall_with_past_messages_competes_and_the_lines_only_choice_is_kept_ap
     assert recommend(table, ("recall",)) == "recall 1000 0"
     assert held_out_keys("messages 1500 0", "recall 1000 0") == [
         "memory",
+        "shipped 1000 0.15",  # the product's defaults: MEMORY.md and recall with messages
         "both 1000 0",
         "both 1000 0.15",
         *(f"recall {b} 0" for b in BUDGETS),

@@ -104,7 +104,9 @@ def test_the_memory_size_chart_follows_versions_and_ledgers(rt) -> None:
 def test_the_recall_preview_is_what_a_first_turn_would_inject(rt) -> None:
     preview = preview_recall(rt, ANN, "what is my cat called, Miso?")
     assert not preview.off and preview.content and "Miso" in preview.content
-    assert all(source.startswith("memory/") for source in preview.sources)
+    # memory lines, and past messages of the thread segments (on by default)
+    assert all(source.startswith(("memory/", "index/threads/")) for source in preview.sources)
+    assert any(source.startswith("memory/") for source in preview.sources)
     off = make_runtime(settings=Settings(recall_max_tokens=0))
     assert preview_recall(off, ANN, "anything").off
 

@@ -205,7 +205,8 @@ def test_the_floor_drops_lines_found_only_through_their_neighbours() -> None:
 
 
 def test_a_container_reuses_a_users_ledger_listing_for_a_while() -> None:
-    rt, model = runtime(recall_listing_seconds=30)
+    # the ledgers alone (test_recall_messages has the thread segments beside them)
+    rt, model = runtime(recall_listing_seconds=30, recall_messages=False)
     listed: list[str] = []
     original = rt.store.list
     rt.store.list = lambda user, prefix, **kw: listed.append(prefix) or original(user, prefix, **kw)

@@ -9,8 +9,11 @@ from typing import Any
 
 import pytest
 
+from agent_harness.agent.importer import ImportedMessage
 from agent_harness.agent.turn import run_turn
+from agent_harness.errors import StoreError
 from agent_harness.ids import User
+from agent_harness.memory.corpus import JOINT_FIRST, JOINT_SLACK
 from agent_harness.memory.file_index import FileIndex
 from agent_harness.memory.flush import run_post_turn_job
 from agent_harness.memory.recall import MESSAGE_CHARS, PastMessages, select_lines
@@ -81,6 +84,26 @@ def test_the_current_sessions_own_messages_are_not_recalled() -> None:
     assert "Joe's repair shop" in (recalled_block(model.requests[2]) or "")
 
 
+def test_a_past_message_the_context_already_holds_is_not_recalled_again() -> None:
+    # an OpenAI client without a session id: each request a new session, importing the
+    # conversation so far, so an earlier request's session holds a copy of it
+    rt, model = runtime()
+    run_turn(rt, ALICE, "chat-1", SAID)
+    jobs(rt)
+    history = [
+        ImportedMessage(role="user", content=SAID),
+        ImportedMessage(role="assistant", content="ok"),
+    ]
+
+    run_turn(rt, ALICE, "chat-2", "Which repair shop did I leave my bike at?", history=history)
+
+    assert "Joe's repair shop" not in (recalled_block(model.requests[1]) or "")
+    assert any(SAID in m.content for m in model.requests[1].messages)  # in the context
+    # positive control: without the copy in its context, a new session is shown it
+    run_turn(rt, ALICE, "chat-3", "Which repair shop did I leave my bike at?")
+    assert "Joe's repair shop" in (recalled_block(model.requests[2]) or "")
+
+
 def test_another_users_messages_are_never_recalled() -> None:
     rt, model = runtime()
     run_turn(rt, BOB, "monday", SAID)
@@ -121,6 +144,45 @@ def test_a_warm_container_reuses_both_listings_within_the_window() -> None:
     run_turn(rt, ALICE, "friday", "Will the bike be ready at Joe's repair shop soon?")
 
     assert sorted(listed[2:]) == ["index/threads", "memory/"]
+
+
+def test_both_folders_are_listed_together_sized_by_what_the_container_saw() -> None:
+    rt, model = runtime()
+    asked: list[tuple[tuple[str, ...], int]] = []
+    original = rt.store.list_together
+
+    def counted(user, folders, *, expect):
+        asked.append((folders, expect))
+        return original(user, folders, expect=expect)
+
+    rt.store.list_together = counted
+    run_turn(rt, ALICE, "monday", "I keep my spare keys with my neighbour Rosa")
+    jobs(rt)  # the month's segment is written: one file
+    run_turn(rt, ALICE, "tuesday", SAID)  # its line is added to it after this listing
+    jobs(rt)
+
+    run_turn(rt, ALICE, "friday", "Which repair shop did I leave my bike at?")
+
+    both = ("memory/", "index/threads")
+    # at first a fixed guess, then what the container saw last time (none, then one file)
+    assert asked == [(both, JOINT_FIRST), (both, 0 + JOINT_SLACK), (both, 1 + JOINT_SLACK)]
+    assert SAID in (recalled_block(model.requests[2]) or "")
+
+
+def test_a_failed_joint_listing_lists_each_folder_apart() -> None:
+    rt, model = runtime()
+    rt.store.put(ALICE, "memory/2026-03-02.md", "- Alice's bike is a green Gazelle\n")
+    run_turn(rt, ALICE, "monday", SAID)
+    jobs(rt)
+
+    def refused(user, folders, *, expect):
+        raise StoreError("listing failed")
+
+    rt.store.list_together = refused
+    run_turn(rt, ALICE, "friday", "Which repair shop did I leave my green bike at?")
+
+    block = recalled_block(model.requests[1]) or ""
+    assert "Gazelle" in block and "Joe's repair shop" in block
 
 
 def _segment(path: str, *rows: tuple[str, int, str, str]) -> tuple[str, Any]:

@@ -151,6 +151,13 @@ class WorkspaceStore(Protocol):
 
     def list(self, user: User, prefix: str, *, recursive: bool = True) -> list[ObjectInfo]: ...
 
+    def list_together(
+        self, user: User, folders: tuple[str, ...], *, expect: int
+    ) -> dict[str, builtins.list[ObjectInfo]]:
+        """Each folder's objects (recursive), listed at once: on S3 one request when the
+        keys from the first folder to the end of the last are about ``expect``."""
+        ...
+
     # builtins.list: the method above shadows list in the rest of the class body
     def list_versions(self, user: User, path: str) -> builtins.list[VersionInfo]: ...
 

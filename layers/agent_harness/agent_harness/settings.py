@@ -261,9 +261,10 @@ class Settings(BaseModel):
     #: how long a container reuses a user's last LIST of ledgers for recall (0: every turn)
     recall_listing_seconds: float = Field(default=30.0, ge=0, le=3600)
     #: automatic recall also ranks the user's past messages (other sessions), alternating
-    #: them with memory lines; off by default: it costs a LIST and a GET more per turn
-    #: outside the listing window
-    recall_messages: bool = False
+    #: them with memory lines: the evidence of most questions is in what was said, and
+    #: only some of it in the facts flushed from it. A warm container lists both folders
+    #: in one request
+    recall_messages: bool = True
     #: each user's memory-model tokens per day (flush and consolidation), in
     #: ``timezone``; past it their jobs wait for the next day (0: unlimited)
     user_daily_memory_tokens: int = Field(default=0, ge=0)

@@ -4,14 +4,16 @@ the lines for the new message are chosen (memory.recall) and rendered as referen
 which the container reuses for ``recall_listing_seconds`` (a flush lands seconds after
 its turn, and the session's own recent turns are in its context anyway); the ledgers come
 from the per-container cache while their ETags hold. With ``recall_messages`` the thread
-segments are read the same way beside them (a LIST of index/threads/, reused alike, and a
-GET of each month changed since: after a turn, the current month's)."""
+segments are read the same way beside them, both folders listed in that one request
+(``memory.corpus.joint_listing``: they are neighbours in key order); then a GET of each
+month changed since (after a turn, the current month's)."""
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -20,21 +22,31 @@ from agent_harness import markup
 from agent_harness.agent.context import memory_reference, recall_frame_tokens, recall_reference
 from agent_harness.errors import HarnessError
 from agent_harness.memory.cache import building
-from agent_harness.memory.corpus import fact_texts, index_read, load_ledgers, load_segments
+from agent_harness.memory.corpus import (
+    fact_texts,
+    index_read,
+    joint_listing,
+    load_ledgers,
+    load_segments,
+)
 from agent_harness.memory.recall import PastMessages, recall_query, select_lines
+from agent_harness.paths import LEDGER_DIR, SEGMENT_DIR
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from concurrent.futures import Future
 
     from agent_harness.ids import User
+    from agent_harness.memory.cache import MemoryIndexCache
     from agent_harness.memory.file_index import FileIndex
     from agent_harness.memory.segments import Segment
     from agent_harness.models.base import Message
-    from agent_harness.ports import StoredObject
+    from agent_harness.ports import ObjectInfo, StoredObject
     from agent_harness.runtime import Runtime
 
 __all__ = ["Recall", "RecallPreview", "preview_recall", "start_recall"]
 
+T = TypeVar("T")
 logger = Logger(child=True)
 metrics = Metrics()
 #: threads that read the ledgers while the turn reads its context and MEMORY.md
@@ -53,25 +65,32 @@ class Recall:
         # must see what was just flushed
         listing_seconds = 0 if fresh else rt.settings.recall_listing_seconds
         cache, listings = rt.search_cache, rt.listings
-        self._ledgers: Future[list[tuple[str, FileIndex]]] = _READERS.submit(
-            load_ledgers, rt, user, cache, listings, listing_seconds
-        )
+        read = partial(_read, rt=rt, user=user, cache=cache, max_age=listing_seconds)
+        self._ledgers: Future[list[tuple[str, FileIndex]]]
         self._segments: Future[list[tuple[str, Segment]]] | None = None
-        if rt.settings.recall_messages:
-            self._segments = _READERS.submit(
-                load_segments, rt, user, cache, listings, listing_seconds
-            )
+        if not rt.settings.recall_messages:
+            self._ledgers = _READERS.submit(read, load_ledgers, None)
+            return
+        # both folders in one LIST, each then read apart. No deadlock: a task waits only
+        # on one submitted before it, so already started
+        joint = _READERS.submit(joint_listing, rt, user, listings, listing_seconds)
+        self._ledgers = _READERS.submit(read, load_ledgers, joint, LEDGER_DIR)
+        self._segments = _READERS.submit(read, load_segments, joint, SEGMENT_DIR)
 
     def message(
         self,
         memory: StoredObject | None,
         reference: Message | None,
         text: str,
-        previous: str | None,
         loaded_at: str,
+        context: Sequence[Message] = (),
     ) -> tuple[Message | None, int, list[str]]:
-        """The recall message, its tokens and the sources of its lines. A failed read
-        costs the turn its recall, never the turn itself."""
+        """The recall message for the new message ``text``, its tokens and the sources of
+        its lines. ``context`` (the session's messages) gives the query the user's previous
+        message, and no line repeats one of them: an OpenAI client without a session id
+        sends its conversation each time, so earlier requests' sessions hold copies. A
+        failed read costs the turn its recall, never the turn itself."""
+        said = [m.content for m in context if m.role == "user"]
         try:
             files = self._ledgers.result()
         except HarnessError as exc:
@@ -87,12 +106,13 @@ class Recall:
             messages = self._past_messages(files)
             lines = select_lines(
                 files,
-                recall_query(text, previous),
+                recall_query(text, said[-1] if said else None),
                 shown=shown,
                 counter=counter,
                 max_tokens=budget - recall_frame_tokens(counter, loaded_at, messages is not None),
                 min_score=settings.recall_min_score,
                 messages=messages,
+                in_context=[text, *(m.content for m in context if m.content)],
             )
         message, tokens = recall_reference(lines, counter, loaded_at)
         while lines and tokens > budget:  # lines counted apart can tokenize a bit longer
@@ -114,6 +134,22 @@ class Recall:
             return None
         facts = fact_texts(self._rt.search_cache, self._user, ledgers, segments)
         return PastMessages(segments, facts, self._session, self._rt.settings.zone)
+
+
+def _read(
+    load: Callable[..., list[tuple[str, T]]],
+    joint: Future[dict[str, list[ObjectInfo]]] | None,
+    folder: str = "",
+    *,
+    rt: Runtime,
+    user: User,
+    cache: MemoryIndexCache,
+    max_age: float,
+) -> list[tuple[str, T]]:
+    """``load`` (ledgers or segments) from the joint listing's ``folder`` if it has it,
+    else from its own listing."""
+    listed = joint.result().get(folder) if joint is not None else None
+    return load(rt, user, cache, rt.listings, max_age, listed=listed)
 
 
 def start_recall(
@@ -149,5 +185,5 @@ def preview_recall(rt: Runtime, user: User, text: str) -> RecallPreview:
     memory = rt.store.get(user, MEMORY_FILE)
     now = iso(rt.clock.now())
     reference, _ = memory_reference(memory, rt.counter, rt.settings.consolidation_max_tokens, now)
-    message, tokens, sources = recall.message(memory, reference, text, None, now)
+    message, tokens, sources = recall.message(memory, reference, text, now)
     return RecallPreview(False, message.content if message else None, tokens, sources)

@@ -275,9 +275,8 @@ class _Turn:
                 memory, self.rt.counter, self.settings.consolidation_max_tokens, iso(self.started)
             )
         if recall is not None:
-            said = [m.content for m in self.context.messages if m.role == "user"]
             recalled, tokens, sources = recall.message(
-                memory, reference, text, said[-1] if said else None, iso(self.started)
+                memory, reference, text, iso(self.started), self.context.messages
             )
             injection = injection.model_copy(update={"recall_tokens": tokens, "recalled": sources})
         draft = _Draft(

@@ -47,6 +47,16 @@ def _error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
+def _info(base: str, item: dict[str, Any]) -> ObjectInfo:
+    """A ListObjectsV2 entry under the user's prefix ``base``."""
+    return ObjectInfo(
+        path=item["Key"][len(base) :],
+        size=int(item["Size"]),
+        etag=item.get("ETag", ""),
+        last_modified=item.get("LastModified"),
+    )
+
+
 def _content_type(path: str) -> str:
     if path.endswith(".json"):
         return "application/json"
@@ -142,20 +152,59 @@ class S3WorkspaceStore:
         kwargs: dict[str, Any] = {"Bucket": self._bucket, "Prefix": full_prefix}
         if not recursive:
             kwargs["Delimiter"] = "/"
-        out: list[ObjectInfo] = []
+        return self._listed(base, kwargs, prefix or "/")
+
+    def _listed(self, base: str, kwargs: dict[str, Any], what: str) -> builtins.list[ObjectInfo]:
+        """Every page of a ListObjectsV2 call, as ``ObjectInfo`` relative to ``base``."""
+        out: builtins.list[ObjectInfo] = []
         try:
             for page in self._s3.get_paginator("list_objects_v2").paginate(**kwargs):
-                for item in page.get("Contents", []):
-                    out.append(
-                        ObjectInfo(
-                            path=item["Key"][len(base) :],
-                            size=int(item["Size"]),
-                            etag=item.get("ETag", ""),
-                            last_modified=item.get("LastModified"),
-                        )
-                    )
+                out.extend(_info(base, item) for item in page.get("Contents", []))
         except (ClientError, BotoCoreError) as exc:
-            raise StoreError(f"listing {prefix or '/'} failed") from exc
+            raise StoreError(f"listing {what} failed") from exc
+        return out
+
+    def list_together(
+        self, user: User, folders: tuple[str, ...], *, expect: int
+    ) -> dict[str, builtins.list[ObjectInfo]]:
+        # S3 has no key range: one page of the user's keys from the first folder on
+        # (StartAfter), MaxKeys what the caller expects to find there plus what sorts
+        # after; if more was there, the rest of each folder on its own, from where the
+        # page ended (each key's ListObjectsV2 entry costs parsing: no page is oversized)
+        base = self.prefix(user)
+        dirs = dict(sorted((validate_relative_path(f.rstrip("/")) + "/", f) for f in folders))
+        out: dict[str, builtins.list[ObjectInfo]] = {f: [] for f in folders}
+        last = ""
+        try:
+            page = self._s3.list_objects_v2(
+                Bucket=self._bucket,
+                Prefix=base,
+                StartAfter=base + min(dirs),
+                MaxKeys=max(1, min(expect, 1000)),
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError(f"listing {', '.join(folders)} failed") from exc
+        for item in page.get("Contents", []):
+            last = item["Key"][len(base) :]
+            folder = next((d for d in dirs if last.startswith(d)), None)
+            if folder is not None:
+                out[dirs[folder]].append(_info(base, item))
+            elif last > max(dirs):
+                return out  # past the last folder: each is whole
+        if not page.get("IsTruncated"):
+            return out
+        for folder, name in dirs.items():
+            if last.startswith(folder):  # the page ended inside it
+                kwargs = {
+                    "Bucket": self._bucket,
+                    "Prefix": base + folder,
+                    "StartAfter": base + last,
+                }
+            elif last < folder:  # the page ended before it
+                kwargs = {"Bucket": self._bucket, "Prefix": base + folder}
+            else:
+                continue
+            out[name].extend(self._listed(base, kwargs, name))
         return out
 
     # builtins.list: the method above shadows list in the rest of the class body

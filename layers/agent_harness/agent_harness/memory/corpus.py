@@ -2,9 +2,10 @@
 
 Both search services read here: memory_search the ledgers (and, for ``ranked``, the
 thread segments of the turns a ledger section names), thread_search the segments (and,
-for ``ranked``, the ledger facts naming a message's turn). One LIST per folder, then
-concurrent GETs of only the files whose (user, path, ETag) the cache does not hold; each
-cached file keeps its parsed lines and postings, so a warm query does no parsing.
+for ``ranked``, the ledger facts naming a message's turn). One LIST per folder (automatic
+recall lists both in one: ``joint_listing``), then concurrent GETs of only the files whose
+(user, path, ETag) the cache does not hold; each cached file keeps its parsed lines and
+postings, so a warm query does no parsing.
 
 A container that has not read a user's files of a kind yet (a cold one), or misses
 ``SNAPSHOT_MIN_MISSING`` or more of them, first reads the ranked-index snapshots of
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "fact_texts",
     "index_read",
+    "joint_listing",
     "load_cached",
     "load_fact_texts",
     "load_ledgers",
@@ -144,31 +146,71 @@ def load_ledgers(
     cache: MemoryIndexCache,
     listings: RecentListings | None = None,
     max_age: float = 0.0,
+    *,
+    listed: list[ObjectInfo] | None = None,
 ) -> list[tuple[str, FileIndex]]:
     """Every memory/** ledger (archive included), by path, indexed: one LIST (or, with
-    ``listings``, the user's last one if younger than ``max_age`` seconds), GETs of the
-    ledgers not cached."""
-    listed = _listing(rt, user, LEDGER_DIR, ".md", listings, max_age)
+    ``listings``, the user's last one if younger than ``max_age`` seconds; or ``listed``,
+    a listing made already), GETs of the ledgers not cached."""
+    if listed is None:
+        listed = _listing(rt, user, LEDGER_DIR, listings, max_age)
     return load_listed(rt, user, cache, listed, index_memory_file, restore=snapshots.decode_ledger)
+
+
+#: the folders recall reads, with the ending of the files it reads in each
+_SUFFIX = {LEDGER_DIR: ".md", SEGMENT_DIR: ".jsonl"}
+#: what a joint LIST asks for beyond the files found last time: files added since, and a
+#: key past the last folder that shows it has ended (each key costs parsing)
+JOINT_SLACK = 8
+#: what it asks for when this container has not listed the user's folders yet
+JOINT_FIRST = 64
 
 
 def _listing(
     rt: Runtime,
     user: User,
     folder: str,
-    suffix: str,
     listings: RecentListings | None,
     max_age: float,
 ) -> list[ObjectInfo]:
     """The files of a user's ``folder``: a LIST, or the last one if young enough."""
     now = rt.clock.now().timestamp()
-    key = f"{user.key} {folder}"
+    key = _listing_key(user, folder)
     listed = listings.get(key, now, max_age) if listings is not None else None
     if listed is None:
-        listed = [i for i in rt.store.list(user, folder) if i.path.endswith(suffix)]
+        listed = [i for i in rt.store.list(user, folder) if i.path.endswith(_SUFFIX[folder])]
         if listings is not None:
             listings.put(key, now, listed)
     return listed
+
+
+def _listing_key(user: User, folder: str) -> str:
+    return f"{user.key} {folder}"
+
+
+def joint_listing(
+    rt: Runtime, user: User, listings: RecentListings, max_age: float
+) -> dict[str, list[ObjectInfo]]:
+    """The ledgers' and the thread segments' files, by folder, listed together (one
+    request while there are about as many as the container last saw, or ``JOINT_FIRST``
+    at first), when both need a LIST. Else, or if that fails, nothing: each is then
+    listed on its own."""
+    now = rt.clock.now().timestamp()
+    keys = {folder: _listing_key(user, folder) for folder in _SUFFIX}
+    if any(listings.get(key, now, max_age) is not None for key in keys.values()):
+        return {}
+    counts = [listings.count(key) for key in keys.values()]
+    expect = JOINT_FIRST if None in counts else sum(c or 0 for c in counts) + JOINT_SLACK
+    try:
+        together = rt.store.list_together(user, tuple(keys), expect=expect)
+    except HarnessError as exc:
+        logger.warning("joint listing failed; listing apart", extra={"error": str(exc)})
+        return {}
+    out: dict[str, list[ObjectInfo]] = {}
+    for folder, key in keys.items():
+        out[folder] = [i for i in together[folder] if i.path.endswith(_SUFFIX[folder])]
+        listings.put(key, now, out[folder])
+    return out
 
 
 def index_read(cache: MemoryIndexCache, user: User, obj: StoredObject) -> FileIndex:
@@ -223,11 +265,14 @@ def load_segments(
     cache: MemoryIndexCache,
     listings: RecentListings | None = None,
     max_age: float = 0.0,
+    *,
+    listed: list[ObjectInfo] | None = None,
 ) -> list[tuple[str, Segment]]:
     """Every month segment of thread search, indexed (days in the configured zone): one
     LIST (or, with ``listings``, the user's last one if younger than ``max_age``
-    seconds), GETs of the months not cached."""
-    listed = _listing(rt, user, SEGMENT_DIR, ".jsonl", listings, max_age)
+    seconds; or ``listed``, a listing made already), GETs of the months not cached."""
+    if listed is None:
+        listed = _listing(rt, user, SEGMENT_DIR, listings, max_age)
     parse = partial(parse_segment, zone=rt.settings.zone)
     return load_listed(rt, user, cache, listed, parse, restore=snapshots.decode_segment)
 

@@ -30,6 +30,12 @@ class RecentListings:
             self._items.move_to_end(key)
             return item[1]
 
+    def count(self, key: str) -> int | None:
+        """How many files the last LIST found, however old: what to expect of the next."""
+        with self._lock:
+            item = self._items.get(key)
+            return None if item is None else len(item[1])
+
     def put(self, key: str, now: float, listed: list[ObjectInfo]) -> None:
         with self._lock:
             self._items[key] = (now, listed)

@@ -33,6 +33,7 @@ from agent_harness.paths import ledger_date
 from agent_harness.text import WORD, fold, terms
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from datetime import tzinfo
 
     from agent_harness.memory.file_index import FileIndex
@@ -148,14 +149,16 @@ def select_lines(
     max_tokens: int,
     min_score: float,
     messages: PastMessages | None = None,
+    in_context: Sequence[str] = (),
 ) -> list[Recalled]:
     """The lines to inject for ``query``: ranked, holding at least ``min_score`` of its
-    words by rarity, not already ``shown`` (the MEMORY.md text the model gets anyway),
-    best first with newest-first ties, whole lines within ``max_tokens``. With
-    ``messages``, past messages chosen the same way alternate with the memory lines."""
+    words by rarity, not already ``shown`` (the MEMORY.md text the model gets anyway) nor
+    one of the messages ``in_context``, best first with newest-first ties, whole lines
+    within ``max_tokens``. With ``messages``, past messages chosen the same way
+    alternate with the memory lines."""
     if max_tokens <= 0 or not query.strip():
         return []
-    seen = {w for w in map(_words, shown.splitlines()) if w}
+    seen = {w for w in [*map(_words, shown.splitlines()), *map(_words, in_context)] if w}
     candidates = max(MIN_CANDIDATES, max_tokens // LINE_TOKENS)
     found = _memory_lines(files, query, candidates, min_score, seen)
     if messages is not None and messages.segments:
