@@ -131,6 +131,81 @@ def test_damaged_sections_are_read_again_from_the_lines() -> None:
     assert restored.linked_groups() == built.linked_groups() != []
 
 
+WHOLE = """## Flush — 2026-11-02T09:00:00Z
+> source: session=s1 turns=1-6 model=offline
+- Alice prefers window seats on long flights
+
+## Flush — 2026-11-02T09:00:00Z
+> source: session=s1 turns=1-6 model=offline
+- The atlas project deadline moved to Friday
+
+## Flush — 2026-11-02T10:00:00Z
+> source: session=s2 turns=1-6 model=offline
+- Allergic to peanuts; told the dentist
+"""
+
+
+def test_sections_naming_the_same_turns_are_written_once_and_share_them() -> None:
+    built = index_memory_file("memory/2026-11-02.md", WHOLE)
+    entry = roundtrip(built)
+
+    stored = [turns for _, turns in json.loads(entry["sections"])]
+    assert stored[3] == 1 and stored[5] != 1  # the second flush of s1 refers to the first
+    restored = snapshots.decode_ledger(entry)
+    groups = [turns for _, turns in restored.linked_groups()]
+    assert groups == [turns for _, turns in built.linked_groups()]
+    assert groups[0] is groups[1] and groups[0] is not groups[2]  # one object: one join
+    first, second, _ = (t for _, t in built.linked_groups())
+    assert first is second  # parsed from the lines, the same
+
+
+def test_sections_sharing_their_turns_rank_as_if_each_had_its_own() -> None:
+    talked = "\n".join(
+        json.dumps({"s": s, "t": t, "i": 0, "r": "user", "at": "2026-11-02T09:00:00Z", "x": x})
+        for s, t, x in [("s1", 2, "the atlas deadline is on Friday"), ("s2", 4, "peanuts")]
+    )
+    turns = parse_segment("index/threads/2026-11.jsonl", talked)
+    shared = index_memory_file("memory/2026-11-02.md", WHOLE)
+    apart = index_memory_file("memory/2026-11-02.md", WHOLE)
+    apart._sections = [(start, tuple(iter(t))) for start, t in apart._section_starts()]
+    first, second, _ = (t for _, t in apart.linked_groups())
+    assert first == second and first is not second
+
+    for query in ["atlas deadline friday", "window seats", "peanuts dentist"]:
+        expected = search_files(
+            [("m", apart)], query, "ranked", 20, LinkedIndexes([turns.index]), 0.5
+        )
+        got = search_files([("m", shared)], query, "ranked", 20, LinkedIndexes([turns.index]), 0.5)
+        assert got == expected and expected
+
+
+@pytest.mark.parametrize("reference", [7, -1, 0, 2])
+def test_a_section_referring_to_no_earlier_turns_is_read_again_from_the_lines(
+    reference: int,
+) -> None:
+    built = index_memory_file("memory/2026-11-02.md", WHOLE)
+    entry = roundtrip(built)
+    sections = json.loads(entry["sections"])
+    sections[3][1] = reference  # sections 0 and 2 are headings: no turns to refer to
+    entry["sections"] = json.dumps(sections)
+
+    restored = snapshots.decode_ledger(entry)
+
+    assert restored.linked_groups() == built.linked_groups()
+
+
+def test_a_snapshot_written_before_the_references_still_shares_the_turns() -> None:
+    built = index_memory_file("memory/2026-11-02.md", WHOLE)
+    entry = roundtrip(built)
+    sections = json.loads(entry["sections"])
+    sections[3][1] = sections[1][1]  # each list written out, as older snapshots have it
+    entry["sections"] = json.dumps(sections)
+
+    groups = [turns for _, turns in snapshots.decode_ledger(entry).linked_groups()]
+
+    assert groups == [turns for _, turns in built.linked_groups()] and groups[0] is groups[1]
+
+
 def ledgers(rt, user: User = ALICE, days: range = range(1, 11)) -> None:  # type: ignore[no-untyped-def]
     for day in days:
         rt.store.put(user, f"memory/2026-11-{day:02d}.md", f"- fact {day} about tea\n")

@@ -13,7 +13,7 @@ from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agent_harness.memory.ledger import SOURCE_PREFIX, is_heading, is_structure, parse_source
 from agent_harness.text import fold, terms
@@ -146,7 +146,15 @@ class FileIndex:
         neighbours, the postings, and (a Markdown file) where its sections start."""
         postings = self._ranking()
         packed = self._packed if self._packed is not None else pack(postings)
-        sections = self._section_starts() if self.links is None else []
+        # a flushed session's sections name the same turns: each list is written once,
+        # later sections refer to the first one that named it
+        sections: list[tuple[int, Turns | int]] = []
+        first: dict[Turns, int] = {}
+        for number, (start, turns) in enumerate(
+            self._section_starts() if self.links is None else []
+        ):
+            earlier = first.setdefault(turns, number) if turns else number
+            sections.append((start, turns if earlier == number else earlier))
         text = json.dumps(sections, ensure_ascii=False, separators=(",", ":"))
         return Exported(self._own, self._before, self._after, packed, text)
 
@@ -235,20 +243,18 @@ class FileIndex:
         source line naming turns (those turns)."""
         if self._sections is None and self._sections_json is not None:
             try:  # a restored index: as the snapshot has them (lists made tuples)
-                self._sections = [
-                    (start, tuple(map(tuple, turns)))
-                    for start, turns in json.loads(self._sections_json)
-                ]
-            except (TypeError, ValueError):
+                self._sections = _restored_sections(json.loads(self._sections_json))
+            except (TypeError, ValueError, IndexError):
                 self._sections_json = None  # damaged: read them from the lines
         if self._sections is None:
             starts: list[tuple[int, Turns]] = []
+            same: dict[Turns, Turns] = {}  # one object for the same turns: see _join
             for number, line in enumerate(self.lines):
                 if is_heading(line):
                     starts.append((number + 1, ()))
                 elif line.startswith(SOURCE_PREFIX) and (source := parse_source(line)):
                     turns = tuple((source.session_id, t) for t in source.turns)
-                    starts.append((number + 1, turns))
+                    starts.append((number + 1, same.setdefault(turns, turns)))
             self._sections = starts
         return self._sections
 
@@ -349,3 +355,20 @@ def unpack(packed: str, term: str) -> list[int]:
 @lru_cache(maxsize=4096)
 def field_terms(words: str) -> tuple[str, ...]:
     return tuple(terms(words))
+
+
+def _restored_sections(stored: list[list[Any]]) -> list[tuple[int, Turns]]:
+    """Sections as a snapshot keeps them: each with its turns, or the number of the
+    earlier section that named the same turns (one object for both)."""
+    out: list[tuple[int, Turns]] = []
+    same: dict[Turns, Turns] = {}  # a snapshot written before the references, too
+    for start, turns in stored:
+        if isinstance(turns, int):
+            earlier = out[turns][1] if 0 <= turns < len(out) else None
+            if not earlier:
+                raise ValueError("a section refers to no earlier turns")
+            out.append((start, earlier))
+        else:
+            listed = tuple(map(tuple, turns))
+            out.append((start, same.setdefault(listed, listed)))
+    return out

@@ -167,9 +167,11 @@ class _Join:
     """Records joined with the linked texts about their turns, for one list of files."""
 
     files: list[FileIndex]
-    #: (session, turn) -> (file, parts of a section citing it, the turn's place in the
-    #: section's turns): a part's records read the turn when its slice holds that place
-    cited: dict[tuple[str, int], list[tuple[int, _Parts, int]]]
+    #: (session, turn) -> (a list of turns citing it, the turn's place in that list):
+    #: a part of each section naming that list reads the turn when its slice holds the place
+    cited: dict[tuple[str, int], list[tuple[int, int]]]
+    #: per list of turns, the sections naming it: (file, the section's parts)
+    sections: list[list[tuple[int, _Parts]]]
     #: each file's record lengths plus the weight times their linked texts' lengths
     lengths: list[list[float]]
     added: float
@@ -184,28 +186,32 @@ def _join(files: list[tuple[str, FileIndex]], linked: LinkedTexts | None, weight
     known = memo.get(signature)
     if known is not None and all(a is b for a, b in zip(known.files, indexes, strict=True)):
         return known
-    cited: dict[tuple[str, int], list[tuple[int, _Parts, int]]] = {}
+    cited: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    sections: list[list[tuple[int, _Parts]]] = []
     lengths = [f.lengths for f in indexes]
     added = 0.0
     if linked is not None and weight:
-        turn_length: dict[tuple[str, int], float] = {}  # many sections name the same turns
+        # the sections of a session flushed whole name the same turns, one object for
+        # them all (FileIndex): each list is summed and cited once, by identity
+        lists: dict[int, tuple[int, list[float]]] = {}
         for file_no, f in enumerate(indexes):
             extended: list[float] | None = None
-            # a section once, however it is split: each turn cited once, each part's
-            # extra length from running sums over the section's turns
             for turns, split in aligned_sections(f, linked.words):
-                sums = [0.0]
-                for key in turns:
-                    length = turn_length.get(key)
-                    if length is None:
-                        length = turn_length[key] = linked.length(key)
-                    sums.append(sums[-1] + length)
+                known_list = lists.get(id(turns))
+                if known_list is None:
+                    sums = [0.0]  # running sums of the turns' text lengths
+                    for key in turns:
+                        sums.append(sums[-1] + linked.length(key))
+                    known_list = lists[id(turns)] = (len(sections), sums)
+                    sections.append([])
+                    for place, key in enumerate(turns):
+                        if sums[place + 1] > sums[place]:
+                            cited.setdefault(key, []).append((known_list[0], place))
+                list_no, sums = known_list
                 if not sums[-1]:
                     continue
                 parts = [(r, lo, hi, weight / (hi - lo) ** LINK_SHARE) for r, lo, hi in split]
-                for place, key in enumerate(turns):
-                    if sums[place + 1] > sums[place]:
-                        cited.setdefault(key, []).append((file_no, parts, place))
+                sections[list_no].append((file_no, parts))
                 for group, lo, hi, share in parts:
                     more = share * (sums[hi] - sums[lo])  # once per record of the part
                     if not more:
@@ -215,7 +221,7 @@ def _join(files: list[tuple[str, FileIndex]], linked: LinkedTexts | None, weight
                     for number in group:
                         extended[number] += more
                     added += more * len(group)
-    joined = _Join(indexes, cited, lengths, added)
+    joined = _Join(indexes, cited, sections, lengths, added)
     memo.clear()  # one join per texts object: the newest list of files
     memo[signature] = joined
     return joined
@@ -266,12 +272,13 @@ def rank(
         weighted = [f.weights(term) for _, f in files]
         if join.cited and linked is not None:
             for turn, count in linked.counts(term).items():
-                for file_no, parts, place in join.cited.get(turn, ()):
-                    by_line = weighted[file_no]
-                    for group, lo, hi, share in parts:
-                        if lo <= place < hi:
-                            for number in group:
-                                by_line[number] = by_line.get(number, 0.0) + share * count
+                for list_no, place in join.cited.get(turn, ()):
+                    for file_no, parts in join.sections[list_no]:
+                        by_line = weighted[file_no]
+                        for group, lo, hi, share in parts:
+                            if lo <= place < hi:
+                                for number in group:
+                                    by_line[number] = by_line.get(number, 0.0) + share * count
         df = sum(len(w) for w in weighted)
         if not df:
             continue
