@@ -64,7 +64,8 @@ class Feedback:
         asked, idf = set(terms(query)), _idf(files)
         found: Counter[str] = Counter()
         for hit in first[: self.lines]:
-            for term in set(terms(hit.text)) - asked:
+            # sorted: words of equal weight are taken in one order, whatever the hash seed
+            for term in sorted(set(terms(hit.text)) - asked):
                 found[term] += idf(term)
         added = " ".join(term for term, _ in found.most_common(self.words))
         if not added:
