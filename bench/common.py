@@ -123,10 +123,12 @@ NEVER_ALIGN = 10**9
 def switched(**changes: Any) -> Iterator[None]:
     """Set attributes of the search's modules for one variant, and put them back: each
     name in every module of the engine that has it (``terms`` is used by both), so a
-    switch cannot silently miss the module that reads it."""
+    switch cannot silently miss the module that reads it. The text module's per-word
+    cache is emptied around a switch of its own tables (``_IRREGULAR``)."""
+    from agent_harness import text
     from agent_harness.memory import alignment, file_index, index
 
-    engine = (index, file_index, alignment)
+    engine = (index, file_index, alignment, text)
     modules = [m for m in engine if any(hasattr(m, n) for n in changes)]
     missing = [n for n in changes if not any(hasattr(m, n) for m in modules)]
     if missing:
@@ -134,8 +136,10 @@ def switched(**changes: Any) -> Iterator[None]:
     saved = [(m, n, getattr(m, n)) for m in modules for n in changes if hasattr(m, n)]
     for module, name, _ in saved:
         setattr(module, name, changes[name])
+    text._word_terms.cache_clear()
     try:
         yield
     finally:
         for module, name, value in saved:
             setattr(module, name, value)
+        text._word_terms.cache_clear()

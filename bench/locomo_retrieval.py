@@ -593,10 +593,11 @@ def ablation(convs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
         ),
         "without neighbours as context": ({"CONTEXT_WEIGHT": 0.0}, {}),
         "without stemming and ranking stopwords": ({"terms": unstemmed}, {}),
+        "without irregular forms ranked as their base word": ({"_IRREGULAR": {}}, {}),
         "with textbook BM25 (k1 1.2, b 0.75)": ({"K1": 1.2, "B": 0.75}, {}),
         "without speaker names in messages": ({}, {"speaker": False}),
         "without dates as words": ({}, {"dates": False}),
-        "all eight removed": (
+        "all nine removed": (
             {
                 "ALIGN_ABOVE": NEVER_ALIGN,
                 "SOURCE_WEIGHT": 0.0,

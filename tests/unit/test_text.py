@@ -1,4 +1,4 @@
-"""Ranking terms: the light stemmer and the ranking stopwords."""
+"""Ranking terms: the light stemmer, irregular forms and the ranking stopwords."""
 
 from __future__ import annotations
 
@@ -18,6 +18,11 @@ from agent_harness.text import stem, terms, tokens
         ("studied", "studies", "study"),
         ("planned", "planning", "plan"),
         ("participated", "participating", "participate"),
+        ("went", "go", "goes", "gone"),  # irregular forms as their base word
+        ("bought", "buying", "buy"),
+        ("made", "makes", "making", "make"),
+        ("children", "child"),
+        ("wrote", "written", "writing", "writes"),
     ],
 )
 def test_forms_of_a_word_get_one_term(forms: tuple[str, ...]) -> None:
@@ -35,6 +40,12 @@ def test_different_words_stay_apart() -> None:
     assert terms("family") != terms("famous")
     assert terms("painting") != terms("pain")
     assert terms("camping") != terms("cap")
+
+
+def test_irregular_forms_meet_their_base_word_in_ranking_but_not_in_matching() -> None:
+    assert terms("she went and bought it") == terms("she goes and buys it") == ["go", "buy"]
+    assert tokens("she went") == ["she", "went"]  # phrase/all/any match the words typed
+    assert terms("a rose") != terms("to rise")  # a form that is as often another word
 
 
 def test_ranking_stopwords_are_dropped_from_terms_but_not_from_tokens() -> None:

@@ -29,6 +29,32 @@ _RANKING_STOPWORDS = frozenset(
     "kind type sort many much some any ever there their his her he she him its one ones "
     "thing things".split()
 )
+#: irregular English forms ranked as their base word, so "went" meets "go" and "bought"
+#: "buy" the way "painted" meets "paint"; forms that are as often another word ("wound",
+#: "rose", "bit", "lay", "let") are left out
+_IRREGULAR = dict(
+    pair.split(":")
+    for pair in (
+        "ate:eat became:become began:begin begun:begin bitten:bite blew:blow blown:blow "
+        "broke:break broken:break brought:bring built:build bought:buy came:come "
+        "caught:catch children:child chose:choose chosen:choose dealt:deal drawn:draw "
+        "dreamt:dream drew:draw driven:drive drove:drive dug:dig eaten:eat fallen:fall "
+        "fed:feed feet:foot fell:fall felt:feel flew:fly flown:fly forgot:forget "
+        "forgotten:forget fought:fight found:find froze:freeze frozen:freeze gave:give "
+        "given:give goes:go gone:go got:get gotten:get grew:grow grown:grow heard:hear held:hold "
+        "hid:hide hidden:hide hung:hang kept:keep knew:know known:know led:lead left:leave "
+        "lost:lose made:make meant:mean men:man met:meet mice:mouse paid:pay ran:run "
+        "rang:ring ridden:ride risen:rise rode:ride rung:ring said:say sang:sing sank:sink "
+        "sat:sit saw:see seen:see sent:send shaken:shake shook:shake shot:shoot sold:sell "
+        "slept:sleep slid:slide sought:seek spent:spend spoke:speak spoken:speak spun:spin "
+        "sprang:spring sprung:spring stole:steal stolen:steal stood:stand stuck:stick "
+        "struck:strike stung:sting sung:sing sunk:sink swam:swim swept:sweep swum:swim "
+        "swung:swing taken:take taught:teach teeth:tooth thought:think threw:throw "
+        "thrown:throw told:tell took:take tore:tear torn:tear understood:understand "
+        "wept:weep went:go withdrew:withdraw woke:wake woken:wake women:woman won:win "
+        "wore:wear worn:wear written:write wrote:write"
+    ).split()
+)
 #: (suffix, shortest stem it may leave), tried in order, at most one stripped by ``stem``
 _SUFFIXES = (
     ("ingly", 3), ("edly", 3), ("ings", 3), ("ing", 3), ("ed", 3),
@@ -98,11 +124,12 @@ def _word_terms(word: str) -> tuple[str, ...]:
         return tuple(_cjk_bigrams(word))
     if word in STOPWORDS:
         return ()
-    token = _plural_off(word)
+    token = _plural_off(_IRREGULAR.get(word, word))
     return () if token in _RANKING_STOPWORDS else (stem(token),)
 
 
 def terms(text: str, *, folded: bool = False) -> list[str]:
-    """What ranked search scores: ``tokens`` stemmed, without the ranking stopwords.
+    """What ranked search scores: ``tokens`` stemmed (an irregular form as its base
+    word), without the ranking stopwords.
     ``folded``: the text is already ``fold``-ed (an index keeps its lines folded)."""
     return [t for word in WORD.findall(text if folded else fold(text)) for t in _word_terms(word)]

@@ -59,8 +59,9 @@ __all__ = ["FORMAT", "Entry", "decode_ledger", "decode_segment", "encode", "read
 #: newlines and tabs, integer columns as base64, the lines as one text)
 FORMAT = 2
 #: words that exercise every step of ``terms`` (folding, stopwords, plurals, stemming,
-#: CJK bigrams): a change of tokenizer changes their terms, and old snapshots are ignored
-_PROBE = "The RUNNING families painted hiking Happiness kinds 東京タワー Äpfel 2023"
+#: irregular forms, CJK bigrams): a change of tokenizer changes their terms, and old
+#: snapshots are ignored
+_PROBE = "The RUNNING families painted hiking Happiness kinds went 東京タワー Äpfel 2023"
 
 Entry = dict[str, Any]
 
