@@ -31,7 +31,7 @@ _RANKING_STOPWORDS = frozenset(
 )
 #: irregular English forms ranked as their base word, so "went" meets "go" and "bought"
 #: "buy" the way "painted" meets "paint"; forms that are as often another word ("wound",
-#: "rose", "bit", "lay", "let") are left out
+#: "rose", "bit", "lay", "let") are not in it
 _IRREGULAR = dict(
     pair.split(":")
     for pair in (
@@ -41,8 +41,9 @@ _IRREGULAR = dict(
         "dreamt:dream drew:draw driven:drive drove:drive dug:dig eaten:eat fallen:fall "
         "fed:feed feet:foot fell:fall felt:feel flew:fly flown:fly forgot:forget "
         "forgotten:forget fought:fight found:find froze:freeze frozen:freeze gave:give "
-        "given:give goes:go gone:go got:get gotten:get grew:grow grown:grow heard:hear held:hold "
-        "hid:hide hidden:hide hung:hang kept:keep knew:know known:know led:lead left:leave "
+        "given:give goes:go gone:go got:get gotten:get grew:grow grown:grow heard:hear "
+        "held:hold hid:hide hidden:hide hung:hang kept:keep knew:know known:know led:lead "
+        "left:leave "
         "lost:lose made:make meant:mean men:man met:meet mice:mouse paid:pay ran:run "
         "rang:ring ridden:ride risen:rise rode:ride rung:ring said:say sang:sing sank:sink "
         "sat:sit saw:see seen:see sent:send shaken:shake shook:shake shot:shoot sold:sell "

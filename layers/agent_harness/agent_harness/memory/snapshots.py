@@ -10,11 +10,16 @@
                           "own": "<ints>", "before": "<ints>",
                           "after": "<ints>",
                           "postings": "|<term>:<its packed postings>|<term>:...|",
-                          "sections": "[[<first line>, [[session, turn], ...]], ...]",
+                          "sections": "[[<first line>, [[session, turn], ...] or
+                                        <an earlier section naming the same>], ...]",
                           "aligned": "[[<first line>, <above>, <window>,
                                         [[[<record>, ...], <from>, <to>], ...]], ...]",
                           "sessions": [...], "turns": [...], "roles": [...], "at": [...]}}}
                           (the last four: a thread segment's per-message metadata)
+
+    "sections": a section naming the turns an earlier one named refers to it by number
+    (a session flushed whole names the same 20 turns in twenty-odd sections), so the
+    list is written and read once, and ranking joins it with its turns once.
 
     "aligned" (a ledger's, optional): the split of its long sections by the turns their
     facts align with (``memory.alignment``), so a cold query does not tokenize a
