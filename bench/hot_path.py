@@ -533,8 +533,9 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
             "same single request either way. A transaction cannot return the session item, "
             "so the lease is conditioned on the session being as the container last left "
             "it: a container that has not seen the session (its last turn ran elsewhere) "
-            "is refused with the item and tries once more (the last row; it also lists the "
-            "ledgers, as any container's first turn for a user does).",
+            "is refused with the item and tries once more (*later turn, in a container new to "
+            "the session, budgets on*; that container also lists, as any container's first "
+            "turn for a user does).",
             "",
             "The default recall lists `memory/` and `index/threads/` (past messages) in one "
             "`ListObjectsV2`: the two folders are neighbours in the key order, so one page "
