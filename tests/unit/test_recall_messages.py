@@ -17,7 +17,7 @@ from agent_harness.memory.corpus import JOINT_FIRST, JOINT_SLACK
 from agent_harness.memory.file_index import FileIndex
 from agent_harness.memory.flush import run_post_turn_job
 from agent_harness.memory.recall import MESSAGE_CHARS, PastMessages, select_lines
-from agent_harness.memory.segments import parse_segment
+from agent_harness.memory.segments import MAX_RECORD_CHARS, parse_segment
 from agent_harness.settings import Settings
 from agent_harness.tokens import TokenCounter
 from tests.fakes import ScriptedModel, make_runtime
@@ -100,6 +100,21 @@ def test_a_past_message_the_context_already_holds_is_not_recalled_again() -> Non
     assert "Joe's repair shop" not in (recalled_block(model.requests[1]) or "")
     assert any(SAID in m.content for m in model.requests[1].messages)  # in the context
     # positive control: without the copy in its context, a new session is shown it
+    run_turn(rt, ALICE, "chat-3", "Which repair shop did I leave my bike at?")
+    assert "Joe's repair shop" in (recalled_block(model.requests[2]) or "")
+
+
+def test_a_long_past_message_the_context_holds_is_not_recalled_again() -> None:
+    # thread search keeps the first MAX_RECORD_CHARS of a message: compared as it keeps it
+    said = SAID + " and then" * (MAX_RECORD_CHARS // 8)
+    rt, model = runtime()
+    run_turn(rt, ALICE, "chat-1", said)
+    jobs(rt)
+    history = [ImportedMessage(role="user", content=said)]
+
+    run_turn(rt, ALICE, "chat-2", "Which repair shop did I leave my bike at?", history=history)
+
+    assert "Joe's repair shop" not in (recalled_block(model.requests[1]) or "")
     run_turn(rt, ALICE, "chat-3", "Which repair shop did I leave my bike at?")
     assert "Joe's repair shop" in (recalled_block(model.requests[2]) or "")
 

@@ -30,6 +30,7 @@ from agent_harness.memory.corpus import (
     load_segments,
 )
 from agent_harness.memory.recall import PastMessages, recall_query, select_lines
+from agent_harness.memory.segments import record_text
 from agent_harness.paths import LEDGER_DIR, SEGMENT_DIR
 
 if TYPE_CHECKING:
@@ -87,9 +88,10 @@ class Recall:
     ) -> tuple[Message | None, int, list[str]]:
         """The recall message for the new message ``text``, its tokens and the sources of
         its lines. ``context`` (the session's messages) gives the query the user's previous
-        message, and no line repeats one of them: an OpenAI client without a session id
-        sends its conversation each time, so earlier requests' sessions hold copies. A
-        failed read costs the turn its recall, never the turn itself."""
+        message, and no line repeats one of them as thread search keeps it (capped, so
+        the comparison costs little): an OpenAI client without a session id sends its
+        conversation each time, so earlier requests' sessions hold copies. A failed read
+        costs the turn its recall, never the turn itself."""
         said = [m.content for m in context if m.role == "user"]
         try:
             files = self._ledgers.result()
@@ -112,7 +114,7 @@ class Recall:
                 max_tokens=budget - recall_frame_tokens(counter, loaded_at, messages is not None),
                 min_score=settings.recall_min_score,
                 messages=messages,
-                in_context=[text, *(m.content for m in context if m.content)],
+                in_context=[text, *map(record_text, context)],
             )
         message, tokens = recall_reference(lines, counter, loaded_at)
         while lines and tokens > budget:  # lines counted apart can tokenize a bit longer

@@ -28,7 +28,14 @@ if TYPE_CHECKING:
     from agent_harness.models.base import Message
     from agent_harness.records import TurnRecord
 
-__all__ = ["MAX_RECORD_CHARS", "Segment", "entries", "indexed_turns", "parse_segment"]
+__all__ = [
+    "MAX_RECORD_CHARS",
+    "Segment",
+    "entries",
+    "indexed_turns",
+    "parse_segment",
+    "record_text",
+]
 
 MAX_RECORD_CHARS = 4000
 _KEY = re.compile(r'^\{"s": "([^"]+)", "t": (\d+),', re.MULTILINE)
@@ -46,11 +53,16 @@ def _record_text(message: Message) -> str:
     return "\n".join([message.content.strip(), *calls]).strip()
 
 
+def record_text(message: Message) -> str:
+    """A message's text as its segment row keeps it (empty: not indexed)."""
+    return _record_text(message)[:MAX_RECORD_CHARS] if message.role != "system" else ""
+
+
 def entries(record: TurnRecord) -> list[str]:
     """The rows of one turn's messages (system messages and empty texts left out)."""
     rows = []
     for number, message in enumerate(record.messages):
-        text = _record_text(message) if message.role != "system" else ""
+        text = record_text(message)
         if not text:
             continue
         row = {
@@ -59,7 +71,7 @@ def entries(record: TurnRecord) -> list[str]:
             "i": number,
             "r": message.role,
             "at": record.created_at,
-            "x": text[:MAX_RECORD_CHARS],
+            "x": text,
         }
         rows.append(json.dumps(row, ensure_ascii=False))
     return rows
