@@ -136,10 +136,13 @@ def switched(**changes: Any) -> Iterator[None]:
     saved = [(m, n, getattr(m, n)) for m in modules for n in changes if hasattr(m, n)]
     for module, name, _ in saved:
         setattr(module, name, changes[name])
-    text._word_terms.cache_clear()
+    cached = any(module is text for module, _, _ in saved)  # its words' terms are cached
+    if cached:
+        text._word_terms.cache_clear()
     try:
         yield
     finally:
         for module, name, value in saved:
             setattr(module, name, value)
-        text._word_terms.cache_clear()
+        if cached:
+            text._word_terms.cache_clear()

@@ -389,12 +389,13 @@ def _refresh(rt: Runtime, user: User, name: str, listed: list[ObjectInfo]) -> in
             return int(current is not None)
         if not stale and len(files) == len(old) and current is not None:
             return 0
-        words: list[TurnWords] = []  # read once, for the first ledger that needs them
+        words: TurnWords | None = None  # read once, for the first ledger that needs them
         for path, obj in rt.store.get_many(user, stale).items():
             parsed = _parser(rt, path)(path, obj.content)
             if isinstance(parsed, FileIndex) and unaligned(parsed):
-                words = words or [_turn_words(rt, user)]
-                aligned_sections(parsed, words[0])  # kept in parsed.aligned
+                if words is None:
+                    words = _turn_words(rt, user)
+                aligned_sections(parsed, words)  # kept in parsed.aligned
             files[path] = snapshots.encode(parsed, obj.etag)
         text = snapshots.render(files)
         if current is None:
