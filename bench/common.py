@@ -126,7 +126,7 @@ def switched(**changes: Any) -> Iterator[None]:
     switch cannot silently miss the module that reads it. The text module's per-word
     cache is emptied around a switch of its own tables (``_IRREGULAR``)."""
     from agent_harness import text
-    from agent_harness.memory import alignment, file_index, index
+    from agent_harness.memory.engine import alignment, file_index, index
 
     engine = (index, file_index, alignment, text)
     modules = [m for m in engine if any(hasattr(m, n) for n in changes)]

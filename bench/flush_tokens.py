@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 from agent_harness import markup
 from agent_harness.ids import User
 from agent_harness.jobs import PostTurnJob
-from agent_harness.memory.flush import run_post_turn_job, sweep_flush_tails
-from agent_harness.memory.prompts import flush_messages, render_messages
+from agent_harness.memory.jobs.flush import run_post_turn_job, sweep_flush_tails
+from agent_harness.memory.jobs.prompts import flush_messages, render_messages
 from agent_harness.models.base import ChatRequest, ChatResponse, Message
 from agent_harness.models.offline import OfflineChatModel
 from agent_harness.records import TurnRecord

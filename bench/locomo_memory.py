@@ -7,12 +7,12 @@ The memory comes to be as it would for a user who imported this history:
 * each LoCoMo session is imported as one session (``agent.importer.import_history``, the
   first speaker's lines as ``user`` messages, the second's as ``assistant``, each with
   the speaker's name in front and the session's date);
-* the import's post-turn job runs (``memory.flush.run_post_turn_job``): it indexes the
+* the import's post-turn job runs (``memory.jobs.flush.run_post_turn_job``): it indexes the
   turns for thread search and flushes them, the whole session in one memory-model call,
   into the ledger of the session's day. The memory model's flush answer is the session's
   LoCoMo observations (the dataset's annotations, written by a model from that session),
   so the flush's own parsing, checks, de-duplication and source line apply to them;
-* after each session a consolidation runs (``memory.consolidate.consolidate``, forced)
+* after each session a consolidation runs (``memory.jobs.consolidate.consolidate``, forced)
   with the ``offline`` memory model, which is what writes MEMORY.md.
 
 Everything runs on the in-memory fakes of ``tests.fakes`` (the same services, no AWS),
@@ -38,11 +38,11 @@ from aws_lambda_powertools import Metrics
 from agent_harness.agent.importer import ImportedMessage, import_history
 from agent_harness.agent.turn import run_turn
 from agent_harness.ids import User
-from agent_harness.memory.cache import MemoryIndexCache
-from agent_harness.memory.consolidate import consolidate, forced_job
-from agent_harness.memory.corpus import load_ledgers
-from agent_harness.memory.flush import run_post_turn_job
-from agent_harness.memory.index import search_files
+from agent_harness.memory.engine.cache import MemoryIndexCache
+from agent_harness.memory.engine.corpus import load_ledgers
+from agent_harness.memory.engine.index import search_files
+from agent_harness.memory.jobs.consolidate import consolidate, forced_job
+from agent_harness.memory.jobs.flush import run_post_turn_job
 from agent_harness.memory.recall import recall_query
 from agent_harness.models import ModelRegistry
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, Usage

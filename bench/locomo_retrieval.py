@@ -430,7 +430,7 @@ class Corpus:
 
 
 def _day(date_text: str) -> str:
-    from agent_harness.memory.index import date_words
+    from agent_harness.memory.engine.index import date_words
 
     day = session_start(date_text)
     return date_words(day.year, day.month, day.day)
@@ -439,7 +439,7 @@ def _day(date_text: str) -> str:
 def corpus(
     conv: str, *, speaker: bool = True, dates: bool = True, source: Granularity = HEADLINE
 ) -> Corpus:
-    from agent_harness.memory.ledger import Source
+    from agent_harness.memory.facts.ledger import Source
 
     sample = locomo()[conv]
     day_of = {number: _day(date) if dates else "" for number, date, _ in sessions(sample)}
@@ -474,9 +474,9 @@ Searcher = Callable[[str], tuple[list[list[str]], list[list[str]]]]
 
 def library_searcher(c: Corpus) -> Searcher:
     """``ranked`` exactly as the library runs it (under whatever switches are set)."""
-    from agent_harness.memory import index as ranking
-    from agent_harness.memory.file_index import FileIndex, Links
-    from agent_harness.memory.index import LinkedIndexes, search_files
+    from agent_harness.memory.engine import index as ranking
+    from agent_harness.memory.engine.file_index import FileIndex, Links
+    from agent_harness.memory.engine.index import LinkedIndexes, search_files
 
     links = Links([s for s, _ in c.turn_keys], [t for _, t in c.turn_keys])
     turns = FileIndex.from_lines(
@@ -567,7 +567,7 @@ def _searcher(conv: str, /, **options: Any) -> Searcher:
 
 
 def _align_above() -> int:
-    from agent_harness.memory.alignment import ALIGN_ABOVE
+    from agent_harness.memory.engine.alignment import ALIGN_ABOVE
 
     return ALIGN_ABOVE
 
@@ -610,7 +610,7 @@ def ablation(convs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
             {"speaker": False, "dates": False},
         ),
     }
-    from agent_harness.memory import index
+    from agent_harness.memory.engine import index
 
     for name, idea in ranking_ideas.tried(index.rank).items():
         variants[name] = ({"rank": idea}, {})

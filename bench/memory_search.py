@@ -54,8 +54,8 @@ from typing import TYPE_CHECKING, Any
 
 from agent_harness import text
 from agent_harness.ids import User
-from agent_harness.memory.cache import MemoryIndexCache
-from agent_harness.memory.corpus import (
+from agent_harness.memory.engine.cache import MemoryIndexCache
+from agent_harness.memory.engine.corpus import (
     fact_texts,
     index_read,
     load_ledgers,
@@ -353,7 +353,7 @@ def memory_cpu(files: dict[str, str], history: list[TurnRecord], rounds: int) ->
 def imported_cpu(days: int, lines: int, history: list[TurnRecord], rounds: int) -> dict[str, Any]:
     """Ranked memory_search and thread_search CPU when every section names its whole
     session (a history imported, flushed a session at a time): ranking aligns each fact
-    with its turns (``memory.alignment``), the split kept in the snapshots; and the same
+    with its turns (``memory.engine.alignment``), the split kept in the snapshots; and the same
     with the alignment off, for what it costs."""
     rt = make_runtime()
     user = User.from_id("bench")

@@ -25,8 +25,8 @@ from agent_harness.text import terms
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from agent_harness.memory.file_index import FileIndex
-    from agent_harness.memory.index import Hit
+    from agent_harness.memory.engine.file_index import FileIndex
+    from agent_harness.memory.engine.index import Hit
 
     Files = list[tuple[str, FileIndex]]
     Rank = Callable[..., list[Hit]]

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from moto import mock_aws
 
-from agent_harness.memory.corpus import refresh_snapshots
-from agent_harness.memory.ledger import day_of
+from agent_harness.memory.engine.corpus import refresh_snapshots
+from agent_harness.memory.facts.ledger import day_of
 from agent_harness.memory.threads import index_turns
 from agent_harness.models.base import Message
 from agent_harness.paths import LEDGER_DIR, SEGMENT_DIR, SNAPSHOT_DIR, ledger_path, segment_path
@@ -162,7 +162,7 @@ def store_memory(
 
 def job_paths(rt: Runtime, records: list[TurnRecord]) -> set[str]:
     """The files whose snapshots the post-turn job refreshes after ``records``: their days'
-    ledgers and their months' segments (as memory.flush computes them)."""
+    ledgers and their months' segments (as memory.jobs.flush computes them)."""
     zone = rt.settings.zone
     moments = [r.created().astimezone(zone) for r in records]
     return {ledger_path(day_of(m, zone)) for m in moments} | set(map(segment_path, moments))

@@ -12,7 +12,7 @@ from agent_harness.agent.recall import preview_recall
 from agent_harness.aws import dlq
 from agent_harness.errors import InvalidRequestError, NotFoundError
 from agent_harness.ids import validate_day, validate_session_id
-from agent_harness.memory.forget import forget_user
+from agent_harness.memory.jobs.forget import forget_user
 from agent_harness.memory.search import search_memory
 from agent_harness.memory.threads import search_threads
 from console.page import Page, esc, form, ledger_url, link, notice, table, user_url
@@ -20,7 +20,7 @@ from console.views import existing_user, user_of
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
-    from agent_harness.memory.index import Mode
+    from agent_harness.memory.engine.index import Mode
     from agent_harness.records import TurnRecord
     from console.page import Ctx
 

@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.batch import (
 )
 
 from agent_harness.jobs import ConsolidationJob
-from agent_harness.memory.consolidate import consolidate, tick
+from agent_harness.memory.jobs.consolidate import consolidate, tick
 from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
 

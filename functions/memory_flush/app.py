@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.batch import (
 )
 
 from agent_harness.jobs import PostTurnJob
-from agent_harness.memory.idempotency import IdempotentPostTurn
+from agent_harness.memory.jobs.idempotency import IdempotentPostTurn
 from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
 

@@ -19,7 +19,7 @@ from agent_harness.agent.tools import MemoryTools
 from agent_harness.api.routes import build_app
 from agent_harness.errors import HarnessError
 from agent_harness.ids import User
-from agent_harness.memory.flush import run_post_turn_job
+from agent_harness.memory.jobs.flush import run_post_turn_job
 from agent_harness.models.base import ToolCall
 from agent_harness.settings import Settings
 from local_stack.lambdas import context_for, http_event

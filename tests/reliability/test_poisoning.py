@@ -14,8 +14,8 @@ from agent_harness.agent.turn import run_turn
 from agent_harness.cli import main
 from agent_harness.ids import User
 from agent_harness.jobs import ConsolidationJob
-from agent_harness.memory.consolidate import consolidate
-from agent_harness.memory.flush import run_post_turn_job
+from agent_harness.memory.jobs.consolidate import consolidate
+from agent_harness.memory.jobs.flush import run_post_turn_job
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall
 from agent_harness.models.offline import OfflineChatModel
 from tests.fakes import ScriptedModel, make_runtime

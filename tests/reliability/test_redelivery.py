@@ -12,7 +12,7 @@ import random
 import pytest
 
 from agent_harness.jobs import PostTurnJob
-from agent_harness.memory.flush import run_post_turn_job
+from agent_harness.memory.jobs.flush import run_post_turn_job
 from tests.integration.conftest import Stack
 from tests.integration.test_memory_handlers import post
 

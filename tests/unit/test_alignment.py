@@ -1,4 +1,4 @@
-"""Ranking reads a long section's facts with the turns they match (memory.alignment), not
+"""Ranking reads a long section's facts with the turns they match (memory.engine.alignment), not
 with every turn the section names; short sections, and facts that match no turn, are
 read whole; the ledger's provenance is untouched."""
 
@@ -11,12 +11,12 @@ import pytest
 
 from agent_harness.agent.importer import ImportedMessage, import_history
 from agent_harness.ids import User
-from agent_harness.memory import alignment, snapshots
-from agent_harness.memory.alignment import TurnWords, aligned_sections
-from agent_harness.memory.cache import MemoryIndexCache
-from agent_harness.memory.file_index import FileIndex, Links
-from agent_harness.memory.flush import run_post_turn_job
-from agent_harness.memory.index import LinkedIndexes, search_files
+from agent_harness.memory.engine import alignment, snapshots
+from agent_harness.memory.engine.alignment import TurnWords, aligned_sections
+from agent_harness.memory.engine.cache import MemoryIndexCache
+from agent_harness.memory.engine.file_index import FileIndex, Links
+from agent_harness.memory.engine.index import LinkedIndexes, search_files
+from agent_harness.memory.jobs.flush import run_post_turn_job
 from agent_harness.memory.search import search_memory
 from agent_harness.memory.threads import search_threads
 from agent_harness.text import terms

@@ -3,8 +3,8 @@ ranking plus the idea, and the table's verdict is read from the numbers."""
 
 from __future__ import annotations
 
-from agent_harness.memory.file_index import FileIndex
-from agent_harness.memory.index import Hit, rank
+from agent_harness.memory.engine.file_index import FileIndex
+from agent_harness.memory.engine.index import Hit, rank
 from bench.locomo_retrieval import _ideas_verdict
 from bench.ranking_ideas import Coverage, Feedback, Proximity
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_harness.memory.checks import (
+from agent_harness.memory.facts.checks import (
     check_facts,
     reads_as_instruction,
     redact_pii,

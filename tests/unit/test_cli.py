@@ -11,7 +11,7 @@ from agent_harness.cli import main, stack_environment
 from agent_harness.ids import User
 from agent_harness.jobs import PostTurnJob
 from agent_harness.memory.files import save_memories
-from agent_harness.memory.flush import run_post_turn_job
+from agent_harness.memory.jobs.flush import run_post_turn_job
 from tests.fakes import make_runtime
 
 ALICE, BOB = User.from_id("alice"), User.from_id("bob")

@@ -6,7 +6,7 @@ from agent_harness import markup
 from agent_harness.errors import ModelOutputError
 from agent_harness.ids import User
 from agent_harness.jobs import ConsolidationJob
-from agent_harness.memory.consolidate import consolidate, fan_out, request_consolidation
+from agent_harness.memory.jobs.consolidate import consolidate, fan_out, request_consolidation
 from agent_harness.settings import Settings
 from tests.fakes import ScriptedModel, failing, make_runtime
 

@@ -5,8 +5,8 @@ import pytest
 from agent_harness.errors import ModelOutputError, StoreError
 from agent_harness.ids import User
 from agent_harness.jobs import PostTurnJob
-from agent_harness.memory.flush import run_post_turn_job as flush_turns
-from agent_harness.memory.flush import sweep_flush_tails
+from agent_harness.memory.jobs.flush import run_post_turn_job as flush_turns
+from agent_harness.memory.jobs.flush import sweep_flush_tails
 from agent_harness.models.base import Message
 from agent_harness.ports import SessionState
 from agent_harness.records import TurnRecord
@@ -324,7 +324,7 @@ def test_throttle_and_consolidation_gaps_never_share_a_key() -> None:
     min for an hour: each runs on its own schedule (the reference starved the flush:
     docs/design.md#shared-throttle-key)."""
     from agent_harness.jobs import ConsolidationJob
-    from agent_harness.memory.consolidate import consolidate
+    from agent_harness.memory.jobs.consolidate import consolidate
 
     settings = Settings(flush_trigger="throttled:10m", consolidation_min_gap_seconds=1800)
 

@@ -1,13 +1,13 @@
-"""The search engine (agent_harness.memory.index): the match modes, BM25 ranking with
+"""The search engine (agent_harness.memory.engine.index): the match modes, BM25 ranking with
 neighbours, stems and CJK bigrams, and the bounded per-container cache."""
 
 from __future__ import annotations
 
 import pytest
 
-from agent_harness.memory.cache import MemoryIndexCache
-from agent_harness.memory.file_index import FileIndex
-from agent_harness.memory.index import parse_match_mode, search_files
+from agent_harness.memory.engine.cache import MemoryIndexCache
+from agent_harness.memory.engine.file_index import FileIndex
+from agent_harness.memory.engine.index import parse_match_mode, search_files
 
 
 def files(by_path: dict[str, str]) -> list[tuple[str, FileIndex]]:

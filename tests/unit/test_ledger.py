@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agent_harness.errors import ModelOutputError
-from agent_harness.memory.ledger import (
+from agent_harness.memory.facts.ledger import (
     Source,
     clean_bullets,
     covered_turns,

@@ -17,7 +17,7 @@ from agent_harness import __version__
 from agent_harness.errors import ModelAuthError, ModelTimeoutError, StoreError
 from agent_harness.ids import User
 from agent_harness.mcp.server import HANDSHAKE_VERSIONS, handle_http
-from agent_harness.memory.flush import run_post_turn_job
+from agent_harness.memory.jobs.flush import run_post_turn_job
 from agent_harness.settings import Settings
 from tests.fakes import make_runtime
 

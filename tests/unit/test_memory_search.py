@@ -1,13 +1,13 @@
-"""memory_search (agent_harness.memory.search over memory.corpus): ordering, reading
+"""memory_search (agent_harness.memory.search over memory.engine.corpus): ordering, reading
 through the cache, isolation, dates and facts ranked with their turns; the engine
 itself is tested in test_index.py."""
 
 from __future__ import annotations
 
 from agent_harness.ids import User
-from agent_harness.memory.cache import MemoryIndexCache
-from agent_harness.memory.file_index import FileIndex
-from agent_harness.memory.index import search_files
+from agent_harness.memory.engine.cache import MemoryIndexCache
+from agent_harness.memory.engine.file_index import FileIndex
+from agent_harness.memory.engine.index import search_files
 from agent_harness.memory.search import format_hits, search_memory
 from tests.fakes import make_runtime
 from tests.unit.test_index import LEDGER
@@ -81,7 +81,7 @@ def test_search_never_reads_another_users_memory() -> None:
 
 
 def test_ranked_scores_a_ledger_line_with_its_day_as_words() -> None:
-    from agent_harness.memory.corpus import index_memory_file as _index_memory_file
+    from agent_harness.memory.engine.corpus import index_memory_file as _index_memory_file
 
     source = [
         ("MEMORY.md", _index_memory_file("MEMORY.md", "- went camping in the mountains")),
@@ -111,7 +111,7 @@ def _talked_and_saved(source: bool) -> tuple[object, MemoryIndexCache]:
     without those words, naming the turn as its source or not."""
     from agent_harness.agent.turn import run_turn
     from agent_harness.memory.files import save_memories, save_source
-    from agent_harness.memory.flush import run_post_turn_job
+    from agent_harness.memory.jobs.flush import run_post_turn_job
     from tests.fakes import ScriptedModel
 
     rt = make_runtime(agent=ScriptedModel("Noted."), memory=ScriptedModel("NO_REPLY"))
@@ -161,8 +161,8 @@ def test_turn_texts_are_read_only_for_ranked_queries_over_ledgers_naming_turns()
 
 
 def test_a_source_naming_another_sessions_turn_adds_nothing_of_this_one() -> None:
-    from agent_harness.memory.corpus import load_turn_texts
-    from agent_harness.memory.index import SOURCE_WEIGHT
+    from agent_harness.memory.engine.corpus import load_turn_texts
+    from agent_harness.memory.engine.index import SOURCE_WEIGHT
     from agent_harness.text import terms
 
     rt, cache = _talked_and_saved(source=True)
@@ -186,7 +186,7 @@ def test_building_pauses_the_collector_and_gives_it_back_even_on_error() -> None
 
     import pytest
 
-    from agent_harness.memory.cache import building
+    from agent_harness.memory.engine.cache import building
 
     assert gc.isenabled()
     with building():
@@ -206,7 +206,7 @@ def test_a_cold_ranked_query_makes_no_reference_cycles_so_pausing_leaks_nothing(
     counting alone, so the paused collector misses nothing."""
     import gc
 
-    from agent_harness.memory.corpus import refresh_snapshots
+    from agent_harness.memory.engine.corpus import refresh_snapshots
 
     rt, _ = _talked_and_saved(source=True)
     refresh_snapshots(rt, ALICE)

@@ -155,7 +155,7 @@ PHRASE = "蓝鲸方案"
     ],
 )
 def test_a_search_tool_called_without_match_mode_searches_a_phrase(tool: str, nothing: str) -> None:
-    from agent_harness.memory.flush import run_post_turn_job
+    from agent_harness.memory.jobs.flush import run_post_turn_job
 
     model = ScriptedModel(
         "noted",  # the turn that says DECISION

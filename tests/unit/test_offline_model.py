@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 
 from agent_harness import markup
-from agent_harness.memory.prompts import consolidation_messages, flush_messages
+from agent_harness.memory.jobs.prompts import consolidation_messages, flush_messages
 from agent_harness.models.base import ChatRequest, Message
 from agent_harness.models.offline import LABEL, OfflineChatModel, extract_facts
 

@@ -115,10 +115,10 @@ def test_no_module_is_longer_than_a_sitting() -> None:
 
 #: modules that do pure computation: no AWS client, no Runtime, no network
 PURE = [
-    "memory/index.py",
+    "memory/engine/index.py",
     "memory/recall.py",
-    "memory/ledger.py",
-    "memory/segments.py",
+    "memory/facts/ledger.py",
+    "memory/engine/segments.py",
     "paths.py",
     "keys.py",
 ]

@@ -4,7 +4,7 @@ import pytest
 
 from agent_harness import markup
 from agent_harness.errors import ModelOutputError
-from agent_harness.memory.prompts import (
+from agent_harness.memory.jobs.prompts import (
     CONSOLIDATION_PROMPT,
     clean_memory_document,
     consolidation_messages,

@@ -11,8 +11,8 @@ from agent_harness import markup
 from agent_harness.agent.turn import run_turn
 from agent_harness.errors import StoreError
 from agent_harness.ids import User
-from agent_harness.memory.file_index import FileIndex
-from agent_harness.memory.index import search_files
+from agent_harness.memory.engine.file_index import FileIndex
+from agent_harness.memory.engine.index import search_files
 from agent_harness.memory.recall import coverage, recall_query, select_lines
 from agent_harness.models.base import ChatRequest, ToolSpec
 from agent_harness.settings import Settings

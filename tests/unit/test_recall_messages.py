@@ -13,11 +13,11 @@ from agent_harness.agent.importer import ImportedMessage
 from agent_harness.agent.turn import run_turn
 from agent_harness.errors import StoreError
 from agent_harness.ids import User
-from agent_harness.memory.corpus import JOINT_FIRST, JOINT_SLACK
-from agent_harness.memory.file_index import FileIndex
-from agent_harness.memory.flush import run_post_turn_job
+from agent_harness.memory.engine.corpus import JOINT_FIRST, JOINT_SLACK
+from agent_harness.memory.engine.file_index import FileIndex
+from agent_harness.memory.engine.segments import MAX_RECORD_CHARS, parse_segment
+from agent_harness.memory.jobs.flush import run_post_turn_job
 from agent_harness.memory.recall import MESSAGE_CHARS, PastMessages, select_lines
-from agent_harness.memory.segments import MAX_RECORD_CHARS, parse_segment
 from agent_harness.settings import Settings
 from agent_harness.tokens import TokenCounter
 from tests.fakes import ScriptedModel, make_runtime

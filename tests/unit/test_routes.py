@@ -266,7 +266,7 @@ def test_a_search_without_match_mode_is_a_phrase_search_and_says_so(route: str) 
     rt = dev_runtime(agent=ScriptedModel("好的"))
     rt.store.put(User.from_id("alice"), "MEMORY.md", "- 部署决定：使用蓝鲸方案\n", create_only=True)
     call(rt, "POST", "/v1/sessions/s1/messages", {"message": "部署决定：使用蓝鲸方案"})
-    from agent_harness.memory.flush import run_post_turn_job
+    from agent_harness.memory.jobs.flush import run_post_turn_job
 
     while rt.queue.post_turn:
         run_post_turn_job(rt, rt.queue.post_turn.pop(0))

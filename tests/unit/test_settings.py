@@ -119,7 +119,7 @@ def test_flush_triggers(text: str, trigger: FlushTrigger) -> None:
 def test_a_custom_consolidation_prompt_with_stray_percent_and_braces_renders() -> None:
     """Validated when settings load, so rendering can never fail at run time
     (docs/design.md#format-string-prompts)."""
-    from agent_harness.memory.prompts import consolidation_messages
+    from agent_harness.memory.jobs.prompts import consolidation_messages
 
     prompt = 'Keep 100% of facts {"style": "terse"} within {max_tokens} tokens / {max_chars} chars.'
     settings = Settings.from_env({"HARNESS_CONSOLIDATION_PROMPT": prompt})

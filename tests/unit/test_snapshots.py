@@ -1,7 +1,7 @@
-"""The persisted ranked index (memory.snapshots, read and refreshed by memory.corpus): a
-restored index ranks exactly like a built one, a cold read takes one GET per month, an
-entry is used only at its file's current ETag, and a damaged or foreign snapshot costs
-speed, never a result."""
+"""The persisted ranked index (memory.engine.snapshots, read and refreshed by
+memory.engine.corpus): a restored index ranks exactly like a built one, a cold read takes
+one GET per month, an entry is used only at its file's current ETag, and a damaged or
+foreign snapshot costs speed, never a result."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ import pytest
 
 from agent_harness.errors import StoreError
 from agent_harness.ids import User
-from agent_harness.memory import snapshots
-from agent_harness.memory.cache import MemoryIndexCache
-from agent_harness.memory.consolidate import consolidate, forced_job
-from agent_harness.memory.corpus import index_memory_file, refresh_snapshots
-from agent_harness.memory.forget import forget_user
-from agent_harness.memory.index import LinkedIndexes, search_files
+from agent_harness.memory.engine import snapshots
+from agent_harness.memory.engine.cache import MemoryIndexCache
+from agent_harness.memory.engine.corpus import index_memory_file, refresh_snapshots
+from agent_harness.memory.engine.index import LinkedIndexes, search_files
+from agent_harness.memory.engine.segments import parse_segment
+from agent_harness.memory.jobs.consolidate import consolidate, forced_job
+from agent_harness.memory.jobs.forget import forget_user
 from agent_harness.memory.search import search_memory
-from agent_harness.memory.segments import parse_segment
 from agent_harness.memory.threads import search_threads
 from agent_harness.settings import Settings
 from tests.fakes import ScriptedModel, make_runtime, tool_call

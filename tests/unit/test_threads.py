@@ -13,8 +13,8 @@ from agent_harness.agent.turn import run_turn
 from agent_harness.errors import SessionBusyError
 from agent_harness.ids import User
 from agent_harness.jobs import PostTurnJob
-from agent_harness.memory.cache import MemoryIndexCache
-from agent_harness.memory.flush import TURNS_PER_JOB, run_post_turn_job
+from agent_harness.memory.engine.cache import MemoryIndexCache
+from agent_harness.memory.jobs.flush import TURNS_PER_JOB, run_post_turn_job
 from agent_harness.memory.threads import search_threads
 from agent_harness.models.base import ToolCall
 from agent_harness.settings import Settings

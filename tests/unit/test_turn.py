@@ -13,7 +13,7 @@ from agent_harness.errors import (
     ValidationFailedError,
 )
 from agent_harness.ids import User
-from agent_harness.memory.flush import run_post_turn_job
+from agent_harness.memory.jobs.flush import run_post_turn_job
 from agent_harness.models.base import Message
 from agent_harness.settings import Settings
 from tests.fakes import ScriptedModel, failing, make_runtime, tool_call

@@ -8,8 +8,8 @@ import pytest
 from agent_harness.agent.turn import run_turn
 from agent_harness.errors import StoreError, ValidationFailedError
 from agent_harness.ids import User
-from agent_harness.memory.consolidate import consolidate, forced_job
-from agent_harness.memory.flush import run_post_turn_job
+from agent_harness.memory.jobs.consolidate import consolidate, forced_job
+from agent_harness.memory.jobs.flush import run_post_turn_job
 from agent_harness.models.base import Usage
 from agent_harness.usage import record_spend, top_report, usage_report
 from tests.fakes import make_runtime
@@ -98,7 +98,7 @@ def budgeted(tokens: int):
 
 
 def test_a_flush_over_the_memory_budget_leaves_its_turns_for_the_next_day() -> None:
-    from agent_harness.memory.flush import sweep_flush_tails
+    from agent_harness.memory.jobs.flush import sweep_flush_tails
 
     rt = budgeted(1)  # the first flush spends it
     run_turn(rt, ANN, "s1", "Remember that I use vim.")

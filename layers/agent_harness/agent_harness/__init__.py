@@ -9,8 +9,8 @@ Where to start reading (docs/design.md#repository-layout has every module):
     ports                                     what services need from S3, DynamoDB, SQS
     api.routes.build_app(rt)                  the HTTP API
     agent.turn.run_turn(...)                  one agent turn (the hot path)
-    memory.flush.run_post_turn_job(...)       the post-turn job: index, then flush
-    memory.consolidate.consolidate(...)       merging the ledgers into MEMORY.md
+    memory.jobs.flush.run_post_turn_job(...)       the post-turn job: index, then flush
+    memory.jobs.consolidate.consolidate(...)       merging the ledgers into MEMORY.md
 """
 
 __version__ = "0.1.0"

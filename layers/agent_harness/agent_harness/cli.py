@@ -207,7 +207,11 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
 
         _print([s.__dict__ for s in trace_line(rt, user, args.text)])
     elif args.command == "consolidate-now":
-        from agent_harness.memory.consolidate import consolidate, forced_job, request_consolidation
+        from agent_harness.memory.jobs.consolidate import (
+            consolidate,
+            forced_job,
+            request_consolidation,
+        )
 
         if args.queue:
             job = request_consolidation(rt, user)
@@ -215,7 +219,7 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
         else:
             _print(consolidate(rt, forced_job(rt, user)).__dict__)
     elif args.command == "reindex":
-        from agent_harness.memory.corpus import refresh_snapshots
+        from agent_harness.memory.engine.corpus import refresh_snapshots
 
         # a damaged or outdated snapshot reads as empty, so it is rebuilt whole
         _print({"snapshots_written": refresh_snapshots(rt, user)})
@@ -226,7 +230,7 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
         if not args.yes:
             out(f"refusing to forget {user.id!r} without --yes (this cannot be undone)")
             return 2
-        from agent_harness.memory.forget import forget_user
+        from agent_harness.memory.jobs.forget import forget_user
 
         _print(forget_user(rt, user).__dict__)
     return 0

@@ -4,7 +4,7 @@ its sections with the consolidation watermark, where a MEMORY.md line came from 
 the turn's messages), and the user's memory size and tokens over time.
 
 Read-only: the writes an operator makes (edit, rollback, forget, redrive) are the
-library's own functions (``memory.files``, ``memory.forget``, ``aws.dlq``), called as the
+library's own functions (``memory.files``, ``memory.jobs.forget``, ``aws.dlq``), called as the
 CLI calls them. The operator console and the CLI both read through this module.
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from agent_harness.clock import iso
 from agent_harness.errors import ValidationFailedError
 from agent_harness.ids import User, validate_day, validate_session_id
-from agent_harness.memory.ledger import Source, parse_header, source_fields, source_of
+from agent_harness.memory.facts.ledger import Source, parse_header, source_fields, source_of
 from agent_harness.memory.provenance import trace_line
 from agent_harness.paths import (
     LEDGER_DIR,
@@ -176,7 +176,7 @@ def ledger_sections(
 ) -> tuple[list[LedgerSection], int, int]:
     """A ledger day cut into its sections, each marked merged or not by the user's
     consolidation watermark; also (merged bytes, file bytes). An archived day was
-    consolidated whole before it moved (``memory.maintenance``): all of it is merged."""
+    consolidated whole before it moved (``memory.jobs.maintenance``): all of it is merged."""
     from agent_harness.errors import NotFoundError
 
     path = (archive_path if archived else ledger_path)(validate_day(day))

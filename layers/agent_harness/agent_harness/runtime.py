@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from agent_harness.clock import Clock, SystemClock
 from agent_harness.errors import ConfigError
-from agent_harness.memory.cache import MemoryIndexCache
-from agent_harness.memory.listings import RecentListings
+from agent_harness.memory.engine.cache import MemoryIndexCache
+from agent_harness.memory.engine.listings import RecentListings
 from agent_harness.models import ModelRegistry
 from agent_harness.models.resilience import Deadline
 from agent_harness.settings import ENV

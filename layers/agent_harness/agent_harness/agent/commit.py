@@ -19,9 +19,9 @@ from agent_harness.agent.tools import saved_lines
 from agent_harness.clock import iso
 from agent_harness.errors import ConflictError, HarnessError, PreconditionFailedError
 from agent_harness.jobs import PostTurnJob
+from agent_harness.memory.facts.ledger import Source, day_of
 from agent_harness.memory.files import save_memories
-from agent_harness.memory.flush import extracts, flush_throttled
-from agent_harness.memory.ledger import Source, day_of
+from agent_harness.memory.jobs.flush import extracts, flush_throttled
 from agent_harness.models.base import ToolCall, Usage
 from agent_harness.paths import ledger_path, turn_path
 from agent_harness.records import TurnRecord

@@ -27,7 +27,7 @@ from aws_lambda_powertools import Logger
 
 from agent_harness import markup
 from agent_harness.errors import ModelError
-from agent_harness.memory.prompts import render_messages, render_template
+from agent_harness.memory.jobs.prompts import render_messages, render_template
 from agent_harness.models.base import ChatRequest, Message, ToolCall, Usage
 from agent_harness.models.windows import context_window
 

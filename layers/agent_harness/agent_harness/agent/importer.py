@@ -28,7 +28,7 @@ from agent_harness.errors import (
 )
 from agent_harness.ids import validate_session_id
 from agent_harness.jobs import PostTurnJob
-from agent_harness.memory.flush import extracts
+from agent_harness.memory.jobs.flush import extracts
 from agent_harness.models.base import Message
 from agent_harness.paths import context_path, turn_path
 from agent_harness.records import TurnRecord, WorkingContext

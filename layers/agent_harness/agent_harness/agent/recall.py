@@ -5,7 +5,7 @@ which the container reuses for ``recall_listing_seconds`` (a flush lands seconds
 its turn, and the session's own recent turns are in its context anyway); the ledgers come
 from the per-container cache while their ETags hold. With ``recall_messages`` the thread
 segments are read the same way beside them, both folders listed in that one request
-(``memory.corpus.joint_listing``: they are neighbours in key order); then a GET of each
+(``memory.engine.corpus.joint_listing``: they are neighbours in key order); then a GET of each
 month changed since (after a turn, the current month's)."""
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ from aws_lambda_powertools.metrics import MetricUnit
 from agent_harness import markup
 from agent_harness.agent.context import memory_reference, recall_frame_tokens, recall_reference
 from agent_harness.errors import HarnessError
-from agent_harness.memory.cache import building
-from agent_harness.memory.corpus import (
+from agent_harness.memory.engine.cache import building
+from agent_harness.memory.engine.corpus import (
     fact_texts,
     index_read,
     joint_listing,
     load_ledgers,
     load_segments,
 )
+from agent_harness.memory.engine.segments import record_text
 from agent_harness.memory.recall import PastMessages, recall_query, select_lines
-from agent_harness.memory.segments import record_text
 from agent_harness.paths import LEDGER_DIR, SEGMENT_DIR
 
 if TYPE_CHECKING:
@@ -38,9 +38,9 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from agent_harness.ids import User
-    from agent_harness.memory.cache import MemoryIndexCache
-    from agent_harness.memory.file_index import FileIndex
-    from agent_harness.memory.segments import Segment
+    from agent_harness.memory.engine.cache import MemoryIndexCache
+    from agent_harness.memory.engine.file_index import FileIndex
+    from agent_harness.memory.engine.segments import Segment
     from agent_harness.models.base import Message
     from agent_harness.ports import ObjectInfo, StoredObject
     from agent_harness.runtime import Runtime

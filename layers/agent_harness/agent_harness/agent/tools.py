@@ -21,7 +21,12 @@ from aws_lambda_powertools import Logger
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent_harness.errors import HarnessError
-from agent_harness.memory.index import DEFAULT_LIMIT, MATCH_MODES, MAX_LIMIT, parse_match_mode
+from agent_harness.memory.engine.index import (
+    DEFAULT_LIMIT,
+    MATCH_MODES,
+    MAX_LIMIT,
+    parse_match_mode,
+)
 from agent_harness.memory.search import format_hits, search_memory
 from agent_harness.models.base import Message, ToolCall, ToolSpec
 

@@ -126,7 +126,7 @@ def memory_routes(rt: Runtime) -> Router:
 
     @router.post("/v1/memory/consolidate")
     def consolidate_now() -> Response[str]:
-        from agent_harness.memory.consolidate import request_consolidation
+        from agent_harness.memory.jobs.consolidate import request_consolidation
 
         job = request_consolidation(rt, http.user())
         return json_response(202, {"status": "queued", "requested_at": job.requested_at})
@@ -134,7 +134,7 @@ def memory_routes(rt: Runtime) -> Router:
     @router.delete("/v1/memory")
     def forget() -> Response[str]:
         """Forget the caller entirely (docs/design.md#forget-removes-all)."""
-        from agent_harness.memory.forget import forget_user
+        from agent_harness.memory.jobs.forget import forget_user
 
         forget_user(rt, http.user())
         return Response(status_code=204, body="")

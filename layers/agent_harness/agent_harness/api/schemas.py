@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from agent_harness.memory.index import DEFAULT_LIMIT, MAX_LIMIT, Mode, parse_match_mode
+from agent_harness.memory.engine.index import DEFAULT_LIMIT, MAX_LIMIT, Mode, parse_match_mode
 
 __all__ = [
     "MemoryPutBody",

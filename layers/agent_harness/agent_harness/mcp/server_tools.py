@@ -29,8 +29,8 @@ from agent_harness.api.schemas import MemorySaveBody, SearchBody
 from agent_harness.errors import HarnessError
 from agent_harness.ids import validate_session_id
 from agent_harness.memory import files
-from agent_harness.memory.index import MATCH_MODES, Hit, Mode, parse_match_mode
-from agent_harness.memory.ledger import day_of
+from agent_harness.memory.engine.index import MATCH_MODES, Hit, Mode, parse_match_mode
+from agent_harness.memory.facts.ledger import day_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -18,7 +18,7 @@ from agent_harness.errors import (
     ValidationFailedError,
 )
 from agent_harness.ids import validate_day, validate_relative_path, validate_session_id
-from agent_harness.memory.ledger import Source, day_of, format_turns, render_section, saved_by
+from agent_harness.memory.facts.ledger import Source, day_of, format_turns, render_section, saved_by
 from agent_harness.paths import LEDGER_DIR, MEMORY_FILE, ledger_day, ledger_path
 
 if TYPE_CHECKING:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agent_harness.memory.corpus import load_memory_files
-from agent_harness.memory.index import search_files
-from agent_harness.memory.ledger import parse_header, source_fields
+from agent_harness.memory.engine.corpus import load_memory_files
+from agent_harness.memory.engine.index import search_files
+from agent_harness.memory.facts.ledger import parse_header, source_fields
 from agent_harness.paths import MEMORY_FILE
 
 if TYPE_CHECKING:

@@ -27,8 +27,8 @@ from datetime import datetime
 from itertools import chain, zip_longest
 from typing import TYPE_CHECKING
 
-from agent_harness.memory import index
-from agent_harness.memory.index import search_files
+from agent_harness.memory.engine import index
+from agent_harness.memory.engine.index import search_files
 from agent_harness.paths import ledger_date
 from agent_harness.text import WORD, fold, terms
 
@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from datetime import tzinfo
 
-    from agent_harness.memory.file_index import FileIndex
-    from agent_harness.memory.index import Hit, LinkedTexts
-    from agent_harness.memory.segments import Segment
+    from agent_harness.memory.engine.file_index import FileIndex
+    from agent_harness.memory.engine.index import Hit, LinkedTexts
+    from agent_harness.memory.engine.segments import Segment
     from agent_harness.tokens import TokenCounter
 
 __all__ = ["PastMessages", "Recalled", "coverage", "recall_query", "select_lines"]

@@ -1,7 +1,7 @@
 """memory_search: the lines of MEMORY.md and the ledgers that match a query.
 
-A thin service over the engine (``memory.index``: the match modes and ranking) and the
-reader (``memory.corpus``). Results keep file then line order for phrase/all/any
+A thin service over the engine (``memory.engine.index``: the match modes and ranking) and the
+reader (``memory.engine.corpus``). Results keep file then line order for phrase/all/any
 (MEMORY.md first, then memory/** by path, archive included); ``ranked`` is best first.
 
 Reading (docs/design.md#budgets): one GET of MEMORY.md, one LIST of memory/, concurrent
@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent_harness.memory import index
-from agent_harness.memory.cache import building
-from agent_harness.memory.corpus import load_memory_files, load_turn_texts
-from agent_harness.memory.index import Hit, Mode, search_files
+from agent_harness.memory.engine import index
+from agent_harness.memory.engine.cache import building
+from agent_harness.memory.engine.corpus import load_memory_files, load_turn_texts
+from agent_harness.memory.engine.index import Hit, Mode, search_files
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
-    from agent_harness.memory.cache import MemoryIndexCache
+    from agent_harness.memory.engine.cache import MemoryIndexCache
     from agent_harness.runtime import Runtime
 
 __all__ = ["format_hits", "search_memory"]

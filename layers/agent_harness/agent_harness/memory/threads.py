@@ -2,7 +2,7 @@
 
 The post-turn job appends the messages of each new turn to a derived search segment, one
 per month in the configured zone (``index/threads/YYYY-MM.jsonl``; the row format is
-``memory.segments``). Segments are appended with the same CAS loop as ledgers, in order
+``memory.engine.segments``). Segments are appended with the same CAS loop as ledgers, in order
 per user (FIFO group), and de-duplicated by (session, turn), so a redelivered job adds
 nothing. They are derived data: running ``index_turns`` over a user's turn objects
 recreates a lost or damaged segment. A search is one LIST plus one GET per month whose
@@ -17,17 +17,17 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import TYPE_CHECKING
 
-from agent_harness.memory import index
-from agent_harness.memory.cache import building
-from agent_harness.memory.corpus import load_fact_texts, load_segments
-from agent_harness.memory.index import search_files
-from agent_harness.memory.segments import entries, indexed_turns
+from agent_harness.memory.engine import index
+from agent_harness.memory.engine.cache import building
+from agent_harness.memory.engine.corpus import load_fact_texts, load_segments
+from agent_harness.memory.engine.index import search_files
+from agent_harness.memory.engine.segments import entries, indexed_turns
 from agent_harness.paths import segment_path
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
-    from agent_harness.memory.cache import MemoryIndexCache
-    from agent_harness.memory.index import Hit, Mode
+    from agent_harness.memory.engine.cache import MemoryIndexCache
+    from agent_harness.memory.engine.index import Hit, Mode
     from agent_harness.records import TurnRecord
     from agent_harness.runtime import Runtime
 

@@ -33,11 +33,11 @@ from agent_harness.errors import ConflictError, HarnessError, PreconditionFailed
 from agent_harness.ids import User
 from agent_harness.jobs import ConsolidationJob
 from agent_harness.keys import shard_name
-from agent_harness.memory.corpus import refresh_snapshots
+from agent_harness.memory.engine.corpus import refresh_snapshots
 from agent_harness.memory.files import ledger_files
-from agent_harness.memory.flush import sweep_flush_tails
-from agent_harness.memory.maintenance import archive_ledgers
-from agent_harness.memory.prompts import clean_memory_document, consolidation_messages
+from agent_harness.memory.jobs.flush import sweep_flush_tails
+from agent_harness.memory.jobs.maintenance import archive_ledgers
+from agent_harness.memory.jobs.prompts import clean_memory_document, consolidation_messages
 from agent_harness.models.base import ChatRequest
 from agent_harness.paths import MEMORY_FILE, ledger_path
 from agent_harness.ports import UserState

@@ -27,7 +27,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.ids import User
 from agent_harness.keys import user_pk
-from agent_harness.memory.flush import run_post_turn_job
+from agent_harness.memory.jobs.flush import run_post_turn_job
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig

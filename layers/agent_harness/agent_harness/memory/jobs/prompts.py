@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from agent_harness import markup
 from agent_harness.errors import ModelOutputError
-from agent_harness.memory.file_index import FileIndex
-from agent_harness.memory.index import rank
+from agent_harness.memory.engine.file_index import FileIndex
+from agent_harness.memory.engine.index import rank
 from agent_harness.models.base import Message
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ postings, so a warm query does no parsing.
 
 A container that has not read a user's files of a kind yet (a cold one), or misses
 ``SNAPSHOT_MIN_MISSING`` or more of them, first reads the ranked-index snapshots of
-their months (``memory.snapshots``): one GET per month instead of one per file, and no
+their months (``memory.engine.snapshots``): one GET per month instead of one per file, and no
 parsing or indexing. Only files whose snapshot entry is missing or older than the file
 (its ETag) are then read.
 ``refresh_snapshots`` writes them: the post-turn job for what it wrote, consolidation
@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, TypeVar
 from aws_lambda_powertools import Logger
 
 from agent_harness.errors import HarnessError, PreconditionFailedError
-from agent_harness.memory import snapshots
-from agent_harness.memory.alignment import TurnWords, aligned_sections, unaligned
-from agent_harness.memory.cache import Sized, building
-from agent_harness.memory.file_index import FileIndex
-from agent_harness.memory.index import LinkedIndexes, date_words
-from agent_harness.memory.segments import Segment, parse_segment
+from agent_harness.memory.engine import snapshots
+from agent_harness.memory.engine.alignment import TurnWords, aligned_sections, unaligned
+from agent_harness.memory.engine.cache import Sized, building
+from agent_harness.memory.engine.file_index import FileIndex
+from agent_harness.memory.engine.index import LinkedIndexes, date_words
+from agent_harness.memory.engine.segments import Segment, parse_segment
 from agent_harness.paths import (
     LEDGER_DIR,
     MEMORY_FILE,
@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from agent_harness.ids import User
-    from agent_harness.memory.cache import MemoryIndexCache
-    from agent_harness.memory.listings import RecentListings
+    from agent_harness.memory.engine.cache import MemoryIndexCache
+    from agent_harness.memory.engine.listings import RecentListings
     from agent_harness.ports import ObjectInfo, StoredObject
     from agent_harness.runtime import Runtime
 
@@ -254,7 +254,7 @@ def fact_texts(
     segments: list[tuple[str, Segment]],
 ) -> LinkedIndexes:
     """The facts of ``ledgers`` (read already) that name their turns, a long section's
-    facts linked to the turns of ``segments`` they align with (``memory.alignment``)."""
+    facts linked to the turns of ``segments`` they align with (``memory.engine.alignment``)."""
     linked = [f for _, f in ledgers if f.linked_groups()]
     return linked_texts(cache, user.key, "#fact-texts", linked, [s.index for _, s in segments])
 

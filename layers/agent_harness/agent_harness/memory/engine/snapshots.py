@@ -22,7 +22,7 @@
     list is written and read once, and ranking joins it with its turns once.
 
     "aligned" (a ledger's, optional): the split of its long sections by the turns their
-    facts align with (``memory.alignment``), so a cold query does not tokenize a
+    facts align with (``memory.engine.alignment``), so a cold query does not tokenize a
     session's messages to redo it; keyed by the settings it was made with, each part's
     turns a slice [from, to) of its section's.
 
@@ -38,7 +38,7 @@ with a string search and decodes only those.
 
 Derived and rebuildable: an entry is used only while its ETag is the one the file has
 now (anything else is read and indexed as before), and a snapshot written by another
-tokenizer (``terms`` fingerprint) or format is ignored whole. ``memory.corpus`` reads
+tokenizer (``terms`` fingerprint) or format is ignored whole. ``memory.engine.corpus`` reads
 and writes them; this module is pure.
 """
 
@@ -51,8 +51,8 @@ from array import array
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from agent_harness.memory.file_index import Exported, FileIndex, Links
-from agent_harness.memory.segments import Segment
+from agent_harness.memory.engine.file_index import Exported, FileIndex, Links
+from agent_harness.memory.engine.segments import Segment
 from agent_harness.text import terms
 
 if TYPE_CHECKING:

@@ -39,9 +39,9 @@ from agent_harness.clock import epoch_ms, iso
 from agent_harness.ids import User, validate_session_id
 from agent_harness.jobs import PostTurnJob
 from agent_harness.keys import shard_name
-from agent_harness.memory.checks import check_facts
-from agent_harness.memory.corpus import refresh_snapshots
-from agent_harness.memory.ledger import (
+from agent_harness.memory.engine.corpus import refresh_snapshots
+from agent_harness.memory.facts.checks import check_facts
+from agent_harness.memory.facts.ledger import (
     Source,
     clean_bullets,
     covered_turns,
@@ -49,7 +49,7 @@ from agent_harness.memory.ledger import (
     new_facts,
     render_section,
 )
-from agent_harness.memory.prompts import flush_messages, render_conversation
+from agent_harness.memory.jobs.prompts import flush_messages, render_conversation
 from agent_harness.memory.threads import index_turns
 from agent_harness.models.base import ChatRequest
 from agent_harness.paths import MEMORY_FILE, ledger_path, segment_path, turn_path

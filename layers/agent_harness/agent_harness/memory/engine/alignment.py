@@ -25,7 +25,7 @@ from agent_harness.text import terms
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from agent_harness.memory.file_index import FileIndex, Turns
+    from agent_harness.memory.engine.file_index import FileIndex, Turns
 
 __all__ = [
     "ALIGN_ABOVE",

@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from agent_harness.memory import MEMORY_TOOLS
-from agent_harness.memory.file_index import FileIndex, Links
-from agent_harness.memory.index import date_words
-from agent_harness.memory.prompts import TOOL_ARG_CHARS
+from agent_harness.memory.engine.file_index import FileIndex, Links
+from agent_harness.memory.engine.index import date_words
+from agent_harness.memory.jobs.prompts import TOOL_ARG_CHARS
 
 if TYPE_CHECKING:
     from datetime import tzinfo

@@ -1,9 +1,9 @@
 """One file's records indexed for search: lines, BM25 postings, neighbours and links.
 
-Built once per file version (``memory.cache`` keeps it by ETag), its postings on the
+Built once per file version (``memory.engine.cache`` keeps it by ETag), its postings on the
 first ranked query; or restored from a ranked-index snapshot (``export``/``restore``,
-the format in ``memory.snapshots``), whose postings stay one text until a query asks
-for a term. ``memory.index`` ranks over these.
+the format in ``memory.engine.snapshots``), whose postings stay one text until a query asks
+for a term. ``memory.engine.index`` ranks over these.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from agent_harness.memory.ledger import SOURCE_PREFIX, is_heading, is_structure, parse_source
+from agent_harness.memory.facts.ledger import SOURCE_PREFIX, is_heading, is_structure, parse_source
 from agent_harness.text import fold, terms
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class Exported(NamedTuple):
 class FileIndex:
     """One file's lines (folded on first use), indexed once per ETag; its BM25 postings
     are built on the first ranked query and kept with it, or restored from a snapshot
-    (``export``/``restore``: the persisted index, memory.snapshots)."""
+    (``export``/``restore``: the persisted index, memory.engine.snapshots)."""
 
     #: the lines (never holding a newline); None: a restored index's, still ``_joined``
     _lines: list[str] | None
@@ -100,7 +100,7 @@ class FileIndex:
     _sections_json: str | None = field(default=None, repr=False)
     _link_counts: list[int] = field(default_factory=list, repr=False)
     #: ranking's split of long sections by the turns their records align with
-    #: (``memory.alignment``), per (section's first record, its settings)
+    #: (``memory.engine.alignment``), per (section's first record, its settings)
     #: (each part: its records and the slice [from, to) of the section's turns)
     aligned: dict[tuple[int, int, int], list[tuple[list[int], int, int]]] = field(
         default_factory=dict, repr=False

@@ -1,9 +1,9 @@
 """The search engine: the four match modes and BM25 ranking over indexed files.
 
 Pure computation over text already read: no AWS, no Runtime. The services over it
-(``memory.search`` for memory_search, ``memory.threads`` for thread_search) read the files
-through ``memory.corpus`` and hand them here, indexed (``memory.file_index``). A record
-is one line. Match modes:
+(``memory.search`` for memory_search, ``memory.threads`` for thread_search) read the
+files through ``memory.engine.corpus`` and hand them here, indexed
+(``memory.engine.file_index``). A record is one line. Match modes:
 
     phrase   the query (trimmed) as a literal, case-insensitive substring   (default; null)
     all      every whitespace-separated keyword occurs in the line, any order
@@ -20,7 +20,7 @@ is one line. Match modes:
              source) is also scored with those turns' messages at ``SOURCE_WEIGHT``:
              the fact "prefers aisle seats" is found by "what did I say about flying?"
              when the turn it came from talked about flying (a long section's line with
-             the few of its turns it matches: ``memory.alignment``). The other way round, a
+             the few of its turns it matches: ``memory.engine.alignment``). The other way round, a
              message is scored with the ledger facts that name its turn at
              ``FACT_WEIGHT`` (thread_search): a fact's words find the conversation.
              A record linked to k turns counts each at its weight / k ** ``LINK_SHARE``,
@@ -39,13 +39,13 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from agent_harness.memory.alignment import TurnWords, aligned_sections
+from agent_harness.memory.engine.alignment import TurnWords, aligned_sections
 from agent_harness.text import WORD, fold, terms
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
-    from agent_harness.memory.file_index import FileIndex, Turns
+    from agent_harness.memory.engine.file_index import FileIndex, Turns
 
 __all__ = [
     "MATCH_MODES",
@@ -106,7 +106,7 @@ class LinkedTexts(Protocol):
     #: where ranked search keeps its join of records with these texts
     joins: dict[_JoinKey, _Join]
     #: the words of each turn's messages, to align a long section's facts with its
-    #: turns (``memory.alignment``; None: sections are read whole)
+    #: turns (``memory.engine.alignment``; None: sections are read whole)
     words: TurnWords | None
 
     def counts(self, term: str) -> dict[tuple[str, int], float]:

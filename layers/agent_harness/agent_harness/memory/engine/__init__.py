@@ -1,0 +1,1 @@
+"""The search engine: files indexed, ranked, cached and kept as snapshots. No model calls."""
