@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Ctx",
     "Page",
+    "authority_badge",
     "error_page",
     "esc",
     "form",
@@ -51,6 +52,37 @@ def ledger_url(user_id: str, path: str, line: int) -> str | None:
 def link(href: str, text: object, **attrs: str) -> str:
     extra = "".join(f' {k.rstrip("_").replace("_", "-")}="{esc(v)}"' for k, v in attrs.items())
     return f'<a href="{esc(href)}"{extra}>{esc(text)}</a>'
+
+
+#: what each authority means (agent_harness.memory.facts.authority), and how trusted
+#: it is: ``ok`` a person or the user, ``""`` a caller's save, ``warn`` the agent or a tool
+_AUTHORITIES = {
+    "operator": ("ok", "a person: the API's PUT, the console, the CLI, an approved review item"),
+    "user": ("ok", "stated in the user's own message"),
+    "import": ("ok", "the user's words in imported history"),
+    "save:api": ("", "memory_save over the HTTP API"),
+    "save:mcp": ("", "memory_save by an MCP client"),
+    "save:agent": ("warn", "memory_save by the agent model"),
+    "assistant": ("warn", "the agent's own statement"),
+}
+
+
+def authority_badge(authority: str | None) -> str:
+    """Who a fact's words come from, as a badge (its meaning in the tooltip); a fact
+    line without a tag was written before authorities existed, or by hand."""
+    if not authority:
+        return (
+            '<span class="badge authority none" title="no authority tag: written before '
+            'authorities existed, or by hand">no authority</span>'
+        )
+    if authority.startswith("tool:"):
+        kind, meaning = "warn", f"a tool result ({authority.removeprefix('tool:')})"
+    else:
+        kind, meaning = _AUTHORITIES.get(
+            authority, ("warn", "an authority this console does not know")
+        )
+    klass = f"badge authority {kind}".strip()
+    return f'<span class="{klass}" title="{esc(meaning)}">{esc(authority)}</span>'
 
 
 def table(headers: list[str], rows: list[list[str]], *, caption: str = "", cls: str = "") -> str:
@@ -101,6 +133,7 @@ class Page:
                 ("", "MEMORY.md"),
                 ("versions", "Versions"),
                 ("ledgers", "Ledgers"),
+                ("review", "Review"),
                 ("sessions", "Sessions"),
                 ("search", "Search"),
             ]

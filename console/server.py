@@ -4,10 +4,13 @@
     GET  /users/<id>                     MEMORY.md, provenance (``?line=N``), edit, charts
     GET  /users/<id>/versions            versions, diff (``?a=&b=``), rollback
     GET  /users/<id>/ledgers             ledger days and one day's sections (``?day=``)
-    GET  /users/<id>/sessions[/<sid>]    sessions and a session's thread log
+    GET  /users/<id>/review              the lines the write gate held, to approve or reject
+    GET  /users/<id>/sessions[/<sid>]    sessions and a session's thread log, each turn's
+                                         memory record
     GET  /users/<id>/search              four match modes side by side, recall preview
     GET  /operations                     dead letters, forget
     POST /users/<id>/memory | rollback   edit over an ETag, restore a version
+    POST /users/<id>/review              approve (``operator``) or reject a held line
     POST /operations/redrive | forget    redrive a DLQ, forget a user (typed confirmation)
 
 A POST must carry the console's token (in its forms) and come from its own origin, and
@@ -27,7 +30,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from agent_harness.errors import HarnessError
-from console import views, views_data
+from console import views, views_data, views_review
 from console.page import Ctx, Page, error_page
 from console.target import TargetError
 
@@ -97,6 +100,7 @@ def _route(method: str, parts: list[str]) -> Callable[[Ctx], Result] | None:
                 (): views.memory_page,
                 ("versions",): views.versions_page,
                 ("ledgers",): views_data.ledgers_page,
+                ("review",): views_review.review_page,
                 ("sessions",): views_data.sessions_page,
                 ("search",): views_data.search_page,
             }
@@ -115,6 +119,7 @@ def _route(method: str, parts: list[str]) -> Callable[[Ctx], Result] | None:
             actions: dict[str, Callable[[Ctx, User], Result]] = {
                 "memory": views.save_memory,
                 "rollback": views.rollback,
+                "review": views_review.decide_review,
             }
             if parts[2] in actions:
                 action = actions[parts[2]]

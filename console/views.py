@@ -12,10 +12,21 @@ from agent_harness import overview
 from agent_harness.errors import NotFoundError
 from agent_harness.ids import User
 from agent_harness.memory import files
+from agent_harness.memory.facts.authority import parse_fact
 from agent_harness.paths import MEMORY_FILE
 from agent_harness.usage import usage_report
 from console.charts import line_chart
-from console.page import Page, esc, form, ledger_url, link, notice, table, user_url
+from console.page import (
+    Page,
+    authority_badge,
+    esc,
+    form,
+    ledger_url,
+    link,
+    notice,
+    table,
+    user_url,
+)
 
 if TYPE_CHECKING:
     from agent_harness.records import TurnRecord
@@ -23,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "existing_user",
+    "fact_html",
     "memory_page",
     "rollback",
     "save_memory",
@@ -107,7 +119,13 @@ def memory_page(ctx: Ctx, user: User, *, draft: str | None = None, message: str 
             here = ' class="chosen" aria-current="true"' if number == chosen else ""
             body = esc(line) if line.strip() else "&nbsp;"
             if line.strip() and not line.lstrip().startswith("#"):
-                body = link(user_url(user.id, line=number) + "#origin", line)
+                href = user_url(user.id, line=number) + "#origin"
+                fact = parse_fact(line)
+                body = (
+                    authority_badge(fact.authority) + link(href, fact.text)
+                    if fact is not None
+                    else link(href, line)
+                )
             items.append(f'<li id="line-{number}" value="{number}"{here}>{body}</li>')
         text = f'<ol class="memory" aria-label="MEMORY.md lines">{"".join(items)}</ol>'
     origin = _origin(ctx, user, lines[chosen - 1]) if chosen and 0 < chosen <= len(lines) else ""
@@ -123,7 +141,8 @@ def memory_page(ctx: Ctx, user: User, *, draft: str | None = None, message: str 
         message
         + facts
         + '<section aria-labelledby="memory-h"><h2 id="memory-h">MEMORY.md</h2>'
-        + '<p class="hint">Select a line to see where it came from.</p>'
+        + '<p class="hint">Select a line to see where it came from. The badge before a '
+        + "fact is its authority: whose words it holds.</p>"
         + text
         + "</section>"
         + origin
@@ -177,7 +196,7 @@ def _origin(ctx: Ctx, user: User, text: str) -> str:
     head = (
         '<section id="origin" aria-labelledby="origin-h">'
         '<h2 id="origin-h">Where it came from</h2>'
-        f"<blockquote>{esc(text)}</blockquote>"
+        f"<blockquote>{fact_html(text)}</blockquote>"
     )
     if not found:
         return (
@@ -193,12 +212,20 @@ def _origin(ctx: Ctx, user: User, text: str) -> str:
         turns = "".join(_turn(user, item.session_id, record) for record in item.turns)
         parts.append(
             '<article class="origin">'
-            f'<h3>{where}</h3><p class="line">{esc(o.text)}</p>'
+            f'<h3>{where}</h3><p class="line">{fact_html(o.text)}</p>'
             f'<p class="meta">{esc(o.section or "no section")} · {esc(o.at or "–")} · '
             f"{esc(o.source or 'no source line')}</p>"
             f"{turns}</article>"
         )
     return head + "".join(parts) + "</section>"
+
+
+def fact_html(line: str) -> str:
+    """A fact line as its authority badge and its text (any other line as it is)."""
+    fact = parse_fact(line)
+    if fact is None:
+        return esc(line)
+    return authority_badge(fact.authority) + esc(fact.text)
 
 
 def _turn(user: User, session_id: str | None, record: TurnRecord) -> str:

@@ -12,16 +12,28 @@ from agent_harness.agent.recall import preview_recall
 from agent_harness.aws import dlq
 from agent_harness.errors import InvalidRequestError, NotFoundError
 from agent_harness.ids import validate_day, validate_session_id
+from agent_harness.memory.chain import memory_tools_of
+from agent_harness.memory.facts.authority import parse_fact
 from agent_harness.memory.jobs.forget import forget_user
 from agent_harness.memory.search import search_memory
 from agent_harness.memory.threads import search_threads
-from console.page import Page, esc, form, ledger_url, link, notice, table, user_url
-from console.views import existing_user, user_of
+from console.page import (
+    Page,
+    authority_badge,
+    esc,
+    form,
+    ledger_url,
+    link,
+    notice,
+    table,
+    user_url,
+)
+from console.views import existing_user, fact_html, user_of
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
-    from agent_harness.memory.engine.index import Mode
-    from agent_harness.records import TurnRecord
+    from agent_harness.memory.engine.index import Hit, Mode
+    from agent_harness.records import RecalledLine, TurnRecord
     from console.page import Ctx
 
 __all__ = [
@@ -61,7 +73,7 @@ def ledgers_page(ctx: Ctx, user: User) -> Page:
         if s.origin is not None:
             href = user_url(user.id, "sessions", s.origin.session_id)
             source = link(f"{href}#turn-{s.origin.turns[0]}", s.source or "")
-        lines = "".join(f'<li id="L{n}" value="{n}">{esc(text)}</li>' for n, text in s.lines)
+        lines = "".join(f'<li id="L{n}" value="{n}">{fact_html(text)}</li>' for n, text in s.lines)
         kind = esc(s.kind or "(before the first section)")
         rendered.append(
             f'<article class="section{" merged" if s.merged else ""}">'
@@ -148,11 +160,11 @@ def session_page(ctx: Ctx, user: User, session_id: str) -> Page:
     records, _ = list_turns(ctx.rt, user, session_id, limit=500)
     if not records:
         raise NotFoundError(f"{user.id!r} has no session {session_id!r}")
-    body = "".join(_turn_view(r) for r in records)
+    body = "".join(_turn_view(user, r) for r in records)
     return Page(f"Session {session_id}", body, user_id=user.id, tab="sessions")
 
 
-def _turn_view(record: TurnRecord) -> str:
+def _turn_view(user: User, record: TurnRecord) -> str:
     usage = record.usage
     marks = []
     if record.compacted:
@@ -180,17 +192,115 @@ def _turn_view(record: TurnRecord) -> str:
                 f'<span class="text">{esc(m.content)}</span>'
             )
         messages.append(f'<li class="msg {esc(m.role)}">{content}{calls}</li>')
-    recalled = ""
-    if record.memory.recalled:
-        recalled = f'<p class="meta">recalled: {esc(", ".join(record.memory.recalled))}</p>'
     return (
         f'<article class="turn" id="turn-{record.turn}">'
         f"<h2>Turn {record.turn} {''.join(marks)}</h2>"
         f'<p class="meta">{esc(record.created_at)} · model {esc(record.model or "–")} · '
         f"{usage.input_tokens:,} in / {usage.output_tokens:,} out tokens · "
         f"memory {record.memory.total_tokens:,} tokens</p>"
-        f'{recalled}<ol class="messages">{"".join(messages)}</ol></article>'
+        f'<ol class="messages">{"".join(messages)}</ol>{_memory_record(user, record)}</article>'
     )
+
+
+def _memory_record(user: User, record: TurnRecord) -> str:
+    """What memory reached the turn (the record ``memory.chain.turn_memory`` serves): the
+    MEMORY.md version injected, each recalled line and why, what recall cut, and the
+    memory tools the turn ran with what they returned."""
+    memory, turn = record.memory, record.turn
+    if memory.tokens:
+        version = (
+            link(
+                user_url(user.id, "versions", b=memory.version_id),
+                f"version {memory.version_id}",
+            )
+            if memory.version_id
+            else "version –"
+        )
+        size = f"{memory.tokens:,} tokens"
+        if memory.truncated:
+            size += f", truncated from {memory.original_tokens:,}"
+        injected = f"{version} · ETag <code>{esc(memory.etag or '–')}</code> · {esc(size)}"
+    else:
+        injected = "not injected (no MEMORY.md then, or memory hooks off)"
+    lines, cut = memory.lines, memory.cut
+    if lines:
+        recall = f"{memory.recall_tokens:,} tokens · {len(lines)} line{'s' * (len(lines) != 1)}"
+    elif memory.recalled:  # a turn recorded before the lines were: their sources only
+        recall = f"{memory.recall_tokens:,} tokens · " + esc(", ".join(memory.recalled))
+    else:
+        recall = "nothing recalled"
+    budget = (
+        f"token budget: {len(cut.budget)} line{'s' * (len(cut.budget) != 1)} "
+        f"({esc(', '.join(cut.budget))})"
+        if cut.budget
+        else "token budget: none"
+    )
+    cuts = f"{budget} · under the score floor: {cut.floor} · held by the checks: {cut.held}"
+    tools = memory_tools_of(record)
+    items = [
+        ("MEMORY.md", injected),
+        ("Recall", recall),
+        ("Recall cut", cuts),
+        ("Memory tools", f"{len(tools)} call{'s' * (len(tools) != 1)}" if tools else "none"),
+    ]
+    facts = "".join(f"<div><dt>{esc(k)}</dt><dd>{v}</dd></div>" for k, v in items)
+    shown = (
+        table(
+            ["authority", "fact id", "score", "day", "source", "line"],
+            [_recalled_row(user, line) for line in lines],
+            caption=f"Lines recalled for turn {turn}, in the order shown",
+            cls="compact recalled",
+        )
+        if lines
+        else ""
+    )
+    ran = (
+        table(
+            ["tool", "call", "arguments", "result"],
+            [
+                [
+                    f"<code>{esc(t['name'])}</code>",
+                    f'<code class="id">{esc(t["call_id"])}</code>',
+                    f"<pre>{esc(t['arguments'])}</pre>",
+                    f"<pre>{esc(t['result'])}</pre>"
+                    if t["result"] is not None
+                    else '<span class="meta">no result recorded</span>',
+                ]
+                for t in tools
+            ],
+            caption=f"Memory tools of turn {turn}",
+            cls="compact tools",
+        )
+        if tools
+        else ""
+    )
+    return (
+        f'<section class="memory-record" aria-labelledby="mem-{turn}">'
+        f'<h3 id="mem-{turn}">Memory record</h3><dl class="record">{facts}</dl>'
+        f"{shown}{ran}</section>"
+    )
+
+
+def _recalled_row(user: User, line: RecalledLine) -> list[str]:
+    fact = parse_fact(line.text)
+    return [
+        authority_badge(line.authority),
+        f'<code class="id">{esc(line.fact_id)}</code>',
+        _score(line.score),
+        esc(line.day or "–"),
+        _recalled_source(user, line),
+        esc(fact.text if fact is not None else line.text),
+    ]
+
+
+def _recalled_source(user: User, line: RecalledLine) -> str:
+    """A ledger or MEMORY.md line links to where it is; a past message to its turn."""
+    if line.session_id and line.turn:
+        return _turn_link(user, line.session_id, line.turn)
+    path, _, number = line.source.rpartition("#")
+    if path and number.isdigit():
+        return _source_link(user, path, int(number))
+    return f'<span class="src">{esc(line.source)}</span>'
 
 
 def search_page(ctx: Ctx, user: User) -> Page:
@@ -221,7 +331,7 @@ def _mode_column(ctx: Ctx, user: User, query: str, mode: Mode) -> str:
     memory_items = (
         "".join(
             f'<li><span class="score">{_score(h.score)}</span> '
-            f"{_source_link(user, h.path, h.line)} {esc(h.text)}</li>"
+            f"{_source_link(user, h.path, h.line)} {_hit_text(h)}</li>"
             for h in hits
         )
         or '<li class="none">no match</li>'
@@ -240,6 +350,15 @@ def _mode_column(ctx: Ctx, user: User, query: str, mode: Mode) -> str:
         f'<h3>Memory</h3><ol class="hits">{memory_items}</ol>'
         f'<h3>Threads</h3><ol class="hits">{thread_items}</ol></section>'
     )
+
+
+def _hit_text(hit: Hit) -> str:
+    """A memory hit's words after its authority badge (``Hit.authority``); a line that
+    is no fact (a heading, a source line) as it is."""
+    fact = parse_fact(hit.text)
+    if fact is None:
+        return esc(hit.text)
+    return authority_badge(hit.authority) + esc(fact.text)
 
 
 def _recall_section(ctx: Ctx, user: User, message: str) -> str:
