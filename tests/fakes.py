@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -694,6 +695,15 @@ ORDER_TOOL = {
 def openai_tool(tool: dict) -> dict:
     """A tool declaration in OpenAI's wrapped form."""
     return {"type": "function", "function": tool}
+
+
+_TAG = re.compile(r"^(\s*- )\[[a-z]+(?::[\w.\-]+)?\] ", re.MULTILINE)
+
+
+def untagged(text: str) -> str:
+    """``text`` with each fact line's authority tag left out (``- [user] x`` -> ``- x``):
+    for tests about something else than who said a fact."""
+    return _TAG.sub(r"\1", text)
 
 
 def failing(message: str = "provider down") -> ModelError:

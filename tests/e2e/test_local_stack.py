@@ -51,7 +51,7 @@ def test_the_memory_loop_crosses_sessions(
     # 3. the post-turn job puts the fact in today's ledger
     days = wait_for(lambda: alice.get("/v1/memory/ledger").json()["days"])
     ledger = alice.get(f"/v1/memory/ledger/{days[0]['day']}").json()["content"]
-    assert f"- User said: {FACT}" in ledger
+    assert f"- [user] User said: {FACT}" in ledger
     assert "> source: session=trip turns=1" in ledger
 
     # 4. after consolidation MEMORY.md has it

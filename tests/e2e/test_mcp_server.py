@@ -109,17 +109,25 @@ def test_a_saved_fact_is_found_and_memory_md_read_with_its_version(
 
     async def steps(client: Client) -> str:
         saved = await client.call_tool("memory_save", {"content": "- Allergic to peanuts"})
-        assert not saved.is_error and saved.structured_content == {"saved": 1}
+        assert not saved.is_error and saved.structured_content == {"saved": 1, "held": 0}
         found = await client.call_tool("memory_search", {"query": "peanuts"})
-        assert hits(found)[0] == {"path": "MEMORY.md", "line": 1, "text": "- Allergic to peanuts"}
-        assert "Source: MEMORY.md#1: - Allergic to peanuts" in found.content[0].text
+        assert hits(found)[0] == {
+            "path": "MEMORY.md",
+            "line": 1,
+            "text": "- [save:mcp] Allergic to peanuts",
+            "authority": "save:mcp",
+        }
+        assert "Source: MEMORY.md#1: - [save:mcp] Allergic to peanuts" in found.content[0].text
         document = (await client.call_tool("memory_read", {})).structured_content
-        assert document["content"] == "- Allergic to peanuts\n"
+        assert document["content"] == "- [save:mcp] Allergic to peanuts\n"
         return document["etag"]
 
     etag = run(offline_stack, user, mode, steps)
     with offline_stack.client(user) as http:
-        assert http.get("/v1/memory").json() == {"content": "- Allergic to peanuts\n", "etag": etag}
+        assert http.get("/v1/memory").json() == {
+            "content": "- [save:mcp] Allergic to peanuts\n",
+            "etag": etag,
+        }
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -139,7 +147,7 @@ def test_memory_get_reads_the_ledger_line_a_turn_was_flushed_into(
         number = line["line"]
         arguments = {"path": line["path"], "start_line": number, "end_line": number}
         got = await client.call_tool("memory_get", arguments)
-        assert got.content[0].text == f"{number}|- User said: I prefer green tea."
+        assert got.content[0].text == f"{number}|- [user] User said: I prefer green tea."
 
     run(offline_stack, user, mode, steps)
 
@@ -177,7 +185,8 @@ def test_a_recorded_conversation_is_flushed_into_searchable_memory(
 
     run(offline_stack, user, mode, record)
     facts, said = wait_for(flushed_and_indexed)  # the post-turn job: flush, then indexing
-    assert [fact["text"] for fact in facts] == ["- User said: I prefer window seats."]
+    # the ledger's line (and MEMORY.md's, once the schedule consolidated it)
+    assert {fact["text"] for fact in facts} == {"- [import] User said: I prefer window seats."}
     assert {(h["session_id"], h["turn"], h["role"]) for h in said} == {
         ("trip-1", 1, "user"),
         ("trip-1", 1, "assistant"),
@@ -207,7 +216,7 @@ def test_a_search_without_match_mode_is_a_phrase_search_and_says_so(
     async def remember(client: Client) -> None:
         if tool == "memory_search":
             saved = await client.call_tool("memory_save", {"content": f"- {DECISION}"})
-            assert not saved.is_error and saved.structured_content == {"saved": 1}
+            assert not saved.is_error and saved.structured_content == {"saved": 1, "held": 0}
         else:
             messages = [{"role": "user", "content": DECISION}]
             arguments = {"session_id": "decisions", "messages": messages}
@@ -268,8 +277,8 @@ def test_a_second_user_sees_nothing_of_the_first(
     alice, bob = new_user(mode), new_user(mode)
 
     async def save(client: Client) -> None:
-        await client.call_tool("memory_save", {"content": "- The safe code is 4711"})
-        messages = [{"role": "user", "content": "The safe code is 4711."}]
+        await client.call_tool("memory_save", {"content": "- The boat is called Nimbus 4711"})
+        messages = [{"role": "user", "content": "The boat is called Nimbus 4711."}]
         await client.call_tool("record_conversation", {"session_id": "s1", "messages": messages})
         assert hits(await client.call_tool("memory_search", {"query": "4711"}))
 

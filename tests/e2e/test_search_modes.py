@@ -36,7 +36,7 @@ def remember_the_decision(http: httpx.Client, route: str) -> None:
     search, a turn's message (indexed by the post-turn job) for session search."""
     if route == "/v1/memory/search":
         saved = http.post("/v1/memory/save", json={"content": f"- {DECISION}"})
-        assert saved.status_code == 200 and saved.json() == {"saved": 1}, saved.text
+        assert saved.status_code == 200 and saved.json() == {"saved": 1, "held": 0}, saved.text
     else:
         said = http.post("/v1/sessions/decisions/messages", json={"message": DECISION})
         assert said.status_code == 200, said.text

@@ -201,14 +201,14 @@ def test_a_new_sessions_first_turn_also_makes_at_most_eight_requests(stack: Stac
 def test_memory_save_then_search_through_the_api(stack: Stack) -> None:
     app = stack.handler(FN)
     saved = stack.invoke(app, load_event("agent_call_memory_save.json"), FN)
-    assert (saved["statusCode"], body(saved)) == (200, {"saved": 2})
-    assert "- Allergic to peanuts" in stack.text("users/alice/MEMORY.md")
+    assert (saved["statusCode"], body(saved)) == (200, {"saved": 2, "held": 0})
+    assert "- [save:api] Allergic to peanuts" in stack.text("users/alice/MEMORY.md")
 
     found = body(stack.invoke(app, load_event("agent_call_memory_search.json"), FN))
     assert found["match_mode"] == "all"
     assert [(h["path"], h["line"], h["text"]) for h in found["hits"]] == [
-        ("MEMORY.md", 1, "- Prefers window seats on long flights"),
-        (found["hits"][1]["path"], 4, "- Prefers window seats on long flights"),
+        ("MEMORY.md", 1, "- [save:api] Prefers window seats on long flights"),
+        (found["hits"][1]["path"], 4, "- [save:api] Prefers window seats on long flights"),
     ]
     assert found["hits"][1]["path"].startswith("memory/")
 
@@ -217,7 +217,7 @@ def test_memory_save_then_search_through_the_api(stack: Stack) -> None:
         {"query": "peanut allergy", "match_mode": "ranked"},
     )
     hits = body(stack.invoke(app, ranked, FN))["hits"]
-    assert hits[0]["text"] == "- Allergic to peanuts" and hits[0]["score"] > 0
+    assert hits[0]["text"] == "- [save:api] Allergic to peanuts" and hits[0]["score"] > 0
     assert len({h["text"] for h in hits}) == len(hits)  # each distinct line once
 
 
@@ -252,7 +252,7 @@ def test_a_blank_search_matches_nothing_and_says_so(stack: Stack) -> None:
     assert found["hits"], found
     assert (found["hits"][0]["path"], found["hits"][0]["text"]) == (
         "MEMORY.md",
-        "- Allergic to peanuts",
+        "- [save:api] Allergic to peanuts",
     )
 
 

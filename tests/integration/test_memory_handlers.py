@@ -49,7 +49,7 @@ def test_the_flush_event_extracts_the_fact_into_todays_ledger(stack: Stack) -> N
     ledger = ledger_text(stack)
     assert "## Flush — " in ledger
     assert "> source: session=trip-planning turns=1" in ledger
-    assert "- User said: I prefer window seats on long flights." in ledger
+    assert "- [user] User said: I prefer window seats on long flights." in ledger
     session = next(i for i in stack.items() if i["sk"]["S"] == "S#trip-planning")
     assert session["flush_cursor"]["N"] == "1"
     user = next(i for i in stack.items() if i["sk"]["S"] == "USER")
@@ -130,7 +130,7 @@ def test_other_users_records_complete_when_one_users_group_fails(stack: Stack) -
 
     assert [f["itemIdentifier"] for f in result["batchItemFailures"]] == [messages[0]["MessageId"]]
     [bob_ledger] = [k for k in stack.object_keys() if k.startswith("users/bob/memory/")]
-    assert "- Bob prefers window seats" in stack.text(bob_ledger)
+    assert "] Bob prefers window seats" in stack.text(bob_ledger)
     assert not [k for k in stack.object_keys() if k.startswith("users/alice/memory/")]
 
 
@@ -250,7 +250,7 @@ def test_a_fact_saved_with_its_source_turn_is_found_by_that_turns_words(stack: S
     agent = stack.handler(AGENT)
     assert stack.invoke(agent, load_event("agent_call_import.json"), AGENT)["statusCode"] == 200
     saved = stack.invoke(agent, load_event("agent_call_memory_save_with_source.json"), AGENT)
-    assert (saved["statusCode"], body(saved)) == (200, {"saved": 1})
+    assert (saved["statusCode"], body(saved)) == (200, {"saved": 1, "held": 0})
     ledger = stack.text("users/alice/memory/2025-06-02.md") or ""
     assert "> source: session=past-chat turns=1 via=memory_save\n" in ledger
     flush = stack.handler(FLUSH)  # the post-turn job indexes the imported turns
@@ -260,7 +260,8 @@ def test_a_fact_saved_with_its_source_turn_is_found_by_that_turns_words(stack: S
     search["isBase64Encoded"] = False
     search["body"] = json.dumps({"query": "Silva", "match_mode": "ranked", "limit": 10})
     hits = body(stack.invoke(agent, search, AGENT))["hits"]
-    assert {"path": "memory/2025-06-02.md", "text": "- Booked a cleaning for 14 July"} in [
+    booked = {"path": "memory/2025-06-02.md", "text": "- [save:api] Booked a cleaning for 14 July"}
+    assert booked in [
         {"path": h["path"], "text": h["text"]} for h in hits
     ]  # "Silva" is only in the turn the fact names
     search["body"] = json.dumps({"query": "Silva", "match_mode": "any", "limit": 10})

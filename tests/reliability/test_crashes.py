@@ -97,11 +97,11 @@ class NaiveExtractor:
     def complete(self, request: ChatRequest) -> ChatResponse:
         if request.purpose != "flush":
             return self.merge.complete(request)
-        talk = markup.extract(request.messages[-1].content, markup.CONVERSATION)
+        talk = markup.extract(request.messages[-1].content, markup.CONVERSATION) or ""
         facts = [
-            "- The user said: " + line.split("Remember that ", 1)[1].rstrip(".")
-            for line in talk.splitlines()
-            if line.startswith("[user]: Remember that ")
+            "- The user said: " + body.split("Remember that ", 1)[1].rstrip(".")
+            for attrs, body in markup.read_messages(talk)
+            if attrs.get("role") == "user" and body.startswith("Remember that ")
         ]
         text = "\n".join(facts) or "NO_REPLY"
         return ChatResponse(message=Message(role="assistant", content=text), model=self.name)

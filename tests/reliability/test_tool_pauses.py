@@ -121,13 +121,13 @@ def test_a_crash_between_pause_and_resume_loses_and_doubles_nothing(step: str, r
     record(
         "flush-once",
         "  ... facts saved (1 expected)",
-        memory.count("- Rail"),
+        memory.count("- [save:agent] Rail"),
         "1",
-        memory.count("- Rail") == 1,
+        memory.count("- [save:agent] Rail") == 1,
     )
     assert crashes == 1 and world.crashes == 1
     assert done.turn == 1 and done.reply == "Order 42: shipped"
-    assert len(turns) == 1 and memory.count("- Rail") == 1
+    assert len(turns) == 1 and memory.count("- [save:agent] Rail") == 1
     assert [m["tool_call_id"] for m in tool_results] == ["save-1", "order-1"]
     assert rt.table._inner.get_session(ALICE, "s1").turn == 1
     assert rt.table._inner.get_session(ALICE, "s1").pause is None

@@ -146,7 +146,7 @@ def test_an_imported_sessions_flush_is_searched_fact_by_fact() -> None:
     imported(rt, alice)
 
     hits = search_memory(rt, alice, "Lisbon", "ranked", 5, MemoryIndexCache())
-    assert [h.text for h in hits] == ["- takes a pottery class"]
+    assert [h.text for h in hits] == ["- [import] takes a pottery class"]
     # the other way: the hike's message is found by the knee fact's words, the pottery
     # message is not
     found = search_threads(rt, alice, "knee hurts", "ranked", 5, MemoryIndexCache())
@@ -196,7 +196,7 @@ def test_the_post_turn_job_writes_the_split_so_a_cold_query_does_not_redo_it(
 
     monkeypatch.setattr(TurnWords, "get", no_tokenizing)
     hits = search_memory(rt, alice, "Lisbon", "ranked", 5, MemoryIndexCache())  # cold
-    assert [h.text for h in hits] == ["- takes a pottery class"]
+    assert [h.text for h in hits] == ["- [import] takes a pottery class"]
 
 
 def test_a_section_whose_facts_all_match_one_window_is_read_with_that_window_both_ways() -> None:

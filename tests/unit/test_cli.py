@@ -88,8 +88,10 @@ def test_rollback_restores_a_listed_version(capsys) -> None:
 
 def test_forget_needs_confirmation_and_then_removes_only_that_user(capsys) -> None:
     rt = make_runtime()
-    save_memories(rt, ALICE, ["likes tea"], provenance="> source: test", at=rt.clock.now())
-    save_memories(rt, BOB, ["likes coffee"], provenance="> source: test", at=rt.clock.now())
+    for user, fact in ((ALICE, "likes tea"), (BOB, "likes coffee")):
+        save_memories(
+            rt, user, [fact], authority="save:api", provenance="> source: test", at=rt.clock.now()
+        )
 
     status, out = cli(rt, capsys, "forget", "alice")
     assert status == 2 and "--yes" in out and rt.store.text(ALICE, "MEMORY.md")
@@ -97,7 +99,7 @@ def test_forget_needs_confirmation_and_then_removes_only_that_user(capsys) -> No
     status, out = cli(rt, capsys, "forget", "alice", "--yes")
     assert status == 0 and json.loads(out)["object_versions"] >= 2
     assert rt.store.text(ALICE, "MEMORY.md") is None
-    assert rt.store.text(BOB, "MEMORY.md") == "likes coffee\n"
+    assert rt.store.text(BOB, "MEMORY.md") == "- [save:api] likes coffee\n"
 
 
 def test_a_failing_command_exits_1_with_the_error(capsys) -> None:

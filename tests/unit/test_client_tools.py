@@ -341,7 +341,7 @@ def test_a_memory_save_before_the_pause_is_applied_once_when_the_turn_completes(
 
     assert rt.store.text(rt_user(), "MEMORY.md").count("Prefers rail") == 1
     ledger = rt.store.text(rt_user(), "memory/2026-11-30.md")
-    assert "> source: session=s1 turns=1 via=memory_save\n- Prefers rail" in ledger
+    assert "> source: session=s1 turns=1 via=memory_save\n- [save:agent] Prefers rail" in ledger
 
 
 @pytest.mark.parametrize(

@@ -114,7 +114,8 @@ def test_compaction_summarises_the_prefix_and_keeps_the_tail() -> None:
     assert [m.content for m in context.messages] == ["M2"]  # the new message stays pending
     prompt = model.requests[0].messages[0].content
     assert model.requests[0].purpose == "compact"
-    assert "[user]: M1" in prompt and "[assistant]: A1" in prompt and "M2" not in prompt
+    said, answered = '<message role="user">\nM1\n', '<message role="assistant">\nA1\n'
+    assert said in prompt and answered in prompt and "M2" not in prompt
 
 
 def test_summaries_chain_into_the_next_one() -> None:
@@ -296,7 +297,7 @@ def test_saves_of_the_overflowing_attempt_are_not_applied_twice() -> None:
     rt = make_runtime(agent=agent, settings=settings)
     long_session(rt, 3)
     run_turn(rt, ALICE, "s1", "remember the fact")
-    assert rt.store.text(ALICE, "MEMORY.md").count("- fact") == 1
+    assert rt.store.text(ALICE, "MEMORY.md").count("- [save:agent] fact") == 1
 
 
 # -- eviction ---------------------------------------------------------------------------------

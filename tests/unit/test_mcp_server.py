@@ -465,27 +465,32 @@ def test_memory_save_then_memory_search_finds_the_fact_with_its_source(era) -> N
     saved = call(
         rt, "memory_save", {"content": "- Prefers aisle seats\n\n- Drinks green tea"}, era=era
     )
-    assert conforms(rt, "memory_save", saved) == {"saved": 2}
+    assert conforms(rt, "memory_save", saved) == {"saved": 2, "held": 0}
     assert text(saved) == "Saved 2 memories to MEMORY.md and the ledger of 2026-11-30"
-    assert rt.store.text(ALICE, "MEMORY.md") == "- Prefers aisle seats\n- Drinks green tea\n"
-    assert "> source: mcp via=memory_save\n- Prefers aisle seats" in rt.store.text(
+    assert rt.store.text(ALICE, "MEMORY.md") == (
+        "- [save:mcp] Prefers aisle seats\n- [save:mcp] Drinks green tea\n"
+    )
+    assert "> source: mcp via=memory_save\n- [save:mcp] Prefers aisle seats" in rt.store.text(
         ALICE, "memory/2026-11-30.md"
     )
 
     found = call(rt, "memory_search", {"query": "aisle"}, era=era)
+    AISLE = "- [save:mcp] Prefers aisle seats"
     assert conforms(rt, "memory_search", found) == {
         "hits": [
-            {"path": "MEMORY.md", "line": 1, "text": "- Prefers aisle seats"},
-            {"path": "memory/2026-11-30.md", "line": 4, "text": "- Prefers aisle seats"},
+            {"path": "MEMORY.md", "line": 1, "text": AISLE, "authority": "save:mcp"},
+            {"path": "memory/2026-11-30.md", "line": 4, "text": AISLE, "authority": "save:mcp"},
         ],
         "match_mode": "phrase",
     }
     assert text(found).splitlines()[1:] == [
-        "Source: MEMORY.md#1: - Prefers aisle seats",
-        "Source: memory/2026-11-30.md#4: - Prefers aisle seats",
+        f"Source: MEMORY.md#1: {AISLE}",
+        f"Source: memory/2026-11-30.md#4: {AISLE}",
     ]
     ranked = call(rt, "memory_search", {"query": "tea", "match_mode": "ranked", "limit": 1})
-    assert [h["text"] for h in ranked["structuredContent"]["hits"]] == ["- Drinks green tea"]
+    assert [h["text"] for h in ranked["structuredContent"]["hits"]] == [
+        "- [save:mcp] Drinks green tea"
+    ]
     assert ranked["structuredContent"]["hits"][0]["score"] > 0
 
 
@@ -499,7 +504,8 @@ def test_a_blank_query_finds_nothing_and_says_so() -> None:
     # the same memory, a real query: the saved line is there, and found
     found = call(rt, "memory_search", {"query": "x"})
     assert text(found).startswith("Found ")
-    assert found["structuredContent"]["hits"][0] == {"path": "MEMORY.md", "line": 1, "text": "- x"}
+    hit = {"path": "MEMORY.md", "line": 1, "text": "- [save:mcp] x", "authority": "save:mcp"}
+    assert found["structuredContent"]["hits"][0] == hit
 
 
 @pytest.mark.parametrize(
@@ -525,10 +531,14 @@ def test_memory_get_reads_numbered_rows_of_a_workspace_file() -> None:
     rt = make_runtime()
     call(rt, "memory_save", {"content": "- a\n- b\n- c"})
     result = call(rt, "memory_get", {"path": "MEMORY.md", "start_line": 2, "end_line": 3})
-    assert result == {"content": [{"type": "text", "text": "2|- b\n3|- c"}], "isError": False}
+    assert result == {
+        "content": [{"type": "text", "text": "2|- [save:mcp] b\n3|- [save:mcp] c"}],
+        "isError": False,
+    }
     ledger = text(call(rt, "memory_get", {"path": "memory/2026-11-30.md"}))
     assert (
-        "2|## Memory Save — 2026-11-30T09:00:00Z\n3|> source: mcp via=memory_save\n4|- a" in ledger
+        "2|## Memory Save — 2026-11-30T09:00:00Z\n3|> source: mcp via=memory_save\n4|- [save:mcp] a"
+        in ledger
     )
 
 
@@ -558,7 +568,10 @@ def test_memory_read_returns_memory_md_whole_with_its_version() -> None:
     assert text(empty) == "MEMORY.md is empty: nothing saved yet."
     call(rt, "memory_save", {"content": "- a"})
     document = conforms(rt, "memory_read", call(rt, "memory_read", {}))
-    assert document == {"content": "- a\n", "etag": rt.store.get(ALICE, "MEMORY.md").etag}
+    assert document == {
+        "content": "- [save:mcp] a\n",
+        "etag": rt.store.get(ALICE, "MEMORY.md").etag,
+    }
     assert call(rt, "memory_read", {"all": True})["isError"] is True
 
 
@@ -576,7 +589,10 @@ def test_memory_save_keeps_the_day_it_was_learned_and_the_turns_it_came_from() -
     )
     assert text(result).endswith("the ledger of 2026-03-01")
     ledger = rt.store.text(ALICE, "memory/2026-03-01.md")
-    assert "> source: session=trip turns=1 via=memory_save\n- Flies to Lisbon in May" in ledger
+    assert (
+        "> source: session=trip turns=1 via=memory_save\n- [save:mcp] Flies to Lisbon in May"
+        in ledger
+    )
 
 
 def test_save_facts_is_the_rule_the_save_route_shares() -> None:
@@ -585,7 +601,9 @@ def test_save_facts_is_the_rule_the_save_route_shares() -> None:
     rt = make_runtime()
     saved = save_facts(rt, ALICE, "- a", timestamp=None, source=None, origin="api")
     assert (saved.count, saved.at) == (1, rt.clock.now())
-    assert "> source: api via=memory_save\n- a" in rt.store.text(ALICE, "memory/2026-11-30.md")
+    assert "> source: api via=memory_save\n- [save:api] a" in rt.store.text(
+        ALICE, "memory/2026-11-30.md"
+    )
 
 
 @pytest.mark.parametrize(
@@ -627,7 +645,7 @@ def test_record_conversation_stores_turns_and_its_facts_reach_memory() -> None:
 
     drain(rt)  # the post-turn job: flush (the offline memory model) and indexing
     facts = call(rt, "memory_search", {"query": "window seats"})["structuredContent"]["hits"]
-    assert [h["text"] for h in facts] == ["- User said: I prefer window seats."]
+    assert [h["text"] for h in facts] == ["- [import] User said: I prefer window seats."]
     said = call(rt, "thread_search", {"query": "Lisbon"})
     assert conforms(rt, "thread_search", said)["hits"] == [
         {

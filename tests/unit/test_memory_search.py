@@ -120,19 +120,33 @@ def _talked_and_saved(source: bool) -> tuple[object, MemoryIndexCache]:
         run_post_turn_job(rt, rt.queue.post_turn.pop(0))
     provenance = save_source(rt, ALICE, "trip", [1]) if source else "> source: api"
     at = rt.clock.now()
-    save_memories(rt, ALICE, ["- books an aisle seat near the front"], provenance=provenance, at=at)
-    save_memories(rt, ALICE, ["- likes window views from hotels"], provenance="> x", at=at)
+    save_memories(
+        rt,
+        ALICE,
+        authority="save:api",
+        lines=["- books an aisle seat near the front"],
+        provenance=provenance,
+        at=at,
+    )
+    save_memories(
+        rt,
+        ALICE,
+        authority="save:api",
+        lines=["- likes window views from hotels"],
+        provenance="> x",
+        at=at,
+    )
     return rt, MemoryIndexCache()
 
 
 def test_ranked_finds_a_fact_by_the_words_of_the_turn_it_came_from() -> None:
     rt, cache = _talked_and_saved(source=True)
     hits = search_memory(rt, ALICE, "Atlantic flights", "ranked", 5, cache)
-    assert [h.text for h in hits][:1] == ["- books an aisle seat near the front"]
+    assert [h.text for h in hits][:1] == ["- [save:api] books an aisle seat near the front"]
     assert hits[0].path.startswith("memory/")  # the ledger copy: it names its turn
     assert search_memory(rt, ALICE, "Atlantic", "phrase", 5, cache) == []  # never literal
     literal = search_memory(rt, ALICE, "aisle seat", "phrase", 5, cache)  # the fact's own words
-    assert {h.text for h in literal} == {"- books an aisle seat near the front"}
+    assert {h.text for h in literal} == {"- [save:api] books an aisle seat near the front"}
 
 
 def test_without_a_source_the_turns_words_find_nothing() -> None:
@@ -140,7 +154,7 @@ def test_without_a_source_the_turns_words_find_nothing() -> None:
     assert search_memory(rt, ALICE, "Atlantic flights", "ranked", 5, cache) == []
     # the fact is there: its own words find it, ranked as well
     hits = search_memory(rt, ALICE, "aisle seat", "ranked", 5, cache)
-    assert [h.text for h in hits][:1] == ["- books an aisle seat near the front"]
+    assert [h.text for h in hits][:1] == ["- [save:api] books an aisle seat near the front"]
 
 
 def test_turn_texts_are_read_only_for_ranked_queries_over_ledgers_naming_turns() -> None:

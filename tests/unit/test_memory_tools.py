@@ -84,10 +84,14 @@ def test_memory_save_persists_to_memory_md_and_the_ledger_with_the_turn() -> Non
 
     results = [m.content for m in model.requests[2].messages if m.role == "tool"]
     assert results == ["Saved 2 memories to MEMORY.md", "Saved 1 memory to MEMORY.md"]
-    assert rt.store.text(ALICE, "MEMORY.md") == "# Memory\n- old\n\n- a\n- b\n\nplain note\n"
+    saved = "- [save:agent] a\n- [save:agent] b\n\n- [save:agent] plain note\n"
+    assert rt.store.text(ALICE, "MEMORY.md") == "# Memory\n- old\n\n" + saved
     ledger = rt.store.text(ALICE, "memory/2026-11-30.md")
     assert ledger.count("## Memory Save — 2026-11-30T09:00:00Z") == 2
-    assert "> source: session=s1 turns=1 via=memory_save\n- a\n- b\n" in ledger
+    assert (
+        "> source: session=s1 turns=1 via=memory_save\n- [save:agent] a\n- [save:agent] b\n"
+        in ledger
+    )
 
 
 def test_a_blank_save_is_an_error_result() -> None:

@@ -49,9 +49,9 @@ def test_conversation_rendering_shortens_tool_traffic() -> None:
     )
     text = render_conversation([turn])
     assert "secret system prompt" not in text
-    assert "[user]: find it" in text
+    assert '<message role="user" turn="1">\nfind it\n</message>' in text
     assert "[tool_call: search(" in text and "x" * 501 not in text
-    assert "[tool_result: search] " + "y" * 1000 + "...(truncated)" in text
+    assert '<message role="tool" name="search" turn="1">\n' + "y" * 1000 + "...(truncated)" in text
 
 
 def test_data_cannot_close_its_block() -> None:

@@ -131,7 +131,7 @@ def test_a_save_with_a_timestamp_is_recorded_in_that_days_ledger() -> None:
     rt = dev_runtime()  # the clock says 2026-11-30
     payload = {"content": "- went camping with family", "timestamp": "2023-06-27T10:00:00+02:00"}
     status, body, _ = call(rt, "POST", "/v1/memory/save", payload)
-    assert (status, body) == (200, {"saved": 1})
+    assert (status, body) == (200, {"saved": 1, "held": 0})
     ledger = call(rt, "GET", "/v1/memory/ledger/2023-06-27")[1]["content"]
     assert "went camping with family" in ledger and "2023-06-27T08:00" in ledger
     assert call(rt, "GET", "/v1/memory/ledger/2026-11-30")[0] == 404  # not today's
@@ -157,9 +157,11 @@ def test_a_save_naming_its_source_turns_records_them_and_ranks_with_them() -> No
     status, _, _ = call(rt, "POST", "/v1/sessions/trip/messages", {"message": "I fear flying."})
     assert status == 200
     payload = {"content": "- books aisle seats", "source": {"session_id": "trip", "turns": [1]}}
-    assert call(rt, "POST", "/v1/memory/save", payload)[:2] == (200, {"saved": 1})
+    assert call(rt, "POST", "/v1/memory/save", payload)[:2] == (200, {"saved": 1, "held": 0})
     ledger = call(rt, "GET", "/v1/memory/ledger/2026-11-30")[1]["content"]
-    assert "> source: session=trip turns=1 via=memory_save\n- books aisle seats" in ledger
+    assert (
+        "> source: session=trip turns=1 via=memory_save\n- [save:api] books aisle seats" in ledger
+    )
 
 
 @pytest.mark.parametrize(

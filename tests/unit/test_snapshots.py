@@ -302,7 +302,7 @@ def test_a_memory_save_in_the_turn_reaches_the_ledger_snapshot() -> None:
     drain(rt)
     ledger = snapshots.read(rt.store.text(ALICE, "index/ranked/memory-2026-11.json") or "")
     [(path, entry)] = ledger.items()
-    assert "- likes pike" in entry["lines"]
+    assert "- [save:agent] likes pike" in entry["lines"]
     assert entry["etag"] == rt.store.get(ALICE, path).etag  # type: ignore[union-attr]
 
 

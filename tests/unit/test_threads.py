@@ -373,7 +373,12 @@ def _two_trips_and_a_fact(source: bool):
         run_post_turn_job(rt, rt.queue.post_turn.pop(0))
     provenance = save_source(rt, ALICE, "s1", [1]) if source else "> source: api"
     save_memories(
-        rt, ALICE, ["- goes fishing every summer"], provenance=provenance, at=rt.clock.now()
+        rt,
+        ALICE,
+        ["- goes fishing every summer"],
+        authority="save:api",
+        provenance=provenance,
+        at=rt.clock.now(),
     )
     return rt
 
@@ -406,7 +411,14 @@ def test_ranked_thread_search_reads_the_ledgers_once_per_change() -> None:
     rt.store.calls.clear()
     search_threads(rt, ALICE, "nights", "ranked", 5, cache)
     assert [c for c in rt.store.calls if c[0] == "get"] == []  # warm: LISTs only
-    save_memories(rt, ALICE, ["- likes pike"], provenance="> source: api", at=rt.clock.now())
+    save_memories(
+        rt,
+        ALICE,
+        authority="save:api",
+        lines=["- likes pike"],
+        provenance="> source: api",
+        at=rt.clock.now(),
+    )
     rt.store.calls.clear()
     search_threads(rt, ALICE, "nights", "ranked", 5, cache)
     assert [c for c in rt.store.calls if c[0] == "get"] == [("get", ledger)]

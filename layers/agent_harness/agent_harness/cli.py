@@ -11,6 +11,10 @@
     search USER QUERY [--mode M] [--limit N]    memory_search over MEMORY.md and ledgers
     trace USER TEXT                             which ledger sections (session, turns, model)
                                                 a MEMORY.md line came from
+    reach USER TEXT|FACT_ID                     where a fact was written, and every turn
+                                                it reached (recalled, injected, a tool's hit)
+    turn-memory USER SESSION TURN               what memory reached one turn's model, and why
+    review USER [approve|reject ID]             lines held for review: list, or decide one
     consolidate-now USER [--queue]              run a forced consolidation here (or queue it)
     rollback USER VERSION_ID                    restore a MEMORY.md version (a new version)
     forget USER --yes                           delete every object version and item of USER
@@ -143,6 +147,20 @@ def _parser() -> argparse.ArgumentParser:
     trace.add_argument("user")
     trace.add_argument("text")
 
+    reach = commands.add_parser("reach", help="where a fact was written and what it reached")
+    reach.add_argument("user")
+    reach.add_argument("fact", help="the fact's text, or its id (f...)")
+
+    turn_memory = commands.add_parser("turn-memory", help="what memory reached one turn")
+    turn_memory.add_argument("user")
+    turn_memory.add_argument("session")
+    turn_memory.add_argument("turn", type=int)
+
+    review = commands.add_parser("review", help="lines held for review: list or decide")
+    review.add_argument("user")
+    review.add_argument("action", nargs="?", choices=["approve", "reject"])
+    review.add_argument("item", nargs="?", help="the item's id (from the list)")
+
     consolidate = commands.add_parser("consolidate-now", help="consolidate one user now")
     consolidate.add_argument("user")
     consolidate.add_argument("--queue", action="store_true", help="queue a job instead")
@@ -201,11 +219,24 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
         return _budget(args, rt, user)
     elif args.command == "search":
         hits = search_memory(rt, user, args.query, args.mode, args.limit, rt.search_cache)
-        _print([{"path": h.path, "line": h.line, "text": h.text} for h in hits])
+        rows = [
+            {"path": h.path, "line": h.line, "text": h.text, "authority": h.authority} for h in hits
+        ]
+        _print(rows)
     elif args.command == "trace":
         from agent_harness.memory.provenance import trace_line
 
         _print([s.__dict__ for s in trace_line(rt, user, args.text)])
+    elif args.command == "reach":
+        from agent_harness.memory.chain import fact_reach
+
+        _print(fact_reach(rt, user, args.fact).__dict__)
+    elif args.command == "turn-memory":
+        from agent_harness.memory.chain import turn_memory
+
+        _print(turn_memory(rt, user, args.session, args.turn))
+    elif args.command == "review":
+        return _review(args, rt, user, out)
     elif args.command == "consolidate-now":
         from agent_harness.memory.jobs.consolidate import (
             consolidate,
@@ -233,6 +264,19 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
         from agent_harness.memory.jobs.forget import forget_user
 
         _print(forget_user(rt, user).__dict__)
+    return 0
+
+
+def _review(args: argparse.Namespace, rt: Runtime, user: User, out: Callable[[str], None]) -> int:
+    from agent_harness.memory.review import decide, list_review
+
+    if args.action is None:
+        _print([item.view() for item in list_review(rt, user)])
+        return 0
+    if not args.item:
+        out(f"review {args.action} needs the item's id")
+        return 2
+    _print(decide(rt, user, args.item, args.action).view())
     return 0
 
 

@@ -12,6 +12,7 @@ and recognise paths only through these names, so a layout change is one edit her
     tool-results/<s>/<call>-<sha>.txt        an evicted tool result, content-addressed
     index/threads/YYYY-MM.jsonl              derived thread-search segments, rebuildable
     index/ranked/<files>-YYYY-MM.json        derived ranked-index snapshots, rebuildable
+    review/queue.jsonl                       lines the gate held for a person's review
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "AGENTS_FILE",
     "LEDGER_DIR",
     "MEMORY_FILE",
+    "REVIEW_FILE",
     "SEGMENT_DIR",
     "SNAPSHOT_DIR",
     "USER_ROOT",
@@ -50,6 +52,8 @@ AGENTS_FILE = "AGENTS.md"
 LEDGER_DIR = "memory/"
 SEGMENT_DIR = "index/threads"
 SNAPSHOT_DIR = "index/ranked/"
+#: outside memory/ and index/: nothing held for review is searched or injected
+REVIEW_FILE = "review/queue.jsonl"
 _LEDGER_FILE = re.compile(r"memory/(\d{4}-\d{2}-\d{2})\.md")
 _ARCHIVE_FILE = re.compile(r"memory/archive/(\d{4}-\d{2}-\d{2})\.md")
 _ANY_LEDGER = re.compile(r"(\d{4})-(\d{2})-(\d{2})\.md$")

@@ -18,22 +18,64 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_harness.models.base import Message, ToolCall, ToolSpec, Usage
 
-__all__ = ["MemoryInjection", "PendingTurn", "TurnRecord", "WorkingContext"]
+__all__ = [
+    "MemoryInjection",
+    "PendingTurn",
+    "RecallCut",
+    "RecalledLine",
+    "TurnRecord",
+    "WorkingContext",
+]
+
+
+class RecalledLine(BaseModel):
+    """One line automatic recall showed the model, and why."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    source: str  # "memory/2026-11-30.md#4", or a past message's segment line
+    #: the fact's id (its words, hashed: memory.facts.authority.fact_id), the same
+    #: wherever the fact is found
+    fact_id: str
+    authority: str | None = None
+    score: float = 0.0
+    day: str | None = None
+    text: str = ""
+    #: a past message's session and turn
+    session_id: str | None = None
+    turn: int | None = None
+
+
+class RecallCut(BaseModel):
+    """What automatic recall found and did not show."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    #: lines over the floor that the token budget left out (their sources)
+    budget: list[str] = Field(default_factory=list)
+    #: ranked candidates under the floor (``recall_min_score``)
+    floor: int = 0
+    #: past messages the gate's checks kept out (an instruction, a claim, another role)
+    held: int = 0
 
 
 class MemoryInjection(BaseModel):
     """How memory entered this turn: MEMORY.md and the recalled lines (provenance of
-    what the model was shown)."""
+    what the model was shown, and of what recall left out)."""
 
     model_config = ConfigDict(defer_build=True)
 
     etag: str | None = None
+    #: the MEMORY.md version injected (the bucket's version id, when it has one)
+    version_id: str | None = None
     tokens: int = 0
     original_tokens: int = 0
     truncated: bool = False
     #: automatic recall: the tokens of its reference message, and the lines it showed
     recall_tokens: int = 0
     recalled: list[str] = Field(default_factory=list)  # "memory/2026-11-30.md#4", ...
+    lines: list[RecalledLine] = Field(default_factory=list)
+    cut: RecallCut = Field(default_factory=RecallCut)
 
     @property
     def total_tokens(self) -> int:

@@ -78,6 +78,7 @@ ENV: dict[str, str] = {
     "recall_min_score": "HARNESS_RECALL_MIN_SCORE",
     "recall_listing_seconds": "HARNESS_RECALL_LISTING_SECONDS",
     "recall_messages": "HARNESS_RECALL_MESSAGES",
+    "recall_message_roles": "HARNESS_RECALL_MESSAGE_ROLES",
     "user_daily_memory_tokens": "HARNESS_USER_DAILY_MEMORY_TOKENS",
     "user_daily_tokens": "HARNESS_USER_DAILY_TOKENS",
     "user_daily_turns": "HARNESS_USER_DAILY_TURNS",
@@ -265,6 +266,10 @@ class Settings(BaseModel):
     #: only some of it in the facts flushed from it. A warm container lists both folders
     #: in one request
     recall_messages: bool = True
+    #: whose past messages recall shows: a comma list of user, assistant, tool. The
+    #: user's own by default: the agent's replies and tool results are not the user's
+    #: word, and replaying them is how a poisoned page would come back
+    recall_message_roles: str = "user"
     #: each user's memory-model tokens per day (flush and consolidation), in
     #: ``timezone``; past it their jobs wait for the next day (0: unlimited)
     user_daily_memory_tokens: int = Field(default=0, ge=0)
@@ -283,8 +288,10 @@ class Settings(BaseModel):
     consolidation_prompt: str | None = None
     #: PII removed from flushed facts: "none" or a comma list of "email", "phone"
     redact_pii: str = "none"
-    #: flushed facts that read as commands to the agent: "drop" them or "mark" them
-    instruction_facts: Literal["drop", "mark"] = "drop"
+    #: a fact that reads as an injected command (memory.facts.gate), from the user, an
+    #: import or a person: held for a person's "review", "drop"ped, or kept and "mark"ed;
+    #: from anyone else it is always held for review
+    instruction_facts: Literal["review", "drop", "mark"] = "review"
     #: ledgers older than this move to memory/archive/ (still searchable)
     daily_file_retention_days: int = Field(default=90, gt=0)
 
@@ -399,6 +406,16 @@ class Settings(BaseModel):
             raise ValueError(f"unknown PII kind {unknown[0]!r}; use none, email, phone")
         return ",".join(kinds)
 
+    @field_validator("recall_message_roles")
+    @classmethod
+    def _check_recall_roles(cls, value: str) -> str:
+        roles = sorted({part.strip().lower() for part in value.split(",") if part.strip()})
+        unknown = [r for r in roles if r not in ("user", "assistant", "tool")]
+        if unknown or not roles:
+            shown = repr(unknown[0]) if unknown else "nothing"
+            raise ValueError(f"unknown role {shown}; use a comma list of user, assistant, tool")
+        return ",".join(roles)
+
     @field_validator("timezone")
     @classmethod
     def _check_zone(cls, value: str) -> str:
@@ -459,6 +476,10 @@ class Settings(BaseModel):
     @cached_property
     def trigger(self) -> FlushTrigger:
         return parse_flush_trigger(self.flush_trigger)
+
+    @cached_property
+    def recall_roles(self) -> frozenset[str]:
+        return frozenset(self.recall_message_roles.split(","))
 
     @cached_property
     def pii_kinds(self) -> frozenset[str]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from agent_harness.agent.tools import saved_lines
+from agent_harness.agent.tools import AGENT_SAVE, saved_lines
 from agent_harness.clock import iso
 from agent_harness.errors import ConflictError, HarnessError, PreconditionFailedError
 from agent_harness.jobs import PostTurnJob
@@ -97,7 +97,15 @@ def apply_saves(rt: Runtime, user: User, record: TurnRecord, fresh: bool) -> Non
         if ledger is not None and provenance in ledger.content:
             return
     for lines in saves:
-        save_memories(rt, user, lines, provenance=provenance, at=at, writer="agent: memory_save")
+        save_memories(
+            rt,
+            user,
+            lines,
+            authority=AGENT_SAVE,
+            provenance=provenance,
+            at=at,
+            writer="agent: memory_save",
+        )
 
 
 def enqueue_post_turn(

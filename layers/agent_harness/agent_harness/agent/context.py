@@ -103,6 +103,7 @@ def memory_reference(
     )
     return Message(role="user", content=content), MemoryInjection(
         etag=memory.etag,
+        version_id=memory.version_id,
         tokens=fitted.tokens,
         original_tokens=fitted.original_tokens,
         truncated=fitted.truncated,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -30,8 +30,18 @@ from agent_harness.memory.engine.corpus import (
     load_segments,
 )
 from agent_harness.memory.engine.segments import record_text
-from agent_harness.memory.recall import PastMessages, recall_query, select_lines
+from agent_harness.memory.facts.authority import fact_id
+from agent_harness.memory.facts.gate import Policy
+from agent_harness.memory.recall import (
+    MESSAGE_CHARS,
+    PastMessages,
+    Recalled,
+    RecallReport,
+    recall_query,
+    select_lines,
+)
 from agent_harness.paths import LEDGER_DIR, SEGMENT_DIR
+from agent_harness.records import RecallCut, RecalledLine
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -45,7 +55,7 @@ if TYPE_CHECKING:
     from agent_harness.ports import ObjectInfo, StoredObject
     from agent_harness.runtime import Runtime
 
-__all__ = ["Recall", "RecallPreview", "preview_recall", "start_recall"]
+__all__ = ["Recall", "RecallPreview", "RecallResult", "preview_recall", "start_recall"]
 
 T = TypeVar("T")
 logger = Logger(child=True)
@@ -85,9 +95,9 @@ class Recall:
         text: str,
         loaded_at: str,
         context: Sequence[Message] = (),
-    ) -> tuple[Message | None, int, list[str]]:
-        """The recall message for the new message ``text``, its tokens and the sources of
-        its lines. ``context`` (the session's messages) gives the query the user's previous
+    ) -> RecallResult:
+        """The recall message for the new message ``text``, its tokens, its lines and
+        what was left out. ``context`` (the session's messages) gives the query the user's previous
         message, and no line repeats one of them as thread search keeps it (capped, so
         the comparison costs little): an OpenAI client without a session id sends its
         conversation each time, so earlier requests' sessions hold copies. A failed read
@@ -98,12 +108,13 @@ class Recall:
         except HarnessError as exc:
             logger.warning("recall skipped: reading the ledgers failed", extra={"error": str(exc)})
             metrics.add_metric("RecallFailures", MetricUnit.Count, 1)
-            return None, 0, []
+            return RecallResult(None, 0, [], RecallReport())
         if memory is not None:
             files = [(memory.path, index_read(self._rt.search_cache, self._user, memory)), *files]
         shown = markup.extract(reference.content, markup.MEMORY) or "" if reference else ""
         settings, counter = self._rt.settings, self._rt.counter
         budget = settings.recall_max_tokens  # the whole message: frame and lines
+        report = RecallReport()
         with building():  # a cold ranking indexes the files once, for the cache
             messages = self._past_messages(files)
             lines = select_lines(
@@ -115,13 +126,15 @@ class Recall:
                 min_score=settings.recall_min_score,
                 messages=messages,
                 in_context=[text, *map(record_text, context)],
+                report=report,
             )
         message, tokens = recall_reference(lines, counter, loaded_at)
         while lines and tokens > budget:  # lines counted apart can tokenize a bit longer
+            report.over_budget.insert(0, lines[-1])
             lines = lines[:-1]
             message, tokens = recall_reference(lines, counter, loaded_at)
         metrics.add_metric("RecalledLines", MetricUnit.Count, len(lines))
-        return message, tokens, [line.source for line in lines]
+        return RecallResult(message, tokens, lines, report)
 
     def _past_messages(self, ledgers: list[tuple[str, FileIndex]]) -> PastMessages | None:
         """The segments to recall past messages from (None: off, or their read failed:
@@ -135,7 +148,53 @@ class Recall:
             metrics.add_metric("RecallFailures", MetricUnit.Count, 1)
             return None
         facts = fact_texts(self._rt.search_cache, self._user, ledgers, segments)
-        return PastMessages(segments, facts, self._session, self._rt.settings.zone)
+        settings = self._rt.settings
+        return PastMessages(
+            segments,
+            facts,
+            self._session,
+            settings.zone,
+            settings.recall_roles,
+            Policy.of(settings),
+        )
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """Automatic recall's message for one turn, and what the turn records of it."""
+
+    message: Message | None
+    tokens: int
+    lines: list[Recalled]
+    report: RecallReport
+
+    @property
+    def sources(self) -> list[str]:
+        return [line.source for line in self.lines]
+
+    def recorded(self) -> dict[str, Any]:
+        """The turn's ``MemoryInjection`` fields: each line shown with its fact id,
+        authority, score and day, and what the budget, the floor and the checks cut."""
+        shown = [
+            RecalledLine(
+                source=line.source,
+                fact_id=fact_id(line.text),
+                authority=line.authority,
+                score=round(line.score, 4),
+                day=line.day,
+                text=line.text[:MESSAGE_CHARS],
+                session_id=line.said[1] if line.said else None,
+                turn=line.said[2] if line.said else None,
+            )
+            for line in self.lines
+        ]
+        report = self.report
+        cut = RecallCut(
+            budget=[line.source for line in report.over_budget],
+            floor=report.below_floor,
+            held=report.held,
+        )
+        return {"recall_tokens": self.tokens, "recalled": self.sources, "lines": shown, "cut": cut}
 
 
 def _read(
@@ -187,5 +246,6 @@ def preview_recall(rt: Runtime, user: User, text: str) -> RecallPreview:
     memory = rt.store.get(user, MEMORY_FILE)
     now = iso(rt.clock.now())
     reference, _ = memory_reference(memory, rt.counter, rt.settings.consolidation_max_tokens, now)
-    message, tokens, sources = recall.message(memory, reference, text, now)
-    return RecallPreview(False, message.content if message else None, tokens, sources)
+    found = recall.message(memory, reference, text, now)
+    content = found.message.content if found.message else None
+    return RecallPreview(False, content, found.tokens, found.sources)

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
-__all__ = ["MemoryTools", "Tool", "ToolRegistry", "saved_lines"]
+__all__ = ["AGENT_SAVE", "MemoryTools", "Tool", "ToolRegistry", "saved_lines"]
 
 logger = Logger(child=True)
 
@@ -159,6 +159,8 @@ SAVE_SCHEMA: dict[str, Any] = {
 
 
 SAVED = "Saved "
+#: the authority of what the agent model saves
+AGENT_SAVE = "save:agent"
 
 
 @dataclass
@@ -234,12 +236,25 @@ class MemoryTools:
         return read_lines(self.rt, self.user, args.path, args.startLine, args.endLine)
 
     def save(self, arguments: dict[str, Any]) -> str:
+        """Checks the lines and says what the turn will save: the gate is deterministic,
+        so what it holds for review now is what it holds when the turn is written."""
+        from agent_harness.memory.facts.gate import Candidate, Policy, admit
         from agent_harness.memory.files import memory_lines
 
         args = _SaveArgs.model_validate(arguments)
         lines = memory_lines(args.content)
-        noun = "memory" if len(lines) == 1 else "memories"
-        return f"{SAVED}{len(lines)} {noun} to MEMORY.md"
+        admitted = admit(
+            [Candidate(line, AGENT_SAVE) for line in lines], Policy.of(self.rt.settings)
+        )
+        saved = len(admitted.lines)
+        noun = "memory" if saved == 1 else "memories"
+        answer = f"{SAVED}{saved} {noun} to MEMORY.md"
+        if admitted.held:
+            answer += (
+                f"; {len(admitted.held)} held for a person to review (an instruction, or a "
+                "claim about the user's accounts, contacts or identity, is not saved as a fact)"
+            )
+        return answer
 
 
 def saved_lines(messages: list[Message]) -> list[list[str]]:

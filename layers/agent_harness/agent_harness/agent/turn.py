@@ -275,10 +275,11 @@ class _Turn:
                 memory, self.rt.counter, self.settings.consolidation_max_tokens, iso(self.started)
             )
         if recall is not None:
-            recalled, tokens, sources = recall.message(
+            found = recall.message(
                 memory, reference, text, iso(self.started), self.context.messages
             )
-            injection = injection.model_copy(update={"recall_tokens": tokens, "recalled": sources})
+            recalled = found.message
+            injection = injection.model_copy(update=found.recorded())
         draft = _Draft(
             number=self.last_turn + 1,
             started=iso(self.started),

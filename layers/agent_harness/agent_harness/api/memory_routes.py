@@ -10,7 +10,13 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from agent_harness.api.http import Http, json_response
-from agent_harness.api.schemas import BudgetBody, MemoryPutBody, MemorySaveBody, RollbackBody
+from agent_harness.api.schemas import (
+    BudgetBody,
+    MemoryPutBody,
+    MemorySaveBody,
+    ReviewBody,
+    RollbackBody,
+)
 from agent_harness.clock import iso
 from agent_harness.ids import User
 from agent_harness.memory import files
@@ -46,7 +52,8 @@ def memory_routes(rt: Runtime) -> Router:
             rt, user, request.content, if_match=if_match, if_none_match=if_none_match
         )
         status = 201 if not if_match else 200
-        return json_response(status, {"etag": doc.etag}, {"ETag": doc.etag or ""})
+        body = {"etag": doc.etag, "content": doc.content, "held": doc.held}
+        return json_response(status, body, {"ETag": doc.etag or ""})
 
     @router.get("/v1/memory/versions")
     def memory_versions() -> Response[str]:
@@ -67,7 +74,8 @@ def memory_routes(rt: Runtime) -> Router:
     def memory_rollback() -> Response[str]:
         user, request = http.user(), http.body(RollbackBody)
         doc = files.rollback_memory(rt, user, request.version_id)
-        return json_response(200, {"etag": doc.etag, "restored_version_id": request.version_id})
+        body = {"etag": doc.etag, "restored_version_id": request.version_id, "held": doc.held}
+        return json_response(200, body)
 
     @router.get("/v1/memory/ledger")
     def ledger_days() -> Response[str]:
@@ -113,7 +121,7 @@ def memory_routes(rt: Runtime) -> Router:
     def memory_search() -> Response[str]:
         from agent_harness.memory.search import search_memory
 
-        return http.search(search_memory, ("path", "line", "text"))
+        return http.search(search_memory, ("path", "line", "text", "authority"))
 
     @router.post("/v1/memory/save")
     def memory_save() -> Response[str]:
@@ -122,7 +130,21 @@ def memory_routes(rt: Runtime) -> Router:
         saved = files.save_facts(
             rt, user, request.content, timestamp=request.timestamp, source=source, origin="api"
         )
-        return json_response(200, {"saved": saved.count})
+        return json_response(200, {"saved": saved.count, "held": saved.held})
+
+    @router.get("/v1/memory/review")
+    def review_items() -> Response[str]:
+        from agent_harness.memory.review import list_review
+
+        items = [item.view() for item in list_review(rt, http.user())]
+        return json_response(200, {"items": items})
+
+    @router.post("/v1/memory/review/<item_id>")
+    def review_decision(item_id: str) -> Response[str]:
+        from agent_harness.memory.review import decide
+
+        user, request = http.user(), http.body(ReviewBody)
+        return json_response(200, decide(rt, user, item_id, request.action).view())
 
     @router.post("/v1/memory/consolidate")
     def consolidate_now() -> Response[str]:

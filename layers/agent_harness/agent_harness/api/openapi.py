@@ -69,6 +69,7 @@ def openapi_document() -> dict[str, Any]:
         MemoryPutBody,
         MemorySaveBody,
         MessageBody,
+        ReviewBody,
         RollbackBody,
         SearchBody,
     )
@@ -95,6 +96,18 @@ def openapi_document() -> dict[str, Any]:
             "parameters": [_SESSION],
             "post": op("One agent turn", _ok("the reply"), requestBody=body(MessageBody)),
             "get": op("The thread log, turn by turn", _ok("turns"), parameters=_PAGE),
+        },
+        "/v1/sessions/{session_id}/turns/{turn}/memory": {
+            "parameters": [
+                _SESSION,
+                {
+                    "name": "turn",
+                    "in": "path",
+                    "required": True,
+                    "schema": {"type": "integer", "minimum": 1},
+                },
+            ],
+            "get": op("What memory reached the model in one turn, and why", _ok("the record")),
         },
         "/v1/sessions/{session_id}/import": {
             "parameters": [_SESSION],
@@ -132,6 +145,17 @@ def openapi_document() -> dict[str, Any]:
             "post": op("Save facts", _ok("saved"), requestBody=body(MemorySaveBody)),
         },
         "/v1/memory/consolidate": {"post": op("Consolidate now", _ok("queued", "202"))},
+        "/v1/memory/review": {"get": op("Lines held for a person's review", _ok("items"))},
+        "/v1/memory/review/{item_id}": {
+            "parameters": [
+                {"name": "item_id", "in": "path", "required": True, "schema": {"type": "string"}}
+            ],
+            "post": op(
+                "Approve (written as operator) or reject a held line",
+                _ok("the decision"),
+                requestBody=body(ReviewBody),
+            ),
+        },
         "/v1/admin/users/{user_id}/budget": {
             "parameters": [
                 {"name": "user_id", "in": "path", "required": True, "schema": {"type": "string"}}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AliasChoices,
     AwareDatetime,
     BaseModel,
     ConfigDict,
@@ -22,6 +23,7 @@ __all__ = [
     "MemoryPutBody",
     "MemorySaveBody",
     "MessageBody",
+    "ReviewBody",
     "RollbackBody",
     "SaveSource",
     "SearchBody",
@@ -119,6 +121,14 @@ class MessageBody(_Body):
 
 class MemoryPutBody(_Body):
     content: StrictStr
+
+
+class ReviewBody(_Body):
+    """A person's decision on a line held for review (``decision`` is the same field)."""
+
+    action: Literal["approve", "reject"] = Field(
+        validation_alias=AliasChoices("action", "decision")
+    )
 
 
 class RollbackBody(_Body):

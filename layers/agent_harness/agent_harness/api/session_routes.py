@@ -1,4 +1,5 @@
-"""Routes of sessions: a turn, a session's messages, importing history, thread search."""
+"""Routes of sessions: a turn, a session's messages, a turn's memory record, importing
+history, thread search."""
 
 from __future__ import annotations
 
@@ -87,6 +88,16 @@ def session_routes(rt: Runtime) -> Router:
                 "next_after": next_after,
             },
         )
+
+    @router.get("/v1/sessions/<session_id>/turns/<turn>/memory")
+    def turn_memory(session_id: str, turn: str) -> Response[str]:
+        from agent_harness.errors import ValidationFailedError
+        from agent_harness.memory.chain import turn_memory
+
+        user, session_id = http.user(), http.session(session_id)
+        if not turn.isdigit() or not 1 <= int(turn) <= 10**9:
+            raise ValidationFailedError("turn must be a turn number (1 or more)")
+        return json_response(200, turn_memory(rt, user, session_id, int(turn)))
 
     @router.post("/v1/sessions/<session_id>/import")
     def import_messages(session_id: str) -> Response[str]:

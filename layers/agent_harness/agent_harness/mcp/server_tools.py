@@ -133,7 +133,12 @@ def _memory_save(rt: Runtime, user: User, args: MemorySaveBody) -> Output:
     noun = "memory" if saved.count == 1 else "memories"
     day = day_of(saved.at, rt.settings.zone)
     text = f"Saved {saved.count} {noun} to MEMORY.md and the ledger of {day}"
-    return text, {"saved": saved.count}
+    if saved.held:
+        text += (
+            f"; {saved.held} held for a person to review (an instruction, or a claim about "
+            "the user's accounts, contacts or identity, is not saved as a fact)"
+        )
+    return text, {"saved": saved.count, "held": saved.held}
 
 
 def _record_conversation(rt: Runtime, user: User, args: Any) -> Output:
@@ -216,7 +221,7 @@ def tools() -> dict[str, _Tool]:
         content=(str, ...),
         etag=(str | None, Field(None, description="absent while MEMORY.md does not exist")),
     )
-    saved = create_model("SaveResult", saved=(int, ...))
+    saved = create_model("SaveResult", saved=(int, ...), held=(int, 0))
     return {
         tool.name: tool
         for tool in (

@@ -1,6 +1,9 @@
 """MEMORY.md and the ledgers as a person sees them: read, edit (If-Match), versions,
-rollback, ledger days. Writes are conditional so an edit never silently overwrites a
-consolidation, and a consolidation never overwrites an edit (docs/design.md#consolidation-safe).
+rollback, ledger days, saves. Writes are conditional so an edit never silently overwrites
+a consolidation, and a consolidation never overwrites an edit
+(docs/design.md#consolidation-safe). Every write passes the gate (memory.facts.gate):
+an edit's new lines are the ``operator``'s, a save's the saver's (``save:api``,
+``save:mcp``, ``save:agent``); what the gate holds goes to the review queue.
 """
 
 from __future__ import annotations
@@ -18,13 +21,21 @@ from agent_harness.errors import (
     ValidationFailedError,
 )
 from agent_harness.ids import validate_day, validate_relative_path, validate_session_id
-from agent_harness.memory.facts.ledger import Source, day_of, format_turns, render_section, saved_by
+from agent_harness.memory.facts.ledger import (
+    Source,
+    day_of,
+    format_turns,
+    render_section,
+    saved_by,
+    source_fields,
+)
 from agent_harness.paths import LEDGER_DIR, MEMORY_FILE, ledger_day, ledger_path
 
 if TYPE_CHECKING:
     from datetime import datetime
 
     from agent_harness.ids import User
+    from agent_harness.memory.facts.gate import Admitted
     from agent_harness.ports import ObjectInfo, VersionInfo
     from agent_harness.runtime import Runtime
 
@@ -56,6 +67,8 @@ MAX_CLOCK_SKEW = timedelta(minutes=5)
 class MemoryDocument:
     content: str
     etag: str | None
+    #: lines the gate held for review instead of writing them (an edit, a rollback)
+    held: int = 0
 
 
 def get_memory(rt: Runtime, user: User) -> MemoryDocument:
@@ -73,19 +86,38 @@ def put_memory(
     writer: str = "api",
 ) -> MemoryDocument:
     """A person's edit: ``If-Match`` replaces that version, ``If-None-Match: *`` creates;
-    at most ``max_memory_chars`` (413). ``writer`` is recorded on the new version."""
+    at most ``max_memory_chars`` (413). Through the gate: lines the replaced version held
+    stay as they were, every other line is the ``operator``'s. ``writer`` is recorded on
+    the new version."""
     limit = rt.settings.max_memory_chars
     if len(content) > limit:
         raise PayloadTooLargeError(f"MEMORY.md is limited to {limit} characters")
-    if if_match:
-        etag = rt.store.put(user, MEMORY_FILE, content, if_match=if_match, writer=writer)
-    elif if_none_match == "*":
-        etag = rt.store.put(user, MEMORY_FILE, content, create_only=True, writer=writer)
-    else:
+    if not if_match and if_none_match != "*":
         raise PreconditionRequiredError(
             "send If-Match: <etag> to replace MEMORY.md, or If-None-Match: * to create it"
         )
-    return MemoryDocument(content, etag)
+    from agent_harness.memory.facts.authority import OPERATOR
+    from agent_harness.memory.facts.gate import Policy, admit_document
+
+    # the version the PUT replaces: if it is not the one read here, the PUT fails (412)
+    current = rt.store.get(user, MEMORY_FILE) if if_match else None
+    previous = current.content if current else ""
+    document, admitted = admit_document(
+        content, previous=previous, assign=lambda _: OPERATOR, policy=Policy.of(rt.settings)
+    )
+    if if_match:
+        etag = rt.store.put(user, MEMORY_FILE, document, if_match=if_match, writer=writer)
+    else:
+        etag = rt.store.put(user, MEMORY_FILE, document, create_only=True, writer=writer)
+    _hold_edit(rt, user, admitted, f"{writer} via=memory_put", "memory_put")
+    return MemoryDocument(document, etag, len(admitted.held))
+
+
+def _hold_edit(rt: Runtime, user: User, admitted: Admitted, source: str, writer: str) -> None:
+    from agent_harness.memory.review import hold
+
+    day = day_of(rt.clock.now(), rt.settings.zone)
+    hold(rt, user, admitted.held, source=source, writer=writer, day=day)
 
 
 def list_memory_versions(rt: Runtime, user: User) -> list[VersionInfo]:
@@ -96,17 +128,29 @@ def rollback_memory(
     rt: Runtime, user: User, version_id: str, *, writer: str = "api"
 ) -> MemoryDocument:
     """Restore an earlier version; the restore is written as a new version (If-Match),
-    its writer ``"<writer>: rollback to <version_id>"``."""
+    its writer ``"<writer>: rollback to <version_id>"``. It passes the gate: its facts
+    keep their authorities, anything else becomes the restorer's (``operator``), and a
+    version from before the gate is checked as any write is."""
+    from agent_harness.memory.facts.authority import OPERATOR
+    from agent_harness.memory.facts.gate import Policy, admit_document
+
     old = rt.store.get_version(user, MEMORY_FILE, version_id)
     if old is None:
         raise NotFoundError(f"MEMORY.md has no version {version_id!r}")
+    document, admitted = admit_document(
+        old.content,
+        previous=old.content,
+        assign=lambda _: OPERATOR,
+        policy=Policy.of(rt.settings),
+    )
     current = rt.store.get(user, MEMORY_FILE)
     label = f"{writer}: rollback to {version_id}"
     if current is None:
-        etag = rt.store.put(user, MEMORY_FILE, old.content, create_only=True, writer=label)
+        etag = rt.store.put(user, MEMORY_FILE, document, create_only=True, writer=label)
     else:
-        etag = rt.store.put(user, MEMORY_FILE, old.content, if_match=current.etag, writer=label)
-    return MemoryDocument(old.content, etag)
+        etag = rt.store.put(user, MEMORY_FILE, document, if_match=current.etag, writer=label)
+    _hold_edit(rt, user, admitted, f"{writer} via=rollback", "rollback")
+    return MemoryDocument(document, etag, len(admitted.held))
 
 
 def ledger_files(rt: Runtime, user: User) -> dict[str, ObjectInfo]:
@@ -199,15 +243,27 @@ def save_memories(
     user: User,
     lines: list[str],
     *,
+    authority: str,
     provenance: str,
     at: datetime,
     writer: str = "memory_save",
-) -> int:
-    """memory_save: append to MEMORY.md and record a ``## Memory Save`` section in the
-    ledger of the day, both with compare-and-swap appends (a consolidation running at the
-    same time re-merges onto the new MEMORY.md instead of overwriting it). ``writer`` is
-    recorded on the MEMORY.md version."""
-    block = "\n".join(lines) + "\n"
+) -> Admitted:
+    """memory_save: the lines through the gate as ``authority``'s; what it holds to the
+    review queue, the rest appended to MEMORY.md and recorded as a ``## Memory Save``
+    section in the ledger of the day, both with compare-and-swap appends (a consolidation
+    running at the same time re-merges onto the new MEMORY.md instead of overwriting it).
+    ``writer`` is recorded on the MEMORY.md version."""
+    # the gate loads with the first write, not with every handler that can write
+    from agent_harness.memory.facts.gate import Candidate, Policy, admit
+    from agent_harness.memory.review import hold
+
+    admitted = admit([Candidate(line, authority) for line in lines], Policy.of(rt.settings))
+    day = day_of(at, rt.settings.zone)
+    source = source_fields(provenance) or provenance
+    hold(rt, user, admitted.held, source=source, writer="memory_save", day=day)
+    if not admitted.lines:
+        return admitted
+    block = "\n".join(admitted.lines) + "\n"
     rt.store.append(
         user,
         MEMORY_FILE,
@@ -218,16 +274,17 @@ def save_memories(
         ),
         writer=writer,
     )
-    day = day_of(at, rt.settings.zone)
-    section = render_section("Memory Save", at, rt.settings.zone, lines, provenance)
+    section = render_section("Memory Save", at, rt.settings.zone, admitted.lines, provenance)
     rt.store.append(user, ledger_path(day), lambda existing: section)
-    return len(lines)
+    return admitted
 
 
 @dataclass(frozen=True)
 class Saved:
     count: int
     at: datetime
+    #: lines held for a person's review instead
+    held: int = 0
 
 
 def save_facts(
@@ -241,8 +298,9 @@ def save_facts(
 ) -> Saved:
     """POST /v1/memory/save and the MCP memory_save tool: the size cap (413), non-blank
     lines, a timestamp not in the future, a source naming committed turns of one of the
-    caller's sessions (422); all checked before the first write. ``origin`` names the
-    caller in the provenance of a save without a source (``api``, ``mcp``)."""
+    caller's sessions (422); all checked before the first write. ``origin`` (``api``,
+    ``mcp``) is the saver: the lines' authority is ``save:<origin>``, and it names the
+    caller in the provenance of a save without a source."""
     limit = rt.settings.max_memory_chars
     if len(content) > limit:
         raise PayloadTooLargeError(f"content is limited to {limit} characters")
@@ -255,7 +313,13 @@ def save_facts(
     if source is not None:
         session_id = validate_session_id(source[0], rt.settings.max_session_id_chars)
         provenance = save_source(rt, user, session_id, source[1])
-    saved = save_memories(
-        rt, user, lines, provenance=provenance, at=at, writer=f"{origin}: memory_save"
+    admitted = save_memories(
+        rt,
+        user,
+        lines,
+        authority=f"save:{origin}",
+        provenance=provenance,
+        at=at,
+        writer=f"{origin}: memory_save",
     )
-    return Saved(saved, at)
+    return Saved(len(admitted.lines), at, len(admitted.held))

@@ -12,7 +12,9 @@ most relevant to the new message, so the model sees them without calling a tool.
     render   each line with its ``path#line``; a ledger's path is its day
     messages with ``recall_messages`` on, past messages too (the thread segments, ranked
              as thread_search ranks them, the current session's left out since the model
-             has them): memory lines and messages alternate, each best first
+             has them), of the roles ``recall_message_roles`` names (the user's own by
+             default), each through the gate's checks as a written fact would be: memory
+             lines and messages alternate, each best first
     budget   whole lines until ``recall_max_tokens`` less the message's frame (agent.recall)
 
 The lines reach the model as reference data, never instructions (agent.context), and
@@ -22,13 +24,21 @@ the turn's log names every line it was shown (``MemoryInjection.recalled``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import chain, zip_longest
 from typing import TYPE_CHECKING
 
 from agent_harness.memory.engine import index
 from agent_harness.memory.engine.index import search_files
+from agent_harness.memory.facts.authority import (
+    ASSISTANT,
+    message_authority,
+    parse_fact,
+    strip_tags,
+)
+from agent_harness.memory.facts.gate import Candidate, Policy, admit
 from agent_harness.paths import ledger_date
 from agent_harness.text import WORD, fold, terms
 
@@ -41,7 +51,14 @@ if TYPE_CHECKING:
     from agent_harness.memory.engine.segments import Segment
     from agent_harness.tokens import TokenCounter
 
-__all__ = ["PastMessages", "Recalled", "coverage", "recall_query", "select_lines"]
+__all__ = [
+    "PastMessages",
+    "RecallReport",
+    "Recalled",
+    "coverage",
+    "recall_query",
+    "select_lines",
+]
 
 #: a message with fewer distinct terms than this is searched with the one before it
 SHORT_QUERY_TERMS = 4
@@ -66,6 +83,8 @@ class Recalled:
     score: float
     #: a past message's role, session and turn (None: a line of MEMORY.md or a ledger)
     said: tuple[str, str, int] | None = None
+    #: who the words come from (memory.facts.authority): a fact's tag, a message's role
+    authority: str | None = None
 
     @property
     def source(self) -> str:
@@ -80,11 +99,24 @@ class Recalled:
         says who said it, where and when instead of its segment's path."""
         if self.said is not None:
             role, session, turn = self.said
-            text = self.text  # a segment's text, whitespace already collapsed
+            text = self.text  # through the gate: one line, at most a fact's length
             if len(text) > MESSAGE_CHARS:
                 text = text[:MESSAGE_CHARS].rstrip() + "…"
-            return f"- {text} ({role}, session {session} turn {turn}, {self.day})"
+            said = f"[{self.authority}] " if self.authority else ""
+            return f"- {said}{text} ({role}, session {session} turn {turn}, {self.day})"
         return f"- {self.text.strip().lstrip('-*• ').strip()} ({self.source})"
+
+
+@dataclass
+class RecallReport:
+    """What recall found and did not show (a turn's memory record keeps it)."""
+
+    #: ranked candidates under the floor
+    below_floor: int = 0
+    #: past messages the gate's checks kept out
+    held: int = 0
+    #: lines over the floor that the token budget left out
+    over_budget: list[Recalled] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -96,6 +128,10 @@ class PastMessages:
     facts: LinkedTexts | None
     session: str | None
     zone: tzinfo
+    #: whose messages may be recalled (``HARNESS_RECALL_MESSAGE_ROLES``)
+    roles: frozenset[str] = frozenset({"user"})
+    #: the checks a written fact passes, which a recalled message passes too
+    policy: Policy = field(default_factory=Policy)
 
 
 def recall_query(message: str, previous: str | None) -> str:
@@ -137,7 +173,7 @@ def coverage(files: list[tuple[str, FileIndex]], query: str, hits: list[Hit]) ->
 
 
 def _words(line: str) -> str:
-    return " ".join(WORD.findall(fold(line.lstrip("-*• "))))
+    return " ".join(WORD.findall(fold(strip_tags(line.lstrip("-*• ")))))
 
 
 def select_lines(
@@ -150,27 +186,39 @@ def select_lines(
     min_score: float,
     messages: PastMessages | None = None,
     in_context: Sequence[str] = (),
+    report: RecallReport | None = None,
 ) -> list[Recalled]:
     """The lines to inject for ``query``: ranked, holding at least ``min_score`` of its
     words by rarity, not already ``shown`` (the MEMORY.md text the model gets anyway) nor
     one of the messages ``in_context``, best first with newest-first ties, whole lines
     within ``max_tokens``. With ``messages``, past messages chosen the same way
-    alternate with the memory lines."""
+    alternate with the memory lines. ``report`` learns what was left out."""
     if max_tokens <= 0 or not query.strip():
         return []
+    report = report if report is not None else RecallReport()
     seen = {w for w in [*map(_words, shown.splitlines()), *map(_words, in_context)] if w}
     candidates = max(MIN_CANDIDATES, max_tokens // LINE_TOKENS)
-    found = _memory_lines(files, query, candidates, min_score, seen)
+    found = _memory_lines(files, query, candidates, min_score, seen, report)
     if messages is not None and messages.segments:
-        said = _past_messages(messages, query, candidates, min_score, seen)
+        said = _past_messages(messages, query, candidates, min_score, seen, report)
         found = [r for r in chain.from_iterable(zip_longest(found, said)) if r is not None]
     chosen: list[Recalled] = []
     used = 0
     for line in found:
+        if line.said is not None and messages is not None:
+            # the gate's checks, only on the messages that would be shown (they cost
+            # a fraction of a millisecond each, on the hot path)
+            checked = _checked(line, messages.policy)
+            if checked is None:
+                report.held += 1
+                continue
+            line = checked
         cost = counter.count(line.render()) + 1
         if used + cost <= max_tokens:
             chosen.append(line)
             used += cost
+        else:
+            report.over_budget.append(line)
     return chosen
 
 
@@ -181,23 +229,38 @@ def _best_first(found: list[Recalled]) -> list[Recalled]:
 
 
 def _memory_lines(
-    files: list[tuple[str, FileIndex]], query: str, limit: int, min_score: float, seen: set[str]
+    files: list[tuple[str, FileIndex]],
+    query: str,
+    limit: int,
+    min_score: float,
+    seen: set[str],
+    report: RecallReport,
 ) -> list[Recalled]:
     hits = search_files(files, query, "ranked", limit)
     found: list[Recalled] = []
     for hit, share in zip(hits, coverage(files, query, hits), strict=True):
         words = _words(hit.text)
-        if hit.score is None or share < min_score or not words or words in seen:
+        if hit.score is not None and share < min_score:
+            report.below_floor += 1
+            continue
+        if hit.score is None or not words or words in seen:
             continue
         seen.add(words)
         date = ledger_date(hit.path)
         day = f"{date[0]:04d}-{date[1]:02d}-{date[2]:02d}" if date else None
-        found.append(Recalled(hit.path, hit.line, hit.text, day, hit.score))
+        fact = parse_fact(hit.text)
+        authority = fact.authority if fact is not None else None
+        found.append(Recalled(hit.path, hit.line, hit.text, day, hit.score, None, authority))
     return _best_first(found)
 
 
 def _past_messages(
-    messages: PastMessages, query: str, limit: int, min_score: float, seen: set[str]
+    messages: PastMessages,
+    query: str,
+    limit: int,
+    min_score: float,
+    seen: set[str],
+    report: RecallReport,
 ) -> list[Recalled]:
     """The best past messages of other sessions, as ``Recalled`` lines."""
     by_path = dict(messages.segments)
@@ -210,23 +273,49 @@ def _past_messages(
             for s in by_path.values()
             if s.index.links
         )
-    hits = search_files(indexes, query, "ranked", limit + own, messages.facts, index.FACT_WEIGHT)
+    # messages of other roles rank too, and are left out after: ask for more
+    wanted = (limit + own) * (1 if messages.roles >= _ROLES else 2)
+    hits = search_files(indexes, query, "ranked", wanted, messages.facts, index.FACT_WEIGHT)
     found: list[Recalled] = []
     for hit, share in zip(hits, coverage(indexes, query, hits), strict=True):
         session, turn, role, at = by_path[hit.path].meta(hit.line - 1)
         words = _words(hit.text)
-        if session == messages.session or hit.score is None or share < min_score:
+        if session == messages.session or hit.score is None:
+            continue
+        if share < min_score:
+            report.below_floor += 1
             continue
         if not words or words in seen:
             continue
+        if role not in messages.roles:
+            report.held += 1
+            continue
         seen.add(words)
+        day = _day(at, messages.zone)
         said = (role, session, turn)
-        found.append(
-            Recalled(hit.path, hit.line, hit.text, _day(at, messages.zone), hit.score, said)
-        )
+        found.append(Recalled(hit.path, hit.line, hit.text, day, hit.score, said))
         if len(found) >= limit:
             break
     return _best_first(found)
+
+
+_ROLES = frozenset({"user", "assistant", "tool"})
+_TOOL_RESULT = re.compile(r"^\[tool_result: ([^\]]*)\] ")
+
+
+def _checked(line: Recalled, policy: Policy) -> Recalled | None:
+    """A past message as the gate would store it (its authority, its text made inert and
+    redacted), or None when the gate would hold or drop it: recall never replays what
+    memory would not keep."""
+    role, text, name = line.said[0] if line.said else "user", line.text, None
+    if role == "tool" and (match := _TOOL_RESULT.match(text)):
+        name, text = match.group(1), text[match.end() :]
+    authority = message_authority(role, name, imported=False) or ASSISTANT
+    admitted = admit([Candidate(text, authority)], policy)
+    fact = parse_fact(admitted.lines[0]) if admitted.lines else None
+    if fact is None:
+        return None
+    return replace(line, text=fact.text, authority=authority)
 
 
 def _day(at: str, zone: tzinfo) -> str:

@@ -13,12 +13,14 @@ messages of the turns it came from.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from agent_harness.memory.engine import index
 from agent_harness.memory.engine.cache import building
 from agent_harness.memory.engine.corpus import load_memory_files, load_turn_texts
 from agent_harness.memory.engine.index import Hit, Mode, search_files
+from agent_harness.memory.facts.authority import parse_fact
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -39,11 +41,18 @@ def search_memory(
         weight = index.SOURCE_WEIGHT  # read at call time: the benchmark's ablation switches it
         if mode == "ranked" and weight and any(f.linked_groups() for _, f in files):
             turns = load_turn_texts(rt, user, cache)
-        return search_files(files, query, mode, limit, turns, weight)
+        hits = search_files(files, query, mode, limit, turns, weight)
+    return [replace(h, authority=_authority(h.text)) for h in hits]
+
+
+def _authority(text: str) -> str | None:
+    fact = parse_fact(text)
+    return fact.authority if fact is not None else None
 
 
 def format_hits(query: str, hits: list[Hit]) -> str:
-    """The tool's text answer: ``Source: <path>#<line>: <text>`` per hit."""
+    """The tool's text answer: ``Source: <path>#<line>: <text>`` per hit (a fact's text
+    starts with its authority, ``[user] ...``)."""
     if not query or not query.strip():
         return "No query provided"
     if not hits:

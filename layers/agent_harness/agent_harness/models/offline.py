@@ -9,7 +9,9 @@ It reads the same prompts a real model gets and behaves by purpose:
                  asked a question that memory does not answer, it calls memory_search
                  (when offered) with the question's keywords and answers from the hits
     flush        extracts first-person durable statements ("I prefer…", "remember…",
-                 "we decided…", "我喜欢…", "记住…") as ``- User said: …`` bullets, or NO_REPLY
+                 "we decided…", "我喜欢…", "记住…") of the user's messages as
+                 ``- User said: …`` bullets, and of tool results as ``- A tool result
+                 (<name>) said: …`` (a naive reader: the gate judges them), or NO_REPLY
     consolidate  merges new ledger bullets into MEMORY.md by normalised de-duplication
     compact      summarises extractively (the first sentence of each message, after the
                  points of the previous summary; the newest 40 points)
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from agent_harness import markup
 from agent_harness.memory import MEMORY_TOOLS
+from agent_harness.memory.facts.authority import parse_fact, strip_tags
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
 from agent_harness.text import WORD, fold, tokens
 
@@ -53,10 +56,11 @@ _REMEMBER_PREFIX = re.compile(
     r"(?:(?:please\s+)?(?:remember|note|keep\s+in\s+mind)(?:\s+that)?[:,]?\s+|记住[:：，,]?)?",
     re.IGNORECASE,
 )
-_END = re.compile(r"[.!?。！？]+|\n")
+#: a sentence ends at ".", "!" or "?" before a space (never inside "attacker.example" or
+#: "3.5"), at the CJK stops, or at a newline
+_END = re.compile(r"[.!?]+(?=\s|$)|[。！？]+|\n")
 _ABBREVIATIONS = frozenset("dr mr mrs ms st prof jr sr vs etc e.g i.e no approx".split())
 _CLAUSE = re.compile(r",?\s+(?:and|also)\s+that\s+|[,;]\s+and\s+(?=(?:i|we|my)\b)", re.IGNORECASE)
-_ROLE_LINE = re.compile(r"^\[(user|assistant|tool)\]:\s?(.*)$")
 #: words that carry no meaning for matching a question to a remembered fact
 _IGNORED = frozenset(
     (
@@ -78,8 +82,8 @@ def _reply(text: str) -> Message:
 
 def normalise(text: str) -> str:
     """Lower-case, NFKC, punctuation and extra spaces removed: the de-duplication key."""
-    text = re.sub(r"^[-*\s]+", "", fold(text))
-    text = re.sub(r"^user said:\s*", "", text)
+    text = strip_tags(re.sub(r"^[-*\s]+", "", fold(text)))
+    text = re.sub(r"^(?:user|a tool result \([^)]*\)) said:\s*", "", text)
     return " ".join(WORD.findall(text))
 
 
@@ -105,25 +109,27 @@ def _sentences(text: str) -> list[str]:
     return out
 
 
-def _conversation_turns(text: str) -> list[tuple[str, str]]:
-    """``[role]: text`` lines (with continuation lines) back into (role, text) pairs."""
-    turns: list[tuple[str, str]] = []
-    for line in text.splitlines():
-        match = _ROLE_LINE.match(line)
-        if match:
-            turns.append((match.group(1), match.group(2)))
-        elif turns:
-            role, body = turns[-1]
-            turns[-1] = (role, f"{body}\n{line}")
-    return turns
+def _conversation_turns(text: str) -> list[tuple[str, str, str]]:
+    """The transcript's message blocks as (role, tool name, text): the structure the
+    flush and the compaction render (``markup.message``), so nothing inside a block can
+    speak as another role."""
+    return [
+        (attrs.get("role", ""), attrs.get("name", ""), body)
+        for attrs, body in markup.read_messages(text)
+    ]
 
 
 def extract_facts(conversation: str, known: str = "") -> list[str]:
-    """Durable first-person statements of the user, minus those already ``known``."""
+    """Durable first-person statements of the user and of tool results (said as the
+    tool's), minus those already ``known``."""
     seen = {normalise(line) for line in known.splitlines() if line.strip()}
     facts: list[str] = []
-    for role, body in _conversation_turns(conversation):
-        if role != "user":
+    for role, name, body in _conversation_turns(conversation):
+        if role == "user":
+            said = "User said"
+        elif role == "tool" and name not in MEMORY_TOOLS:
+            said = f"A tool result ({name or 'tool'}) said"
+        else:
             continue
         clauses = (c for s in _sentences(body) for c in _CLAUSE.split(s))
         for raw in clauses:
@@ -136,7 +142,7 @@ def extract_facts(conversation: str, known: str = "") -> list[str]:
             key = normalise(sentence)
             if key and key not in seen:
                 seen.add(key)
-                facts.append(f"- User said: {sentence}")
+                facts.append(f"- {said}: {sentence}")
     return facts
 
 
@@ -144,11 +150,14 @@ def _memory_lines(messages: list[Message]) -> list[str]:
     for message in messages:
         block = markup.extract(message.content, markup.MEMORY)
         if message.role == "user" and markup.HARNESS_CONTEXT in message.content and block:
-            return [
-                line.strip().lstrip("-* ").strip()
-                for line in block.splitlines()
-                if line.strip() and not line.lstrip().startswith(("#", ">", "["))
-            ]
+            lines = []
+            for line in block.splitlines():
+                fact = parse_fact(line)
+                if fact is not None:
+                    lines.append(fact.text)
+                elif line.strip() and not line.lstrip().startswith(("#", ">", "[")):
+                    lines.append(line.strip())
+            return lines
     return []
 
 
@@ -315,7 +324,7 @@ class OfflineChatModel:
         source = markup.extract(prompt, markup.MESSAGES) or prompt
         previous = markup.extract(source, "previous_summary") or ""
         points = [line for line in previous.splitlines() if line.startswith("- ")]
-        for role, body in _conversation_turns(source):
+        for role, _, body in _conversation_turns(source):
             first = (_sentences(body) or [""])[0]
             if first:
                 points.append(f"- {role}: {first[:200]}")

@@ -9,6 +9,7 @@ for a term. ``memory.engine.index`` ranks over these.
 from __future__ import annotations
 
 import json
+import re
 from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
@@ -212,7 +213,7 @@ class FileIndex:
                     block += 1
                     own.append(0)
                     continue
-                counts = Counter(terms(self.folded[number], folded=True))
+                counts = Counter(terms(_untagged(self.folded[number]), folded=True))
                 if counts and self.fields and self.fields[number]:
                     counts.update(field_terms(self.fields[number]))
                 own.append(sum(counts.values()))
@@ -332,6 +333,16 @@ class FileIndex:
                     if other >= 0:
                         out[other] = out.get(other, 0.0) + CONTEXT_WEIGHT * tf
         return out
+
+
+#: a fact line's authority tag (memory.facts.authority), which says who, not what
+_TAG = re.compile(r"^\s*[-*+•]\s+\[[a-z]+(?::[^\]\s]{1,64})?\]\s")
+
+
+def _untagged(folded: str) -> str:
+    """A line's text for ranking: a fact's tag left out, so "user" or "tool" in every
+    fact never weighs in a query that has the word."""
+    return _TAG.sub("- ", folded, count=1) if "[" in folded[:8] else folded
 
 
 def pack(postings: dict[str, list[int]]) -> str:

@@ -97,6 +97,8 @@ class Hit:
     line: int
     text: str
     score: float | None = None
+    #: who the fact's words come from (memory.facts.authority; memory_search sets it)
+    authority: str | None = None
 
 
 class LinkedTexts(Protocol):

@@ -1,14 +1,16 @@
 """The daily ledger format (layer 1): ``memory/YYYY-MM-DD.md``, append-only.
 
-Each append is one section with its time and, for flushes, its provenance:
+Each append is one section with its time and, for flushes, its provenance; every fact
+line carries its authority (memory.facts.authority owns the tag):
 
     ## Flush — 2026-11-30T09:12:44Z
     > source: session=trip-planning turns=3-5 model=openai:gpt-4.1-mini
-    - The user prefers window seats on flights.
+    - [user] The user prefers window seats on flights.
 
-The ``source`` line makes flushes idempotent: before appending, the flush reads the
-day's file and skips every turn a flush section already covers, so a redelivered or
-duplicated job never writes a fact twice. Saved facts may name their turns too
+The ``source`` line right under a ``## Flush`` header makes flushes idempotent: before
+appending, the flush reads the day's file and skips every turn a flush section already
+covers, so a redelivered or duplicated job never writes a fact twice; no stored content
+can forge that pair (memory.facts.gate). Saved facts may name their turns too
 (``> source: session=s1 turns=7 via=memory_save``); those never count as flushed, and
 ranked search reads a fact together with the turns its section names. Ledger days and
 header times use one configured zone (the reference mixed local dates with UTC headers).
@@ -52,6 +54,7 @@ _HEADER = re.compile(r"^## (.+?) — (\S+)\s*$")
 _STRUCTURE = re.compile(r"^\s*(?:#{1,6}\s|> source:)")
 _FIELD = re.compile(r"(\w+)=(\S+)")
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+(.*\S)\s*$")
+_TAG = re.compile(r"^\[[a-z]+(?::[\w.\-]+)?\]\s+")
 MAX_BULLETS = 50
 MAX_BULLET_CHARS = 600
 
@@ -67,13 +70,17 @@ class Source:
     model: str | None = None
     via: str | None = None
 
-    def render(self) -> str:
-        line = f"{SOURCE_PREFIX} session={self.session_id} turns={format_turns(self.turns)}"
+    def fields(self) -> str:
+        """What follows ``> source:``."""
+        line = f"session={self.session_id} turns={format_turns(self.turns)}"
         if self.model:
             line += " model=" + "".join(self.model.split())
         if self.via:
             line += f" via={self.via}"
         return line
+
+    def render(self) -> str:
+        return f"{SOURCE_PREFIX} {self.fields()}"
 
 
 def is_heading(line: str) -> bool:
@@ -155,10 +162,16 @@ def parse_turns(text: str) -> set[int]:
     return out
 
 
+_FLUSH_SOURCE = re.compile(r"^## Flush — \S+\n> source: (.*)$", re.MULTILINE)
+
+
 def covered_turns(ledger: str, session_id: str) -> set[int]:
-    """Turns of ``session_id`` that flush sections in ``ledger`` already cover."""
+    """Turns of ``session_id`` that flush sections in ``ledger`` already cover: only a
+    source line right under a ``## Flush`` header, with no ``via``. No stored content can
+    produce that pair (every fact line starts with its bullet and tag:
+    memory.facts.gate), so a saved ``> source: ... turns=1-99`` line suppresses nothing."""
     covered: set[int] = set()
-    for match in _SOURCE_LINE.finditer(ledger):
+    for match in _FLUSH_SOURCE.finditer(ledger):
         source = source_of(match.group(1))
         if source is not None and source.session_id == session_id and source.via is None:
             covered.update(source.turns)
@@ -207,7 +220,9 @@ def clean_bullets(output: str) -> list[str]:
 
 
 def _fact_key(bullet: str) -> str:
-    return " ".join(bullet.removeprefix("- ").casefold().split()).rstrip(".!")
+    """A fact's words, its bullet and tag aside (the same statement twice is one)."""
+    body = _TAG.sub("", bullet.removeprefix("- "), count=1)
+    return " ".join(body.casefold().split()).rstrip(".!")
 
 
 def new_facts(bullets: list[str], ledger: str) -> list[str]:

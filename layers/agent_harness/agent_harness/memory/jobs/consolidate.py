@@ -7,6 +7,7 @@
         LIST memory/ ; new = ledger[consumed:] per day       the per-file watermark
         nothing new -> done, no model call
         memory model: consolidation prompt                    LLM (memory role)
+        the answer checked: authorities, the gate, precedence  memory.facts.precedence
         PUT MEMORY.md If-Match (412: a human edited it -> re-merge onto their version)
         retention: consolidated ledgers past the retention move to memory/archive/
         ranked-index snapshots of every month brought up to date  derived, best effort
@@ -29,15 +30,24 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.clock import epoch_ms, iso
-from agent_harness.errors import ConflictError, HarnessError, PreconditionFailedError
+from agent_harness.errors import (
+    ConflictError,
+    HarnessError,
+    ModelOutputError,
+    PreconditionFailedError,
+)
 from agent_harness.ids import User
 from agent_harness.jobs import ConsolidationJob
 from agent_harness.keys import shard_name
 from agent_harness.memory.engine.corpus import refresh_snapshots
+from agent_harness.memory.facts.gate import Admitted, Policy
+from agent_harness.memory.facts.ledger import day_of
+from agent_harness.memory.facts.precedence import merge_checked
 from agent_harness.memory.files import ledger_files
 from agent_harness.memory.jobs.flush import sweep_flush_tails
 from agent_harness.memory.jobs.maintenance import archive_ledgers
 from agent_harness.memory.jobs.prompts import clean_memory_document, consolidation_messages
+from agent_harness.memory.review import hold
 from agent_harness.models.base import ChatRequest
 from agent_harness.paths import MEMORY_FILE, ledger_path
 from agent_harness.ports import UserState
@@ -227,6 +237,7 @@ def _run(
         outcome.status = "nothing_new"  # only whitespace arrived: no model call
     else:
         model = rt.models.for_role("memory")
+        admitted: Admitted | None = None
         for attempt in range(WRITE_ATTEMPTS):
             # reject runaway answers, yet never below what a person already wrote
             max_chars = max(settings.consolidation_max_tokens * 8, len(current_text) * 5 // 4)
@@ -245,7 +256,14 @@ def _run(
             )
             outcome.model_calls += 1
             record_spend(rt, user, "memory", answer.usage)
-            document = clean_memory_document(answer.message.content, max_chars=max_chars)
+            document, admitted = merge_checked(
+                clean_memory_document(answer.message.content, max_chars=max_chars),
+                current=current_text,
+                entries=entries,
+                policy=Policy.of(settings),
+            )
+            if not document.strip():
+                raise ModelOutputError("nothing of the consolidation answer passed the gate")
             if document.strip() == current_text.strip():
                 outcome.status = "unchanged"
                 break
@@ -259,9 +277,15 @@ def _run(
             except PreconditionFailedError:
                 if attempt == WRITE_ATTEMPTS - 1:
                     raise
+                admitted.held.clear()  # judged again on the next answer
                 # someone (a person, memory_save) changed MEMORY.md: merge onto theirs
                 current = rt.store.get(user, MEMORY_FILE)
                 current_text = current.content if current else ""
+
+        if admitted is not None:
+            day = day_of(rt.clock.now(), settings.zone)
+            source = f"consolidation model={model.name}"
+            hold(rt, user, admitted.held, source=source, writer="consolidation", day=day)
 
     outcome.archived = _archive(rt, user, sizes, consumed)
     rt.table.complete_consolidation(user, owner, consumed, state.due_seq, iso(rt.clock.now()))

@@ -11,8 +11,10 @@
       -> per ledger day (the day of each turn, in the configured zone), 40 turns a call:
            skip turns a section already covers (source line)          idempotency
            memory model: flush prompt                                  LLM (memory role)
-           checks: bullets, caps, secrets, PII, instructions           deterministic
-           append "## Flush — <time>" + source + facts                 S3 CAS append
+           each fact's authority: whose words in the turns support it   deterministic
+           the gate: structure, secrets, PII, instructions, claims      memory.facts.gate
+           held lines -> review/queue.jsonl                            S3 CAS (if any)
+           append "## Flush — <time>" + source + "- [authority] fact"  S3 CAS append
       -> cursor := N (never backwards); user marked due                DynamoDB
       -> ranked-index snapshots of the months written (best effort)   S3 LIST, GET, PUT
 
@@ -40,7 +42,8 @@ from agent_harness.ids import User, validate_session_id
 from agent_harness.jobs import PostTurnJob
 from agent_harness.keys import shard_name
 from agent_harness.memory.engine.corpus import refresh_snapshots
-from agent_harness.memory.facts.checks import check_facts
+from agent_harness.memory.facts.authority import attribute, disown, message_authority
+from agent_harness.memory.facts.gate import Candidate, Policy, admit
 from agent_harness.memory.facts.ledger import (
     Source,
     clean_bullets,
@@ -50,6 +53,7 @@ from agent_harness.memory.facts.ledger import (
     render_section,
 )
 from agent_harness.memory.jobs.prompts import flush_messages, render_conversation
+from agent_harness.memory.review import hold
 from agent_harness.memory.threads import index_turns
 from agent_harness.models.base import ChatRequest
 from agent_harness.paths import MEMORY_FILE, ledger_path, segment_path, turn_path
@@ -320,20 +324,29 @@ def _flush_chunk(
     )
     reply = model.complete(ChatRequest(messages=messages, purpose="flush"))
     record_spend(rt, user, "memory", reply.usage)
-    answer = reply.message.content
-    bullets = clean_bullets(answer)  # raises ModelOutputError on a malformed answer
-    checked = check_facts(bullets, pii=settings.pii_kinds, instructions=settings.instruction_facts)
-    for name, count in checked.counts.items():
+    bullets = clean_bullets(reply.message.content)  # raises ModelOutputError when malformed
+    said = _said_by(todo)
+    candidates = []
+    for bullet in bullets:
+        # who said it is decided from the messages, never taken on the model's word
+        body = bullet.removeprefix("- ")
+        authority = attribute(body, said)
+        candidates.append(Candidate(disown(body, authority), authority))
+    admitted = admit(candidates, Policy.of(settings))
+    for name, count in admitted.counts.items():
         if count:
             metrics.add_metric(f"FlushCheck_{name}", MetricUnit.Count, count)
-    if checked.counts["instructions_dropped"] or checked.counts["secrets"]:
-        logger.warning("flush checks changed facts", extra=dict(checked.counts))
-    bullets = checked.facts
-    if not bullets:
-        return 0
+    if admitted.held or admitted.counts["secrets"]:
+        logger.warning("the gate changed facts", extra=dict(admitted.counts))
 
     turns = tuple(r.turn for r in todo)
-    source = Source(session_id, turns, model.name).render()
+    source = Source(session_id, turns, model.name)
+    # held lines first: a retry after a failed append finds them queued (by id), while
+    # a retry after the ledger append skips these turns altogether
+    hold(rt, user, admitted.held, source=source.fields(), writer="flush", day=day)
+    bullets = admitted.lines
+    if not bullets:
+        return 0
     written: list[str] = []
 
     def build(existing: str) -> str | None:
@@ -343,6 +356,22 @@ def _flush_chunk(
         written[:] = new_facts(bullets, existing)
         if not written:
             return None
-        return render_section("Flush", rt.clock.now(), settings.zone, written, source)
+        return render_section("Flush", rt.clock.now(), settings.zone, written, source.render())
 
     return len(written) if rt.store.append(user, path, build) else 0
+
+
+def _said_by(records: list[TurnRecord]) -> dict[str, str]:
+    """What each authority said in these turns: the user's messages (an import's: the
+    caller's), the assistant's text and tool calls, each tool's results."""
+    said: dict[str, list[str]] = {}
+    for record in records:
+        for message in record.messages:
+            authority = message_authority(
+                message.role, message.name, imported=record.source == "import"
+            )
+            if authority is None:
+                continue
+            words = [message.content, *(c.arguments for c in message.tool_calls)]
+            said.setdefault(authority, []).extend(words)
+    return {authority: "\n".join(words) for authority, words in said.items()}

@@ -1,0 +1,147 @@
+"""Which fact wins when consolidation rewrites MEMORY.md: authority before recency.
+
+The memory model merges the new ledger facts into MEMORY.md in its own words; what it
+answers is then checked here, deterministically, before it may be written:
+
+    authority   each line of the answer takes the authority of the facts its words come
+                from (the current MEMORY.md and the new entries, each with its tag;
+                facts.authority.attribute), never the tag the model wrote
+    the gate    like any write (facts.gate.admit_document)
+    contradict  a line of lower authority about the same subject as a ``user`` or
+                ``operator`` fact (most of that fact's subject words, not its words
+                exactly) is left out: it stays in its ledger, it does not enter MEMORY.md
+    replace     a ``user`` or ``operator`` fact the answer dropped comes back, under its
+                heading, unless a new fact of at least its authority about the same
+                subject came in with this merge (a newer word of the same weight)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agent_harness.memory.facts.authority import (
+    PROTECTED,
+    SUPPORT,
+    Fact,
+    attribute,
+    distinctive,
+    parse_fact,
+    rank,
+    support,
+)
+from agent_harness.memory.facts.gate import admit_document
+
+if TYPE_CHECKING:
+    from agent_harness.memory.facts.gate import Admitted, Policy
+
+__all__ = ["SUBJECT", "merge_checked", "said_by", "same_subject"]
+
+#: a line is about the same subject as a fact when it holds this share of the fact's
+#: subject words (its distinctive words without numbers and codes), two at least
+SUBJECT = 0.5
+
+
+def said_by(*documents: str) -> dict[str, str]:
+    """Fact lines grouped by authority ("" for lines without one): what each authority
+    said, for ``attribute``."""
+    said: dict[str, list[str]] = {}
+    for document in documents:
+        for line in document.splitlines():
+            fact = parse_fact(line)
+            if fact is not None:
+                said.setdefault(fact.authority or "", []).append(fact.text)
+    return {authority: "\n".join(lines) for authority, lines in said.items()}
+
+
+def _subject(text: str) -> set[str]:
+    return {w for w in distinctive(text) if not any(c.isdigit() for c in w)}
+
+
+def same_subject(fact: str, other: str) -> bool:
+    """Is ``other`` about what ``fact`` is about (``SUBJECT`` of its subject words)?"""
+    wanted = _subject(fact)
+    if len(wanted) < 2:
+        return False
+    return len(wanted & _subject(other)) / len(wanted) >= SUBJECT
+
+
+@dataclass
+class _Line:
+    text: str  # as stored
+    fact: Fact | None
+
+
+def merge_checked(
+    answer: str, *, current: str, entries: str, policy: Policy
+) -> tuple[str, Admitted]:
+    """The memory model's merged MEMORY.md, checked: authorities from the facts' words,
+    the gate, no lower fact over a ``user`` or ``operator`` one. Returns the document to
+    write and what the gate did (``counts`` also has ``contradictions_dropped`` and
+    ``protected_restored``)."""
+    said = said_by(current, entries)
+
+    def assign(text: str) -> str | None:
+        return attribute(text, said) or None
+
+    document, admitted = admit_document(answer, previous=current, assign=assign, policy=policy)
+    lines = [_Line(line, parse_fact(line)) for line in document.splitlines()]
+    protected = [f for f in map(parse_fact, current.splitlines()) if f and f.authority in PROTECTED]
+    newcomers = [f for f in map(parse_fact, entries.splitlines()) if f is not None]
+
+    kept: list[_Line] = []
+    for line in lines:
+        fact = line.fact
+        over = fact is not None and any(
+            rank(fact.authority) < rank(p.authority)
+            and same_subject(p.text, fact.text)
+            and distinctive(p.text) != distinctive(fact.text)
+            for p in protected
+        )
+        if over:
+            admitted.counts["contradictions_dropped"] += 1
+        else:
+            kept.append(line)
+    for p in protected:
+        if not _represented(p, kept) and not _superseded(p, newcomers):
+            _restore(p, kept, current)
+            admitted.counts["protected_restored"] += 1
+    text = "\n".join(line.text for line in kept).strip("\n")
+    return (text + "\n" if text else ""), admitted
+
+
+def _represented(fact: Fact, lines: list[_Line]) -> bool:
+    return any(
+        line.fact is not None
+        and rank(line.fact.authority) >= rank(fact.authority)
+        and support(fact.text, line.fact.text) >= SUPPORT
+        for line in lines
+    )
+
+
+def _superseded(fact: Fact, newcomers: list[Fact]) -> bool:
+    return any(
+        rank(new.authority) >= rank(fact.authority) and same_subject(fact.text, new.text)
+        for new in newcomers
+    )
+
+
+def _restore(fact: Fact, lines: list[_Line], current: str) -> None:
+    """Put ``fact`` back under the heading it had in ``current`` (at the end of that
+    heading's lines), or at the end when the answer has no such heading."""
+    heading = None
+    for line in current.splitlines():
+        if line.startswith("#"):
+            heading = line.strip()
+        elif parse_fact(line) == fact:
+            break
+    at = len(lines)
+    if heading is not None:
+        starts = [i for i, line in enumerate(lines) if line.text.strip() == heading]
+        if starts:
+            at = starts[0] + 1
+            while at < len(lines) and not lines[at].text.startswith("#"):
+                at += 1
+            while at > starts[0] + 1 and not lines[at - 1].text.strip():
+                at -= 1
+    lines.insert(at, _Line(fact.line(), fact))

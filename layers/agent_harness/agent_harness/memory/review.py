@@ -1,0 +1,220 @@
+"""The review queue: what the gate keeps out of memory, until a person decides.
+
+    review/queue.jsonl      one JSON object per held line, oldest first (CAS rewrite)
+
+A line lands here when it must not be written as a plain fact (memory.facts.gate): an
+instruction from below the user, or what a tool result or the agent claims about the
+user's payment details, accounts, credentials, contacts or identity. Nothing here is
+injected or searchable: the queue is outside ``memory/``. ``approve`` writes the line
+into MEMORY.md and the day's ledger with ``operator`` authority (a person vouched for
+it); ``reject`` drops it. Both are idempotent where it matters: an approval retried
+after a crash finds its ledger section and does not write the line twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING, Literal
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from agent_harness.clock import iso
+from agent_harness.errors import NotFoundError, PreconditionFailedError, StoreError
+from agent_harness.memory.facts.authority import OPERATOR
+from agent_harness.memory.facts.ledger import Source, day_of, render_section, saved_by, source_of
+from agent_harness.paths import MEMORY_FILE, REVIEW_FILE, ledger_path
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from agent_harness.ids import User
+    from agent_harness.memory.facts.gate import Held
+    from agent_harness.runtime import Runtime
+
+__all__ = ["MAX_PENDING", "Decision", "ReviewItem", "decide", "hold", "list_review"]
+
+logger = Logger(child=True)
+metrics = Metrics()
+
+#: the queue keeps the newest this many items (a flood of held lines pushes out the
+#: oldest, which were never memory anyway)
+MAX_PENDING = 500
+ATTEMPTS = 8
+Action = Literal["approve", "reject"]
+
+
+@dataclass(frozen=True)
+class ReviewItem:
+    id: str
+    text: str
+    #: who the words came from (``tool:orders``, ``assistant``, ``save:agent``, ...)
+    authority: str
+    #: why it was held: ``instruction``, or a claim's subject (``payment``, ``credential``,
+    #: ``contact``, ``identity``)
+    reason: str
+    #: the ``> source:`` fields of the write it came from
+    source: str
+    #: which writer held it: flush, memory_save, memory_put, rollback, consolidation
+    writer: str
+    day: str
+    created_at: str
+
+    def view(self) -> dict[str, str]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Decision:
+    id: str
+    action: Action
+    #: the lines written into MEMORY.md (approve)
+    written: list[str]
+
+    def view(self) -> dict[str, object]:
+        return asdict(self)
+
+
+_FIELDS = tuple(f.name for f in fields(ReviewItem))
+
+
+def _item_id(held: Held, source: str) -> str:
+    digest = hashlib.sha256(f"{held.authority}\n{held.text}\n{source}".encode()).hexdigest()
+    return "r" + digest[:15]
+
+
+def _parse(content: str) -> list[ReviewItem]:
+    """The queue's items; a line that is not one (edited by hand) is skipped, not fatal."""
+    items = []
+    for line in content.splitlines():
+        try:
+            data = json.loads(line)
+            items.append(ReviewItem(**{k: str(data[k]) for k in _FIELDS}))
+        except (ValueError, TypeError, KeyError):
+            if line.strip():
+                logger.warning("skipping a review line that is not an item")
+    return items
+
+
+def _render(items: list[ReviewItem]) -> str:
+    return "".join(json.dumps(i.view(), ensure_ascii=False) + "\n" for i in items)
+
+
+def _update(
+    rt: Runtime, user: User, change: Callable[[list[ReviewItem]], list[ReviewItem] | None]
+) -> list[ReviewItem]:
+    """Rewrite the queue with ``change(items)`` (None: leave it), If-Match on what was
+    read, again after a lost race. Returns the items as stored."""
+    for _ in range(ATTEMPTS):
+        current = rt.store.get(user, REVIEW_FILE)
+        items = _parse(current.content) if current else []
+        changed = change(items)
+        if changed is None:
+            return items
+        try:
+            if current is None:
+                rt.store.put(user, REVIEW_FILE, _render(changed), create_only=True)
+            else:
+                rt.store.put(user, REVIEW_FILE, _render(changed), if_match=current.etag)
+            return changed
+        except PreconditionFailedError:
+            continue
+    raise StoreError("updating the review queue failed: too many concurrent writers")
+
+
+def hold(
+    rt: Runtime, user: User, held: list[Held], *, source: str, writer: str, day: str
+) -> list[ReviewItem]:
+    """Queue ``held`` lines of one write (``source``: its ``> source:`` fields). An item
+    already queued (a retried job) is not queued twice."""
+    if not held:
+        return []
+    now = iso(rt.clock.now())
+    new = [
+        ReviewItem(
+            id=_item_id(h, source),
+            text=h.text,
+            authority=h.authority,
+            reason=h.reason,
+            source=source,
+            writer=writer,
+            day=day,
+            created_at=now,
+        )
+        for h in held
+    ]
+
+    def add(items: list[ReviewItem]) -> list[ReviewItem] | None:
+        known = {i.id for i in items}
+        fresh = [n for n in new if n.id not in known]
+        if not fresh:
+            return None
+        merged = [*items, *fresh]
+        if len(merged) > MAX_PENDING:
+            metrics.add_metric("ReviewItemsDropped", MetricUnit.Count, len(merged) - MAX_PENDING)
+        return merged[-MAX_PENDING:]
+
+    _update(rt, user, add)
+    metrics.add_metric("ReviewItemsHeld", MetricUnit.Count, len(new))
+    logger.info("lines held for review", extra={"writer": writer, "items": len(new)})
+    return new
+
+
+def list_review(rt: Runtime, user: User) -> list[ReviewItem]:
+    """The items awaiting a decision, oldest first (one GET)."""
+    current = rt.store.get(user, REVIEW_FILE)
+    return _parse(current.content) if current else []
+
+
+def decide(rt: Runtime, user: User, item_id: str, action: Action) -> Decision:
+    """Approve (write it as ``operator``) or reject one item; 404 when it is not queued."""
+    from agent_harness.memory.facts.gate import Candidate, Policy, admit
+
+    item = next((i for i in list_review(rt, user) if i.id == item_id), None)
+    if item is None:
+        raise NotFoundError(f"no review item {item_id!r}")
+    written: list[str] = []
+    if action == "approve":
+        # a person vouched for it: secrets and structure are still seen to
+        admitted = admit([Candidate(item.text, OPERATOR)], Policy.of(rt.settings), decided=True)
+        written = admitted.lines
+        _write_approved(rt, user, item, written)
+    _update(rt, user, lambda items: [i for i in items if i.id != item_id])
+    metrics.add_metric(f"ReviewItems_{action}", MetricUnit.Count, 1)
+    return Decision(id=item_id, action=action, written=written)
+
+
+def _write_approved(rt: Runtime, user: User, item: ReviewItem, lines: list[str]) -> None:
+    """MEMORY.md and the ledger of today, each once: a retry after a crash finds the
+    ledger section that names the item, and MEMORY.md lines already there."""
+    if not lines:
+        return
+    at = rt.clock.now()
+    path = ledger_path(day_of(at, rt.settings.zone))
+    origin = source_of(item.source)
+    source = (
+        Source(origin.session_id, origin.turns, via="review").render()
+        if origin is not None
+        else saved_by(OPERATOR, "review")
+    ) + f" item={item.id}"
+    ledger = rt.store.get(user, path)
+    if ledger is not None and f" item={item.id}" in ledger.content:
+        return
+    rt.store.append(
+        user,
+        MEMORY_FILE,
+        lambda existing: _missing(existing, lines),
+        writer=f"{OPERATOR}: review approve {item.id}",
+    )
+    section = render_section("Review", at, rt.settings.zone, lines, source)
+    rt.store.append(user, path, lambda existing: section)
+
+
+def _missing(existing: str, lines: list[str]) -> str:
+    have = set(existing.splitlines())
+    block = "".join(f"{line}\n" for line in lines if line not in have)
+    if not block:
+        return ""
+    return ("\n" if existing and not existing.endswith("\n") else "") + block
