@@ -37,6 +37,7 @@ NAMES = (
     "fan_out",
     "locomo_retrieval",
     "locomo_context",
+    "poisoning",
 )
 
 
