@@ -23,7 +23,7 @@ from agent_harness.errors import (
     ModelUnavailableError,
 )
 from agent_harness.models.anthropic import AnthropicChatModel
-from agent_harness.models.base import ChatRequest, Message, ToolSpec
+from agent_harness.models.base import ChatRequest, Message, ToolCall, ToolSpec
 from agent_harness.models.bedrock import BedrockChatModel
 from agent_harness.models.openai import OpenAIChatModel
 from agent_harness.models.resilience import ResilientModel
@@ -453,3 +453,41 @@ def test_retry_after_as_an_http_date_is_honoured() -> None:
     with pytest.raises(ModelRateLimitError) as caught:
         openai(Recorder(limited)).complete(FIRST)
     assert 28 <= caught.value.retry_after <= 31  # type: ignore[attr-defined]
+
+
+# -- the loop's last call: no tools offered, a history with tool calls ------------------------
+def last_call() -> ChatRequest:
+    """The loop's last call offers no tools, but its history holds the turn's tool calls."""
+    call = Message(
+        role="assistant",
+        tool_calls=[ToolCall(id="c1", name="memory_search", arguments='{"query": "tea"}')],
+    )
+    result = Message(role="tool", tool_call_id="c1", name="memory_search", content="green tea")
+    return ChatRequest(messages=[*FIRST.messages, call, result], tools=[])
+
+
+def test_anthropic_declares_the_historys_tools_not_to_be_called_when_none_are_offered() -> None:
+    recorder = Recorder(ANTHROPIC["plain"])
+    anthropic(recorder).complete(last_call())
+    sent = json.loads(recorder.requests[0].content)
+    assert [t["name"] for t in sent["tools"]] == ["memory_search"]  # refused without tools
+    assert sent["tool_choice"] == {"type": "none"}
+    plain = Recorder(ANTHROPIC["plain"])
+    anthropic(plain).complete(ChatRequest(messages=FIRST.messages, tools=[]))
+    assert "tools" not in json.loads(plain.requests[0].content)  # no tool history: no tools
+
+
+def test_bedrock_declares_the_historys_tools_when_none_are_offered() -> None:
+    captured: list[dict[str, Any]] = []
+
+    class Client:
+        def converse(self, **kwargs: Any) -> dict[str, Any]:
+            captured.append(kwargs)
+            return BEDROCK["plain"]
+
+    model = BedrockChatModel("m", client=Client())
+    model.complete(last_call())  # Converse refuses tool blocks without a toolConfig
+    [tool] = captured[0]["toolConfig"]["tools"]
+    assert tool["toolSpec"]["name"] == "memory_search"
+    model.complete(ChatRequest(messages=FIRST.messages, tools=[]))
+    assert "toolConfig" not in captured[1]

@@ -13,7 +13,7 @@ import httpx
 
 from agent_harness.errors import ModelOutputError
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
-from agent_harness.models.convert import alternating_turns
+from agent_harness.models.convert import alternating_turns, history_tools
 from agent_harness.models.http import ErrorBody, call_timeout, post_json
 
 if TYPE_CHECKING:
@@ -75,11 +75,18 @@ class AnthropicChatModel:
         }
         if system:
             payload["system"] = system
-        if request.tools:
-            payload["tools"] = [
-                {"name": t.name, "description": t.description, "input_schema": t.parameters}
-                for t in request.tools
-            ]
+        tools = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in request.tools
+        ]
+        # a history with tool blocks is refused unless its tools are declared, also on a
+        # call that offers none (the loop's last): those are declared, not to be called
+        offered = {t.name for t in request.tools}
+        tools += [_not_offered(n) for n in history_tools(turns) if n not in offered]
+        if tools:
+            payload["tools"] = tools
+            if not request.tools:
+                payload["tool_choice"] = {"type": "none"}
         headers = {"anthropic-version": API_VERSION}
         key = self._api_key() if callable(self._api_key) else self._api_key
         if key:
@@ -122,3 +129,11 @@ class AnthropicChatModel:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelOutputError(f"{self.name} returned a malformed message") from exc
+
+
+def _not_offered(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": "Called earlier in this conversation; not offered now.",
+        "input_schema": {"type": "object"},
+    }

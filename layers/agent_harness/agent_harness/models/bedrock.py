@@ -33,7 +33,7 @@ from agent_harness.errors import (
     ModelUnavailableError,
 )
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
-from agent_harness.models.convert import alternating_turns
+from agent_harness.models.convert import alternating_turns, history_tools
 from agent_harness.models.http import OVERFLOW_PHRASES
 
 if TYPE_CHECKING:
@@ -112,17 +112,18 @@ class BedrockChatModel:
         max_tokens = request.max_output_tokens or self._max_tokens
         if max_tokens:
             kwargs["inferenceConfig"] = {"maxTokens": max_tokens}
-        if request.tools:
+        offered = [(t.name, t.description, t.parameters) for t in request.tools]
+        # Converse refuses a history with tool blocks whose tools are not declared, and
+        # has no "none" choice: those are declared; a call of one on the loop's last call
+        # is not run (its text is the answer)
+        unused = "Called earlier in this conversation; not offered now."
+        names = {name for name, _, _ in offered}
+        offered += [(n, unused, {"type": "object"}) for n in history_tools(turns) if n not in names]
+        if offered:
             kwargs["toolConfig"] = {
                 "tools": [
-                    {
-                        "toolSpec": {
-                            "name": t.name,
-                            "description": t.description,
-                            "inputSchema": {"json": t.parameters},
-                        }
-                    }
-                    for t in request.tools
+                    {"toolSpec": {"name": n, "description": d, "inputSchema": {"json": schema}}}
+                    for n, d, schema in offered
                 ]
             }
         limit = self._timeout if request.timeout is None else min(request.timeout, self._timeout)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from agent_harness.models.base import Message
 
-__all__ = ["Part", "Turn", "alternating_turns", "parse_arguments"]
+__all__ = ["Part", "Turn", "alternating_turns", "history_tools", "parse_arguments"]
 
 
 @dataclass(frozen=True)
@@ -71,3 +71,10 @@ def alternating_turns(messages: list[Message]) -> tuple[str, list[Turn]]:
     if turns and turns[0].role == "assistant":
         turns.insert(0, Turn("user", [Part("text", text="(conversation continues)")]))
     return "\n\n".join(system), turns
+
+
+def history_tools(turns: list[Turn]) -> list[str]:
+    """The names of the tools the history called, in order, once each: Anthropic and
+    Bedrock refuse a history with tool blocks unless tools are declared, even on a call
+    that offers none (the loop's last call)."""
+    return list(dict.fromkeys(p.name for t in turns for p in t.parts if p.kind == "tool_use"))

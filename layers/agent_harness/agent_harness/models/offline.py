@@ -147,9 +147,14 @@ def extract_facts(conversation: str, known: str = "") -> list[str]:
 
 
 def _memory_lines(messages: list[Message]) -> list[str]:
+    """The lines of the injected MEMORY.md: a user-role reference message, or the result
+    of the synthetic memory_read call (the tool_result framing)."""
     for message in messages:
         block = markup.extract(message.content, markup.MEMORY)
-        if message.role == "user" and markup.HARNESS_CONTEXT in message.content and block:
+        framed = message.role == "user" or (
+            message.role == "tool" and message.name == "memory_read"
+        )
+        if framed and markup.HARNESS_CONTEXT in message.content and block:
             lines = []
             for line in block.splitlines():
                 fact = parse_fact(line)
