@@ -38,6 +38,7 @@ NAMES = (
     "locomo_retrieval",
     "locomo_context",
     "poisoning",
+    "framing",
 )
 
 

@@ -32,10 +32,14 @@ from agent_harness.mcp_config import McpServerConfig, check_deployed_credentials
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+#: how memory reaches the agent model (agent.context.framed)
+Framing = Literal["message", "tool_result"]
+
 __all__ = [
     "ENV",
     "PROVIDERS",
     "FlushTrigger",
+    "Framing",
     "McpServerConfig",
     "ModelSpec",
     "Settings",
@@ -79,6 +83,7 @@ ENV: dict[str, str] = {
     "recall_listing_seconds": "HARNESS_RECALL_LISTING_SECONDS",
     "recall_messages": "HARNESS_RECALL_MESSAGES",
     "recall_message_roles": "HARNESS_RECALL_MESSAGE_ROLES",
+    "memory_framing": "HARNESS_MEMORY_FRAMING",
     "user_daily_memory_tokens": "HARNESS_USER_DAILY_MEMORY_TOKENS",
     "user_daily_tokens": "HARNESS_USER_DAILY_TOKENS",
     "user_daily_turns": "HARNESS_USER_DAILY_TURNS",
@@ -270,6 +275,9 @@ class Settings(BaseModel):
     #: user's own by default: the agent's replies and tool results are not the user's
     #: word, and replaying them is how a poisoned page would come back
     recall_message_roles: str = "user"
+    #: how MEMORY.md and recall reach the agent model: user-role reference messages
+    #: ("message"), or the result of a synthetic memory_read call ("tool_result")
+    memory_framing: Framing = "message"
     #: each user's memory-model tokens per day (flush and consolidation), in
     #: ``timezone``; past it their jobs wait for the next day (0: unlimited)
     user_daily_memory_tokens: int = Field(default=0, ge=0)

@@ -4,7 +4,9 @@ session's working context, the new message.
 MEMORY.md does not go into the system prompt. It enters as a separate reference
 message, marked as data rather than instructions, with its source, version and load
 time, and always capped at ``consolidation_max_tokens`` (docs/design.md#budgets); beyond
-the cap a notice tells the model to search for the rest.
+the cap a notice tells the model to search for the rest. With ``HARNESS_MEMORY_FRAMING=
+tool_result`` the reference and the recall message are the result of a synthetic
+``memory_read`` call instead of user-role messages (measured in docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from agent_harness import markup
 from agent_harness.errors import ConflictError, PreconditionFailedError
-from agent_harness.models.base import Message
+from agent_harness.models.base import Message, ToolCall
 from agent_harness.paths import AGENTS_FILE, MEMORY_FILE, context_path
 from agent_harness.records import MemoryInjection
 
@@ -23,11 +25,14 @@ if TYPE_CHECKING:
     from agent_harness.ports import StoredObject
     from agent_harness.records import WorkingContext
     from agent_harness.runtime import Runtime
+    from agent_harness.settings import Framing
     from agent_harness.tokens import TokenCounter
 
 __all__ = [
     "DEFAULT_PERSONA",
+    "MEMORY_READ",
     "build_messages",
+    "framed",
     "memory_reference",
     "read_persona",
     "recall_reference",
@@ -151,16 +156,35 @@ def _recall_content(lines: str, loaded_at: str, messages: bool) -> str:
     )
 
 
+#: the synthetic tool of the ``tool_result`` framing: what it "returns" is the reference
+MEMORY_READ = "memory_read"
+
+
+def framed(reference: Message, call_id: str, framing: Framing) -> list[Message]:
+    """A reference message as the model gets it: as is (``message``), or as the result of
+    a ``memory_read`` call of the assistant (``tool_result``), which the providers' models
+    are trained to treat as data, never as the user's words (docs/architecture.md)."""
+    if framing == "message":
+        return [reference]
+    call = ToolCall(id=call_id, name=MEMORY_READ, arguments="{}")
+    return [
+        Message(role="assistant", tool_calls=[call]),
+        Message(role="tool", tool_call_id=call_id, name=MEMORY_READ, content=reference.content),
+    ]
+
+
 def build_messages(
     system_prompt: str,
     reference: Message | None,
     context: WorkingContext,
     new: Message,
     recall: Message | None = None,
+    *,
+    framing: Framing = "message",
 ) -> list[Message]:
     messages = [Message(role="system", content=system_prompt)]
     if reference is not None:
-        messages.append(reference)
+        messages.extend(framed(reference, "memory-md", framing))
     if context.summary:
         note = (
             "Earlier turns of this session, summarised. The full messages are in the thread "
@@ -176,7 +200,7 @@ def build_messages(
         )
     messages.extend(context.messages)
     if recall is not None:  # next to the message it is about; the prefix stays cacheable
-        messages.append(recall)
+        messages.extend(framed(recall, "memory-recall", framing))
     messages.append(new)
     return messages
 

@@ -205,20 +205,21 @@ def select_lines(
     chosen: list[Recalled] = []
     used = 0
     for line in found:
+        cost = counter.count(line.render()) + 1
+        if used + cost > max_tokens:
+            report.over_budget.append(line)
+            continue
         if line.said is not None and messages is not None:
-            # the gate's checks, only on the messages that would be shown (they cost
-            # a fraction of a millisecond each, on the hot path)
+            # the gate's checks, only on the messages that would be shown (a fraction of
+            # a millisecond each, on the hot path); redacting can only shorten a line
             checked = _checked(line, messages.policy)
             if checked is None:
                 report.held += 1
                 continue
             line = checked
-        cost = counter.count(line.render()) + 1
-        if used + cost <= max_tokens:
-            chosen.append(line)
-            used += cost
-        else:
-            report.over_budget.append(line)
+            cost = counter.count(line.render()) + 1
+        chosen.append(line)
+        used += cost
     return chosen
 
 
@@ -273,9 +274,9 @@ def _past_messages(
             for s in by_path.values()
             if s.index.links
         )
-    # messages of other roles rank too, and are left out after: ask for more
-    wanted = (limit + own) * (1 if messages.roles >= _ROLES else 2)
-    hits = search_files(indexes, query, "ranked", wanted, messages.facts, index.FACT_WEIGHT)
+    # messages of other roles rank too and are left out after: the candidates are many
+    # times what a budget shows, so the user's own still fill it
+    hits = search_files(indexes, query, "ranked", limit + own, messages.facts, index.FACT_WEIGHT)
     found: list[Recalled] = []
     for hit, share in zip(hits, coverage(indexes, query, hits), strict=True):
         session, turn, role, at = by_path[hit.path].meta(hit.line - 1)
@@ -299,7 +300,6 @@ def _past_messages(
     return _best_first(found)
 
 
-_ROLES = frozenset({"user", "assistant", "tool"})
 _TOOL_RESULT = re.compile(r"^\[tool_result: ([^\]]*)\] ")
 
 
