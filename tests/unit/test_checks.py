@@ -387,3 +387,31 @@ def test_claims_about_payment_credentials_contacts_and_identity_are_named(
 )
 def test_ordinary_facts_have_no_sensitive_subject(text: str) -> None:
     assert sensitive_subject(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("My credit card number is 4111 1111 1111 1111", "4111 1111 1111 1111"),
+        ("card 5555555555554444 exp 12/27", "5555555555554444"),
+        ("my 2FA backup codes are 1234-5678 8765-4321", "8765-4321"),
+        ("recovery code: ABCD-EFGH-IJKL", "ABCD-EFGH-IJKL"),
+        ("recovery codes: 1a2b3c4d, 5e6f7g8h and 9i0j1k2l", "9i0j1k2l"),
+    ],
+)
+def test_card_numbers_and_every_code_of_a_list_are_redacted(text: str, secret: str) -> None:
+    redacted, count = redact_secrets(text)
+    assert secret not in redacted and count >= 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "order 1234567890123 shipped",  # not a card: the check digit fails
+        "the number 0000 0000 0000 0000",
+        "call me at 4155550134",
+        "the recovery went well",
+    ],
+)
+def test_numbers_that_are_not_cards_or_codes_stay(text: str) -> None:
+    assert redact_secrets(text) == (text, 0)

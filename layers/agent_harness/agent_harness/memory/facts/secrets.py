@@ -117,6 +117,19 @@ _CODE_SECRET = _lazy(
     re.IGNORECASE | re.VERBOSE,
 )
 
+# recovery and backup codes, often a list: every code after the label ("1234-5678
+# 8765-4321", "ABCD-EFGH-IJKL"), not only the first
+_CODE_LIST = _lazy(
+    r"""(?P<label>\b(?:recovery|backup|2fa|mfa|otp|one[ \-]time|verification|login)[ \-]codes?\b)
+    (?P<sep>\s*(?:[:=]|\bare\b|\bis\b|\bwere\b|\bwas\b)?\s*)
+    (?P<value>(?:(?=[\w\-]*\d)[A-Za-z0-9][A-Za-z0-9\-]{3,24}|[A-Za-z0-9]{3,8}(?:-[A-Za-z0-9]{3,8})+)
+      (?:(?:\s*,\s*|\s+(?:and\s+)?)
+         (?:(?=[\w\-]*\d)[A-Za-z0-9][A-Za-z0-9\-]{3,24}|[A-Za-z0-9]{3,8}(?:-[A-Za-z0-9]{3,8})+))*)""",
+    re.IGNORECASE | re.VERBOSE,
+)
+# a payment card number: 13-19 digits, in groups or not, that pass the Luhn check
+_CARD_NUMBER = _lazy(r"(?<![\d\-])\d(?:[ \-]?\d){12,18}(?![\d\-])")
+
 # "password is hunter2", "API key: abc123", "aws_secret_access_key=...", "the password for
 # the staging db is ..."
 _LABELLED_SECRET = _lazy(
@@ -209,11 +222,31 @@ def redact_secrets(text: str) -> tuple[str, int]:
             return match.group(0)
         return redacted(match)
 
+    def card(match: re.Match[str]) -> str:
+        nonlocal count
+        digits = [int(c) for c in match.group(0) if c.isdigit()]
+        if not _luhn(digits):
+            return match.group(0)
+        count += 1
+        return SECRET_MARK
+
     text = _SEED_PHRASE.sub(seed, text)
+    text = _CARD_NUMBER.sub(card, text)
+    text = _CODE_LIST.sub(redacted, text)
     text = _CODE_SECRET.sub(redacted, text)
     text = _LABELLED_SECRET.sub(labelled, text)
     text = _BARE_PASSWORD.sub(bare, text)
     return text, count
+
+
+def _luhn(digits: list[int]) -> bool:
+    """The payment-card check digit holds (and the number is not all one digit)."""
+    total = 0
+    for n, d in enumerate(reversed(digits)):
+        if n % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0 and len(set(digits)) > 1
 
 
 def _looks_secret(value: str, *, strong: bool) -> bool:
