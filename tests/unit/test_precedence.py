@@ -90,3 +90,13 @@ def test_consolidation_writes_the_checked_document_and_holds_what_the_gate_holds
     assert "- [user] User said: I prefer green tea." in memory and "attacker" not in memory
     [held] = list_review(rt, ALICE)
     assert held.writer == "consolidation" and held.reason == "instruction"
+
+
+def test_a_lower_fact_sharing_one_word_with_a_users_is_not_taken_for_a_contradiction() -> None:
+    current = "# Memory\n- [user] User said: I live in Lyon.\n"
+    entries = "- [tool:weather] A tool result (weather) said: Lyon is sunny on 2026-12-02."
+    answer = (
+        current + "- [tool:weather] A tool result (weather) said: Lyon is sunny on 2026-12-02.\n"
+    )
+    document, counts = merge(answer, entries, current)
+    assert "Lyon is sunny" in document and counts.get("contradictions_dropped", 0) == 0

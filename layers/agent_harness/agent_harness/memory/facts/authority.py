@@ -108,7 +108,8 @@ class Fact:
     text: str
 
     def line(self) -> str:
-        return fact_line(self.authority, self.text)
+        """The line as stored: its text is the system's already (a mark it holds stays)."""
+        return f"- [{self.authority}] {self.text}" if self.authority else f"- {self.text}"
 
 
 def strip_tags(text: str) -> str:

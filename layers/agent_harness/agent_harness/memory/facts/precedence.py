@@ -7,9 +7,9 @@ answers is then checked here, deterministically, before it may be written:
                 from (the current MEMORY.md and the new entries, each with its tag;
                 facts.authority.attribute), never the tag the model wrote
     the gate    like any write (facts.gate.admit_document)
-    contradict  a line of lower authority about the same subject as a ``user`` or
-                ``operator`` fact (most of that fact's subject words, not its words
-                exactly) is left out: it stays in its ledger, it does not enter MEMORY.md
+    contradict  a line of lower authority that says what a ``user`` or ``operator``
+                fact says with a value changed ("black tea" for "green tea") is left
+                out: it stays in its ledger, it does not enter MEMORY.md
     replace     a ``user`` or ``operator`` fact the answer dropped comes back, under its
                 heading, unless a new fact of at least its authority about the same
                 subject came in with this merge (a newer word of the same weight)
@@ -35,11 +35,12 @@ from agent_harness.memory.facts.gate import admit_document
 if TYPE_CHECKING:
     from agent_harness.memory.facts.gate import Admitted, Policy
 
-__all__ = ["SUBJECT", "merge_checked", "said_by", "same_subject"]
+__all__ = ["CHANGED_WORDS", "merge_checked", "said_by", "same_subject"]
 
-#: a line is about the same subject as a fact when it holds this share of the fact's
-#: subject words (its distinctive words without numbers and codes), two at least
-SUBJECT = 0.5
+#: a line states the same thing as a fact with another value when they share at least
+#: two subject words (distinctive words without numbers and codes) and each has at most
+#: this many the other lacks ("green tea" / "black tea"; "is Dana Ruiz" / "is Sam Ortiz")
+CHANGED_WORDS = 2
 
 
 def said_by(*documents: str) -> dict[str, str]:
@@ -59,11 +60,13 @@ def _subject(text: str) -> set[str]:
 
 
 def same_subject(fact: str, other: str) -> bool:
-    """Is ``other`` about what ``fact`` is about (``SUBJECT`` of its subject words)?"""
-    wanted = _subject(fact)
-    if len(wanted) < 2:
-        return False
-    return len(wanted & _subject(other)) / len(wanted) >= SUBJECT
+    """Does ``other`` say what ``fact`` says, about the same thing, with at most a value
+    changed? ("lives in Lyon" and "Lyon is sunny" share a word, not a subject; two
+    people's facts about adoption share two words and differ in more.)"""
+    wanted, given = _subject(fact), _subject(other)
+    shared = len(wanted & given)
+    changed = max(len(wanted - given), len(given - wanted))
+    return shared >= 2 and changed <= CHANGED_WORDS
 
 
 @dataclass
