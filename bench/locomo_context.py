@@ -15,8 +15,11 @@ answering a fixed reply. The arms:
     both     MEMORY.md and automatic recall of memory lines (recall skips lines MEMORY.md
              shows; past messages off)
     messages automatic recall with past messages (HARNESS_RECALL_MESSAGES), MEMORY.md
-             removed: ledger lines and the imported sessions' messages alternate
+             removed: ledger lines and the imported sessions' messages alternate; both
+             speakers' messages (HARNESS_RECALL_MESSAGE_ROLES=user,assistant: LoCoMo's
+             two speakers are people, the import gives the second the assistant's role)
     shipped  MEMORY.md and automatic recall with past messages: the product's defaults
+             (the user's own past messages only)
 
 Scoring: an evidence turn (a dia_id) is in context when one line of the recorded input
 (any message, whitespace collapsed) holds the whole text of an observation the dataset
@@ -351,8 +354,11 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
         "*both* (recall skips lines the injected MEMORY.md already shows); *automatic "
         "recall with past messages* (MEMORY.md removed: the ledger lines alternate with "
         "the imported sessions' messages, each best first; the question's own new "
-        "session is left out); *MEMORY.md and recall with past messages*, the product's "
-        "defaults. *Automatic recall only* and *both* recall memory lines only "
+        "session is left out; both speakers' messages, `HARNESS_RECALL_MESSAGE_ROLES="
+        "user,assistant`: LoCoMo's two speakers are people, and the import gives the "
+        "second the assistant's role); *MEMORY.md and recall with past messages*, the "
+        "product's defaults (the user's own past messages only). *Automatic recall only* "
+        "and *both* recall memory lines only "
         "(`HARNESS_RECALL_MESSAGES=false`). Memory tokens "
         "per call are the turn's `memory_tokens` (MEMORY.md plus the recall message, "
         "as the product counts them).",

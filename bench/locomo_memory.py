@@ -189,7 +189,8 @@ def input_lines(body: dict[str, Any]) -> list[str]:
     ]
 
 
-_BULLET = re.compile(r"^\s*[-*]\s+(.*)$")
+#: a fact line; its authority tag (``- [import] ...``) says who, not what
+_BULLET = re.compile(r"^\s*[-*]\s+(?:\[[a-z]+(?::[\w.\-]+)?\]\s+)?(.*)$")
 
 
 def bullets(text: str) -> set[str]:
@@ -320,8 +321,15 @@ def ask(memory: Memory, key: str, items: list[Question]) -> list[Row]:
     arm, budget, floor = parse_key(key)
     rt, user = memory.rt, memory.user
     messages = arm in ("messages", "shipped")
+    # both of LoCoMo's speakers are people (the import gives the second the assistant's
+    # role): the messages arm recalls both, as a deployment recording conversations
+    # between people would configure it; shipped is the product's default (the user's own)
+    roles = "user,assistant" if arm == "messages" else "user"
     rt.settings = base_settings(
-        recall_max_tokens=budget, recall_min_score=floor, recall_messages=messages
+        recall_max_tokens=budget,
+        recall_min_score=floor,
+        recall_messages=messages,
+        recall_message_roles=roles,
     )
     present = rt.store.get(user, MEMORY_FILE) is not None
     alone = arm in ("recall", "messages")  # recall without MEMORY.md
