@@ -22,8 +22,6 @@ keeps a fact a fact. Nothing here calls a model; the same input gives the same o
 from __future__ import annotations
 
 import re
-from collections import Counter
-from dataclasses import dataclass, field
 from typing import Literal
 
 from agent_harness.memory.facts.secrets import SECRET_MARK, _lazy, redact_secrets
@@ -31,8 +29,6 @@ from agent_harness.memory.facts.secrets import SECRET_MARK, _lazy, redact_secret
 __all__ = [
     "INSTRUCTION_MARK",
     "SECRET_MARK",
-    "CheckedFacts",
-    "check_facts",
     "instruction_kind",
     "reads_as_instruction",
     "redact_pii",
@@ -351,34 +347,3 @@ def sensitive_subject(text: str) -> str | None:
     if any(_is_phone(m.group(0)) for m in _PHONE.compiled.finditer(text)):
         return "contact"  # a bare number of phone shape: last, an ID number is one too
     return None
-
-
-@dataclass
-class CheckedFacts:
-    facts: list[str] = field(default_factory=list)
-    #: what the checks did: secrets / pii replacements, instructions dropped or marked
-    counts: Counter[str] = field(default_factory=Counter)
-
-
-def check_facts(
-    bullets: list[str],
-    *,
-    pii: frozenset[str] = frozenset(),
-    instructions: Literal["drop", "mark"] = "drop",
-) -> CheckedFacts:
-    """Run every check on ``- `` bullets (already format- and length-checked)."""
-    out = CheckedFacts()
-    for bullet in bullets:
-        body = bullet.removeprefix("- ")
-        body, secrets = redact_secrets(body)
-        body, pii_found = redact_pii(body, pii)
-        out.counts["secrets"] += secrets
-        out.counts["pii"] += pii_found
-        if reads_as_instruction(body):
-            if instructions == "drop":
-                out.counts["instructions_dropped"] += 1
-                continue
-            out.counts["instructions_marked"] += 1
-            body = f"{INSTRUCTION_MARK} {body}"
-        out.facts.append(f"- {body}")
-    return out
