@@ -97,11 +97,11 @@ class Recall:
         context: Sequence[Message] = (),
     ) -> RecallResult:
         """The recall message for the new message ``text``, its tokens, its lines and
-        what was left out. ``context`` (the session's messages) gives the query the user's previous
-        message, and no line repeats one of them as thread search keeps it (capped, so
-        the comparison costs little): an OpenAI client without a session id sends its
-        conversation each time, so earlier requests' sessions hold copies. A failed read
-        costs the turn its recall, never the turn itself."""
+        what was left out. ``context`` (the session's messages) gives the query the
+        user's previous message, and no line repeats one of them as thread search keeps
+        it (capped, so the comparison costs little): an OpenAI client without a session
+        id sends its conversation each time, so earlier requests' sessions hold copies.
+        A failed read costs the turn its recall, never the turn itself."""
         said = [m.content for m in context if m.role == "user"]
         try:
             files = self._ledgers.result()
