@@ -88,3 +88,20 @@ def test_a_framed_turn_reaches_anthropic_as_a_tool_result_with_the_tool_declared
         if block["type"] == "text"
     ]
     assert not any("harness_context" in text for text in user_text)
+
+
+def test_auto_framing_is_a_tool_result_on_the_hosted_apis_and_messages_elsewhere() -> None:
+    hosted = [
+        Settings(agent_model="anthropic:claude-sonnet-4-5"),
+        Settings(agent_model="bedrock:anthropic.claude-sonnet-4-5-v1:0"),
+        Settings(agent_model="openai:gpt-4.1-mini"),
+    ]
+    local = [
+        Settings(),  # offline
+        Settings(agent_model="ollama:llama3.1"),
+        Settings(agent_model="openai:qwen2.5", openai_base_url="http://127.0.0.1:8000/v1"),
+    ]
+    assert [s.framing for s in hosted] == ["tool_result"] * 3
+    assert [s.framing for s in local] == ["message"] * 3
+    explicit = Settings(agent_model="anthropic:claude-sonnet-4-5", memory_framing="message")
+    assert explicit.framing == "message"

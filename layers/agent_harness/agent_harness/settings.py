@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -28,12 +27,21 @@ from pydantic import (
 
 from agent_harness.errors import ConfigError
 from agent_harness.mcp_config import McpServerConfig, check_deployed_credentials
+from agent_harness.setting_values import (
+    PROVIDERS,
+    FlushTrigger,
+    ModelSpec,
+    parse_duration,
+    parse_flush_trigger,
+    parse_model_spec,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
 #: how memory reaches the agent model (agent.context.framed)
 Framing = Literal["message", "tool_result"]
+_OPENAI_HOSTED = "https://api.openai.com/v1"
 
 __all__ = [
     "ENV",
@@ -47,9 +55,6 @@ __all__ = [
     "parse_flush_trigger",
     "parse_model_spec",
 ]
-
-#: Providers a model string may name (``provider:model``); ``offline`` stands alone.
-PROVIDERS = ("offline", "openai", "ollama", "anthropic", "bedrock")
 
 #: field name -> environment variable; docs/configuration.md lists each one
 #: (tests/unit/test_docs.py checks it)
@@ -127,93 +132,7 @@ ENV: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """A parsed model string: ``openai:gpt-4.1-mini`` -> ("openai", "gpt-4.1-mini")."""
-
-    provider: str
-    name: str
-
-    def __str__(self) -> str:
-        return self.provider if self.provider == "offline" else f"{self.provider}:{self.name}"
-
-
-def parse_model_spec(value: str) -> ModelSpec:
-    """Parse ``provider:model`` (or ``offline``) and check the provider is known."""
-    text = value.strip()
-    if text == "offline":
-        return ModelSpec("offline", "offline")
-    provider, sep, name = text.partition(":")
-    if not sep or not name.strip():
-        raise ValueError(f"model string {value!r} must look like 'provider:model' or 'offline'")
-    if provider not in PROVIDERS:
-        raise ValueError(f"unknown model provider {provider!r}; known: {', '.join(PROVIDERS)}")
-    return ModelSpec(provider, name.strip())
-
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(value: str) -> float:
-    """``300`` (seconds), ``90s``, ``5m``, ``1h30m``, ``250ms``, ``1d`` -> seconds."""
-    text = value.strip().lower().replace(" ", "")
-    if re.fullmatch(r"\d+(?:\.\d+)?", text):
-        return float(text)
-    pos, total = 0, 0.0
-    for match in _DURATION_PART.finditer(text):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        pos = match.end()
-    if not text or pos != len(text):
-        raise ValueError(f"{value!r} is not a duration like 300, 90s, 5m, 1h30m or 250ms")
-    return total
-
-
-@dataclass(frozen=True)
-class FlushTrigger:
-    """When a post-turn job runs the memory model (docs/architecture.md#never-and-on-compact).
-
-    ``always``: every job. ``throttled``: the first eligible job at once, then at most one
-    per ``gap_seconds`` per session (a skipped job's turns wait for the next flush, which a
-    tail sweep guarantees). ``on_compact``: only when the session is compacted (the
-    reference's NEVER). ``never``: no automatic extraction at all (memory_save only).
-    """
-
-    mode: Literal["always", "never", "throttled", "on_compact"]
-    gap_seconds: float = 0.0
-
-    def __str__(self) -> str:
-        if self.mode == "throttled":
-            return f"throttled:{self.gap_seconds:g}s"
-        return self.mode
-
-
-_PLAIN_TRIGGERS = {
-    "always": FlushTrigger("always"),
-    "never": FlushTrigger("never"),
-    "on_compact": FlushTrigger("on_compact"),
-}
-
-
-def parse_flush_trigger(value: str) -> FlushTrigger:
-    """``always`` | ``never`` | ``on_compact`` | ``throttled:<duration>``; a zero gap is
-    ``always`` (as in the reference); a negative or missing one is an error."""
-    text = value.strip().lower()
-    if text in _PLAIN_TRIGGERS:
-        return _PLAIN_TRIGGERS[text]
-    mode, sep, gap = text.partition(":")
-    if mode != "throttled" or not sep:
-        raise ValueError(
-            f"unknown flush trigger {value!r}; use always, never, on_compact or "
-            "throttled:<duration> (e.g. throttled:10m)"
-        )
-    seconds = parse_duration(gap)
-    return FlushTrigger("always") if seconds == 0 else FlushTrigger("throttled", seconds)
-
-
-#: header names whose values are credentials: never plain text in a deployed stack
+#: the ``{name}`` placeholders of a prompt template
 def _placeholders(template: str) -> list[str]:
     return re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", template)
 
@@ -244,7 +163,7 @@ class Settings(BaseModel):
     #: release the lease)
     deadline_margin_seconds: float = Field(default=3.0, ge=0, le=60)
     openai_api_key: SecretStr | None = None
-    openai_base_url: str = "https://api.openai.com/v1"
+    openai_base_url: str = _OPENAI_HOSTED
     openai_api_key_parameter: str | None = None  # SSM SecureString name
     openai_api_key_secret: str | None = None  # Secrets Manager secret name
     #: "authorization" (Bearer; OpenAI and most servers) or "api-key" (Azure, APIM)
@@ -276,8 +195,9 @@ class Settings(BaseModel):
     #: word, and replaying them is how a poisoned page would come back
     recall_message_roles: str = "user"
     #: how MEMORY.md and recall reach the agent model: user-role reference messages
-    #: ("message"), or the result of a synthetic memory_read call ("tool_result")
-    memory_framing: Framing = "message"
+    #: ("message"), the result of a synthetic memory_read call ("tool_result"), or
+    #: "auto": tool_result on the hosted APIs where it was measured, message elsewhere
+    memory_framing: Literal["auto", "message", "tool_result"] = "auto"
     #: each user's memory-model tokens per day (flush and consolidation), in
     #: ``timezone``; past it their jobs wait for the next day (0: unlimited)
     user_daily_memory_tokens: int = Field(default=0, ge=0)
@@ -492,6 +412,21 @@ class Settings(BaseModel):
     @cached_property
     def pii_kinds(self) -> frozenset[str]:
         return frozenset() if self.redact_pii == "none" else frozenset(self.redact_pii.split(","))
+
+    @cached_property
+    def framing(self) -> Framing:
+        """How memory reaches the agent model. ``auto``: as a tool result on the hosted
+        OpenAI, Anthropic and Bedrock APIs (where no planted line then reaches the model
+        as the user's words: docs/architecture.md#memory-framing); as messages for a
+        local OpenAI-compatible server, Ollama and the offline model, whose chat
+        templates may refuse a tool message."""
+        if self.memory_framing != "auto":
+            return self.memory_framing
+        provider = self.model_for("agent").provider
+        hosted = provider in ("anthropic", "bedrock") or (
+            provider == "openai" and self.openai_base_url.rstrip("/") == _OPENAI_HOSTED
+        )
+        return "tool_result" if hosted else "message"
 
     def model_for(self, role: Literal["agent", "memory", "compaction"]) -> ModelSpec:
         """The model of a role, falling back to the agent model when unset."""

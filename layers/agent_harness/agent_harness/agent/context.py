@@ -4,9 +4,10 @@ session's working context, the new message.
 MEMORY.md does not go into the system prompt. It enters as a separate reference
 message, marked as data rather than instructions, with its source, version and load
 time, and always capped at ``consolidation_max_tokens`` (docs/design.md#budgets); beyond
-the cap a notice tells the model to search for the rest. With ``HARNESS_MEMORY_FRAMING=
-tool_result`` the reference and the recall message are the result of a synthetic
-``memory_read`` call instead of user-role messages (measured in docs/benchmarks.md).
+the cap a notice tells the model to search for the rest. On the hosted APIs
+(``Settings.framing``) the reference and the recall message are the result of a
+synthetic ``memory_read`` call instead of user-role messages
+(docs/architecture.md#memory-framing).
 """
 
 from __future__ import annotations

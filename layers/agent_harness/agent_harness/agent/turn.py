@@ -345,7 +345,7 @@ class _Turn:
                 self.context,
                 draft.user_message,
                 draft.recall,
-                framing=self.settings.memory_framing,
+                framing=self.settings.framing,
             )
             limit = draft.loop.model_calls + 1 if final else self.settings.max_model_calls
             return run_loop(
