@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from agent_harness.errors import HarnessError
-from console import views, views_data, views_review
+from console import views, views_data, views_review, views_sessions
 from console.page import Ctx, Page, error_page
 from console.target import TargetError
 
@@ -101,14 +101,14 @@ def _route(method: str, parts: list[str]) -> Callable[[Ctx], Result] | None:
                 ("versions",): views.versions_page,
                 ("ledgers",): views_data.ledgers_page,
                 ("review",): views_review.review_page,
-                ("sessions",): views_data.sessions_page,
+                ("sessions",): views_sessions.sessions_page,
                 ("search",): views_data.search_page,
             }
             if tuple(tail) in pages:
                 page = pages[tuple(tail)]
                 return lambda ctx: page(ctx, views.user_of(user))
             if len(tail) == 2 and tail[0] == "sessions":
-                return lambda ctx: views_data.session_page(ctx, views.user_of(user), tail[1])
+                return lambda ctx: views_sessions.session_page(ctx, views.user_of(user), tail[1])
     if method == "POST":
         if parts == ["operations", "redrive"]:
             return views_data.redrive

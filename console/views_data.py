@@ -7,12 +7,10 @@ import json
 from typing import TYPE_CHECKING
 
 from agent_harness import overview
-from agent_harness.agent.history import list_turns
 from agent_harness.agent.recall import preview_recall
 from agent_harness.aws import dlq
-from agent_harness.errors import InvalidRequestError, NotFoundError
-from agent_harness.ids import validate_day, validate_session_id
-from agent_harness.memory.chain import memory_tools_of
+from agent_harness.errors import InvalidRequestError
+from agent_harness.ids import validate_day
 from agent_harness.memory.facts.authority import parse_fact
 from agent_harness.memory.jobs.forget import forget_user
 from agent_harness.memory.search import search_memory
@@ -33,7 +31,6 @@ from console.views import existing_user, fact_html, user_of
 if TYPE_CHECKING:
     from agent_harness.ids import User
     from agent_harness.memory.engine.index import Hit, Mode
-    from agent_harness.records import RecalledLine, TurnRecord
     from console.page import Ctx
 
 __all__ = [
@@ -41,9 +38,10 @@ __all__ = [
     "ledgers_page",
     "operations_page",
     "redrive",
+    "score_text",
     "search_page",
-    "session_page",
-    "sessions_page",
+    "source_link",
+    "turn_link",
 ]
 
 MODES: tuple[Mode, ...] = ("phrase", "all", "any", "ranked")
@@ -131,178 +129,6 @@ def _day_tables(user: User, view: overview.UserOverview, day: str, in_archive: b
     return out
 
 
-def sessions_page(ctx: Ctx, user: User) -> Page:
-    sessions = overview.list_sessions(ctx.rt, user)
-    if not sessions:
-        existing_user(ctx, user)
-        return Page(
-            f"Sessions of {user.id}", notice("No sessions yet."), user_id=user.id, tab="sessions"
-        )
-    rows = [
-        [
-            link(user_url(user.id, "sessions", s.session_id), s.session_id),
-            esc(s.turns),
-            esc(s.first_at or "–"),
-            esc(s.last_at or "–"),
-        ]
-        for s in sessions
-    ]
-    return Page(
-        f"Sessions of {user.id}",
-        table(["session", "turns", "first", "last"], rows, caption="Most recently active first"),
-        user_id=user.id,
-        tab="sessions",
-    )
-
-
-def session_page(ctx: Ctx, user: User, session_id: str) -> Page:
-    validate_session_id(session_id)
-    records, _ = list_turns(ctx.rt, user, session_id, limit=500)
-    if not records:
-        raise NotFoundError(f"{user.id!r} has no session {session_id!r}")
-    body = "".join(_turn_view(user, r) for r in records)
-    return Page(f"Session {session_id}", body, user_id=user.id, tab="sessions")
-
-
-def _turn_view(user: User, record: TurnRecord) -> str:
-    usage = record.usage
-    marks = []
-    if record.compacted:
-        marks.append('<span class="badge warn">compacted: older turns were summarised here</span>')
-    if record.source == "import":
-        marks.append('<span class="badge">imported</span>')
-    messages = []
-    for m in record.messages:
-        calls = "".join(
-            '<div class="call"><span class="role">tool call</span> '
-            f'<code>{esc(c.name)}</code> <code class="id">{esc(c.id)}</code>'
-            f"<pre>{esc(c.arguments)}</pre></div>"
-            for c in m.tool_calls
-        )
-        if m.role == "tool":
-            content = (
-                '<span class="role">tool result</span> '
-                f"<code>{esc(m.name or '')}</code> "
-                f'<code class="id">{esc(m.tool_call_id or "")}</code>'
-                f"<pre>{esc(m.content)}</pre>"
-            )
-        else:
-            content = (
-                f'<span class="role">{esc(m.role)}</span> '
-                f'<span class="text">{esc(m.content)}</span>'
-            )
-        messages.append(f'<li class="msg {esc(m.role)}">{content}{calls}</li>')
-    return (
-        f'<article class="turn" id="turn-{record.turn}">'
-        f"<h2>Turn {record.turn} {''.join(marks)}</h2>"
-        f'<p class="meta">{esc(record.created_at)} · model {esc(record.model or "–")} · '
-        f"{usage.input_tokens:,} in / {usage.output_tokens:,} out tokens · "
-        f"memory {record.memory.total_tokens:,} tokens</p>"
-        f'<ol class="messages">{"".join(messages)}</ol>{_memory_record(user, record)}</article>'
-    )
-
-
-def _memory_record(user: User, record: TurnRecord) -> str:
-    """What memory reached the turn (the record ``memory.chain.turn_memory`` serves): the
-    MEMORY.md version injected, each recalled line and why, what recall cut, and the
-    memory tools the turn ran with what they returned."""
-    memory, turn = record.memory, record.turn
-    if memory.tokens:
-        version = (
-            link(
-                user_url(user.id, "versions", b=memory.version_id),
-                f"version {memory.version_id}",
-            )
-            if memory.version_id
-            else "version –"
-        )
-        size = f"{memory.tokens:,} tokens"
-        if memory.truncated:
-            size += f", truncated from {memory.original_tokens:,}"
-        injected = f"{version} · ETag <code>{esc(memory.etag or '–')}</code> · {esc(size)}"
-    else:
-        injected = "not injected (no MEMORY.md then, or memory hooks off)"
-    lines, cut = memory.lines, memory.cut
-    if lines:
-        recall = f"{memory.recall_tokens:,} tokens · {len(lines)} line{'s' * (len(lines) != 1)}"
-    elif memory.recalled:  # a turn recorded before the lines were: their sources only
-        recall = f"{memory.recall_tokens:,} tokens · " + esc(", ".join(memory.recalled))
-    else:
-        recall = "nothing recalled"
-    budget = (
-        f"token budget: {len(cut.budget)} line{'s' * (len(cut.budget) != 1)} "
-        f"({esc(', '.join(cut.budget))})"
-        if cut.budget
-        else "token budget: none"
-    )
-    cuts = f"{budget} · under the score floor: {cut.floor} · held by the checks: {cut.held}"
-    tools = memory_tools_of(record)
-    items = [
-        ("MEMORY.md", injected),
-        ("Recall", recall),
-        ("Recall cut", cuts),
-        ("Memory tools", f"{len(tools)} call{'s' * (len(tools) != 1)}" if tools else "none"),
-    ]
-    facts = "".join(f"<div><dt>{esc(k)}</dt><dd>{v}</dd></div>" for k, v in items)
-    shown = (
-        table(
-            ["authority", "fact id", "score", "day", "source", "line"],
-            [_recalled_row(user, line) for line in lines],
-            caption=f"Lines recalled for turn {turn}, in the order shown",
-            cls="compact recalled",
-        )
-        if lines
-        else ""
-    )
-    ran = (
-        table(
-            ["tool", "call", "arguments", "result"],
-            [
-                [
-                    f"<code>{esc(t['name'])}</code>",
-                    f'<code class="id">{esc(t["call_id"])}</code>',
-                    f"<pre>{esc(t['arguments'])}</pre>",
-                    f"<pre>{esc(t['result'])}</pre>"
-                    if t["result"] is not None
-                    else '<span class="meta">no result recorded</span>',
-                ]
-                for t in tools
-            ],
-            caption=f"Memory tools of turn {turn}",
-            cls="compact tools",
-        )
-        if tools
-        else ""
-    )
-    return (
-        f'<section class="memory-record" aria-labelledby="mem-{turn}">'
-        f'<h3 id="mem-{turn}">Memory record</h3><dl class="record">{facts}</dl>'
-        f"{shown}{ran}</section>"
-    )
-
-
-def _recalled_row(user: User, line: RecalledLine) -> list[str]:
-    fact = parse_fact(line.text)
-    return [
-        authority_badge(line.authority),
-        f'<code class="id">{esc(line.fact_id)}</code>',
-        _score(line.score),
-        esc(line.day or "–"),
-        _recalled_source(user, line),
-        esc(fact.text if fact is not None else line.text),
-    ]
-
-
-def _recalled_source(user: User, line: RecalledLine) -> str:
-    """A ledger or MEMORY.md line links to where it is; a past message to its turn."""
-    if line.session_id and line.turn:
-        return _turn_link(user, line.session_id, line.turn)
-    path, _, number = line.source.rpartition("#")
-    if path and number.isdigit():
-        return _source_link(user, path, int(number))
-    return f'<span class="src">{esc(line.source)}</span>'
-
-
 def search_page(ctx: Ctx, user: User) -> Page:
     query, message = ctx.q("q").strip(), ctx.q("message").strip()
     controls = (
@@ -330,16 +156,16 @@ def _mode_column(ctx: Ctx, user: User, query: str, mode: Mode) -> str:
     threads = search_threads(ctx.rt, user, query, mode, SEARCH_LIMIT, ctx.rt.search_cache)
     memory_items = (
         "".join(
-            f'<li><span class="score">{_score(h.score)}</span> '
-            f"{_source_link(user, h.path, h.line)} {_hit_text(h)}</li>"
+            f'<li><span class="score">{score_text(h.score)}</span> '
+            f"{source_link(user, h.path, h.line)} {_hit_text(h)}</li>"
             for h in hits
         )
         or '<li class="none">no match</li>'
     )
     thread_items = (
         "".join(
-            f'<li><span class="score">{_score(h.score)}</span> '
-            f"{_turn_link(user, h.session_id, h.turn)} "
+            f'<li><span class="score">{score_text(h.score)}</span> '
+            f"{turn_link(user, h.session_id, h.turn)} "
             f'<span class="role">{esc(h.role)}</span> {esc(h.text)}</li>'
             for h in threads
         )
@@ -386,16 +212,16 @@ def _recall_section(ctx: Ctx, user: User, message: str) -> str:
     )
 
 
-def _turn_link(user: User, session_id: str, turn: int) -> str:
+def turn_link(user: User, session_id: str, turn: int) -> str:
     href = user_url(user.id, "sessions", session_id) + f"#turn-{turn}"
     return link(href, f"{session_id}#{turn}")
 
 
-def _score(score: float | None) -> str:
+def score_text(score: float | None) -> str:
     return esc(f"{score:.3f}") if score is not None else "–"
 
 
-def _source_link(user: User, path: str, line: int) -> str:
+def source_link(user: User, path: str, line: int) -> str:
     href = ledger_url(user.id, path, line)
     if href:
         return link(href, f"{path}#{line}", class_="src")
