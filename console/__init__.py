@@ -11,5 +11,7 @@ stylesheet and a few lines of JavaScript; every page works without them.
     server.py   HTTP: routing, loopback and same-origin checks, errors as pages
     page.py     the page frame and the small HTML helpers
     views.py    users, MEMORY.md with provenance, versions and diff, charts
-    views_data.py  ledgers, sessions, search with the recall preview, operations
+    views_data.py  ledgers, search with the recall preview, operations
+    views_sessions.py  sessions and a turn's recalled memory
+    views_review.py    the review queue
 """
