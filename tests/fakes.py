@@ -393,15 +393,26 @@ class MemoryTable:
                 self._add_usage(user, usage)
 
     def pause_turn(
-        self, user: User, session_id: str, owner: str, mark: PauseMark, turn: int
+        self,
+        user: User,
+        session_id: str,
+        owner: str,
+        mark: PauseMark,
+        turn: int,
+        *,
+        usage: UsageDelta | None = None,
     ) -> None:
         self.calls.append("pause_turn")
+        if usage is not None:
+            check_usage(usage)
         with self.lock:
             item = self.sessions.get((user.key, session_id))
             if item is None or item.lease_owner != owner:
                 raise ConflictError("lease lost")
             item.state = replace(item.state, pause=mark, turn=turn)
             item.lease_owner = None
+            if usage is not None and not usage.empty():
+                self._add_usage(user, usage)
 
     def release_session_lease(self, user: User, session_id: str, owner: str) -> None:
         self.calls.append("release_session_lease")

@@ -574,5 +574,6 @@ def test_a_client_tool_round_trip_pauses_and_resumes_with_few_aws_requests(stack
     [job] = stack.receive("FlushQueue")
     assert json.loads(job["Body"])["turn"] == 1
     assert sorted(c.split(":")[0] for c in pause_requests) == sorted(
-        ["UpdateItem", "GetObject", "GetObject", "ListObjectsV2", "PutObject", "UpdateItem"]
+        # the pause and its spend: one transaction
+        ["UpdateItem", "GetObject", "GetObject", "ListObjectsV2", "PutObject", "TransactWriteItems"]
     )

@@ -346,8 +346,18 @@ class SessionTable(Protocol):
         ...
 
     def pause_turn(
-        self, user: User, session_id: str, owner: str, mark: PauseMark, turn: int
-    ) -> None: ...
+        self,
+        user: User,
+        session_id: str,
+        owner: str,
+        mark: PauseMark,
+        turn: int,
+        *,
+        usage: UsageDelta | None = None,
+    ) -> None:
+        """Mark the turn paused and release the lease; with a non-empty ``usage``, add it
+        to the user's day in the same atomic write, as ``commit_turn`` does."""
+        ...
 
     def release_session_lease(self, user: User, session_id: str, owner: str) -> None: ...
 

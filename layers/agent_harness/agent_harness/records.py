@@ -145,6 +145,9 @@ class PendingTurn(BaseModel):
     model_calls: int = 0
     model: str = ""
     compacted: bool = False
+    #: the spend so far was counted by the pause's own write (a pause written before
+    #: pauses counted is counted when its turn completes)
+    spend_counted: bool = False
 
     @property
     def pauses(self) -> list[str]:

@@ -21,10 +21,13 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.errors import BudgetExhaustedError, HarnessError, ValidationFailedError
-from agent_harness.ports import ROLES, AdmissionCheck, Budget, UsageDelta
+from agent_harness.ports import ROLES, TURN_ROLES, AdmissionCheck, Budget, UsageDelta
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agent_harness.ids import User
+    from agent_harness.meter import Spend
     from agent_harness.models.base import Usage
     from agent_harness.ports import Admission, DayUsage
     from agent_harness.runtime import Runtime
@@ -36,6 +39,7 @@ __all__ = [
     "budget_view",
     "budgets_on",
     "combine",
+    "count_unfinished",
     "effective_budget",
     "known_override",
     "learn_turn_cost",
@@ -49,6 +53,7 @@ __all__ = [
     "set_user_budget",
     "stack_budget",
     "today",
+    "token_guard",
     "top_report",
     "turn_delta",
     "usage_report",
@@ -241,31 +246,76 @@ def release_turn(rt: Runtime, user: User, admission: AdmissionCheck, *, keep_tur
 
 def turn_delta(
     rt: Runtime,
-    agent: Usage,
-    agent_calls: int,
-    compaction: Usage,
+    spend: Spend,
     *,
     completed: bool,
     admission: AdmissionCheck | None = None,
     counted: bool = False,
 ) -> UsageDelta:
-    """What a turn's own calls spent, for its commit: its ``admission`` (this call's,
-    not yet spent) reserved an estimate that the real tokens replace; a turn neither
-    admitted now nor ``counted`` when it began (a paused turn was) is counted now."""
+    """What a request's own calls spent (its meter's ``spend``), for the write that ends
+    it: its ``admission`` (this call's, not yet spent) reserved an estimate that the real
+    tokens replace; a ``completed`` turn neither admitted now nor ``counted`` when it
+    began (a paused turn was) is counted now."""
     return UsageDelta(
         day=today(rt),
-        tokens={
-            "agent": (agent.input_tokens, agent.output_tokens),
-            "compaction": (compaction.input_tokens, compaction.output_tokens),
-        },
-        model_calls={
-            "agent": agent_calls,
-            "compaction": 1 if compaction.input_tokens or compaction.output_tokens else 0,
-        },
+        tokens={r: (u.input_tokens, u.output_tokens) for r, u in spend.tokens.items()},
+        model_calls=dict(spend.calls),
         turns=1 if completed else 0,
         released=admission.estimate if admission else 0,
         unadmitted=1 if completed and admission is None and not counted else 0,
     )
+
+
+def count_unfinished(
+    rt: Runtime,
+    user: User,
+    spend: Spend,
+    admission: AdmissionCheck | None,
+    unbilled: UsageDelta | None,
+    *,
+    keep_turn: bool = False,
+) -> None:
+    """A request that ends without the write that counts it (failed, out of time, a
+    budget spent mid-turn): the calls it made are counted now, in one write. A turn that
+    called the model keeps its admission (it did the work a turn is counted for);
+    one that made no call gives it back."""
+    if spend.empty() and unbilled is None:
+        if admission is not None:
+            release_turn(rt, user, admission, keep_turn=keep_turn)
+        return
+    delta = combine(unbilled, turn_delta(rt, spend, completed=False, admission=admission))
+    try:
+        rt.table.add_usage(user, delta)
+    except HarnessError as exc:  # the original error matters; the log keeps the spend
+        logger.warning("usage not counted", extra={"tokens": delta.turn_tokens, "error": str(exc)})
+
+
+def token_guard(
+    rt: Runtime, user: User, admission: AdmissionCheck | None
+) -> Callable[[int], None] | None:
+    """Before each model call of a turn after its first: refuse it (429) once the day's
+    counted agent and compaction tokens plus this turn's reach the token limit, so one
+    turn overspends by at most its last call. The day is read once, at the turn's
+    second call (one Query, only under a token limit)."""
+    if admission is None or admission.token_limit <= 0:
+        return None
+    limit, day = admission.token_limit, admission.day
+    counted: list[int] = []
+
+    def guard(spent: int) -> None:
+        if not counted:
+            found = rt.table.usage_days(user, day, day)
+            counted.append(sum(sum(d.tokens[r]) for d in found for r in TURN_ROLES))
+        if counted[0] + spent >= limit:
+            metrics.add_metric("TurnsStoppedOverBudget", MetricUnit.Count, 1)
+            wait = max(1, int((renewal(rt) - rt.clock.now()).total_seconds()) + 1)
+            raise BudgetExhaustedError(
+                "today's budget of tokens was spent during this turn; it stopped before "
+                f"its next model call. It renews at midnight ({rt.settings.timezone})",
+                retry_after=wait,
+            )
+
+    return guard
 
 
 def combine(first: UsageDelta | None, second: UsageDelta) -> UsageDelta:

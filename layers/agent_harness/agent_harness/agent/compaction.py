@@ -32,6 +32,7 @@ from agent_harness.models.base import ChatRequest, Message, ToolCall, Usage
 from agent_harness.models.windows import context_window
 
 if TYPE_CHECKING:
+    from agent_harness.models.base import ChatModel
     from agent_harness.records import WorkingContext
     from agent_harness.runtime import Runtime
     from agent_harness.settings import Settings
@@ -197,11 +198,17 @@ def _plan(rt: Runtime, context: WorkingContext, pending: list[Message], force: b
 
 
 def compact(
-    rt: Runtime, context: WorkingContext, pending: list[Message], *, force: bool = False
+    rt: Runtime,
+    context: WorkingContext,
+    pending: list[Message],
+    *,
+    force: bool = False,
+    model: ChatModel | None = None,
 ) -> Usage | None:
     """Compact ``context`` in place when it is due (or ``force``); returns the summary
     call's usage if it did, None if not. Raises ``ModelError`` only when forced;
-    otherwise a failed summary just skips."""
+    otherwise a failed summary just skips. ``model``: the compaction role's (metered by
+    a turn), by default the runtime's."""
     cut = _plan(rt, context, pending, force)
     if cut is None:
         return None
@@ -214,7 +221,7 @@ def compact(
         rt.settings.compaction_summary_prompt or SUMMARY_PROMPT, messages=previous + rendered
     )
     try:
-        answer = rt.models.for_role("compaction").complete(
+        answer = (model or rt.models.for_role("compaction")).complete(
             ChatRequest(messages=[Message(role="user", content=prompt)], purpose="compact")
         )
     except ModelError:

@@ -88,10 +88,11 @@ class SessionLease:
         if usage is not None:
             learn_turn_cost(self.rt, self.user, usage)
 
-    def pause(self, mark: PauseMark, turn: int) -> None:
+    def pause(self, mark: PauseMark, turn: int, usage: UsageDelta | None = None) -> None:
         """Commit a pause for client tool results (``turn``: the last completed turn) and
-        release, in one conditional write."""
-        self.rt.table.pause_turn(self.user, self.session_id, self.owner, mark, turn)
+        release, in one conditional write (with ``usage``: the spend so far counted in
+        the same write)."""
+        self.rt.table.pause_turn(self.user, self.session_id, self.owner, mark, turn, usage=usage)
         self.committed = True
         _remember(self.rt, self.user, self.session_id, replace(self.state, turn=turn, pause=mark))
 

@@ -20,7 +20,9 @@ trace but a released lease (docs/design.md#failed-model-writes-nothing). The tur
 is written before the reply is returned (docs/design.md#no-lost-turn).
 
 When the model calls one of the caller's own tools the turn pauses instead (agent/pause):
-4 PUT context.json with the turn so far, 5 UpdateItem pause mark + release; the answer is
+4 PUT context.json with the turn so far, 5 TransactWriteItems: pause mark + release and
+the spend so far counted (every model call is counted when its request ends, however it
+ends: meter, usage.count_unfinished); the answer is
 ``requires_action`` with the calls. The results come as a new request on the same turn:
 1 lease, 2 GET context.json (MEMORY.md is reused as the turn first saw it), the loop goes
 on, then 4-7 as above, or another pause.
@@ -60,11 +62,12 @@ from agent_harness.errors import (
     SessionNotFoundError,
 )
 from agent_harness.ids import validate_session_id
+from agent_harness.meter import Meter, Metered, Spend
 from agent_harness.models.base import Message, ToolSpec, Usage
 from agent_harness.paths import AGENTS_FILE, MEMORY_FILE, context_path, turn_path
 from agent_harness.ports import AdmissionCheck, PauseMark, UsageDelta
 from agent_harness.records import MemoryInjection, PendingTurn, TurnRecord, WorkingContext
-from agent_harness.usage import combine, release_turn, turn_delta
+from agent_harness.usage import combine, count_unfinished, release_turn, token_guard, turn_delta
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -74,6 +77,8 @@ if TYPE_CHECKING:
     from agent_harness.agent.importer import ImportedMessage
     from agent_harness.agent.lease import SessionLease
     from agent_harness.ids import User
+    from agent_harness.models import Role
+    from agent_harness.models.base import ChatModel
     from agent_harness.ports import SessionState, StoredObject
     from agent_harness.runtime import Runtime
 
@@ -122,8 +127,10 @@ def run_turn(
         keep_turn = result.status == "requires_action"
     except SessionNotFoundError:
         raise pause.no_pending(session_id) from None
-    finally:  # failed, paused or answered again: no commit spent the admission
-        if admission is not None and not (turn and turn.admission_spent):
+    finally:  # what no write counted: a failed request's calls, an unspent admission
+        if turn is not None:
+            turn.settle(keep_turn=keep_turn)
+        elif admission is not None:
             release_turn(rt, user, admission, keep_turn=keep_turn)
     if result.job_turn is not None:
         result.flush = enqueue_post_turn(rt, user, session_id, result, lease.state, started)
@@ -146,6 +153,9 @@ class _Draft:
     compacted: bool = False
     pauses: list[str] = field(default_factory=list)
     answered: list[str] = field(default_factory=list)
+    #: spend of earlier requests of this turn no write has counted (a pause written
+    #: before pauses counted their spend)
+    uncounted: Spend = field(default_factory=Spend)
 
     @classmethod
     def resumed(cls, pending: PendingTurn, messages: list[Message]) -> _Draft:
@@ -162,7 +172,17 @@ class _Draft:
             compacted=pending.compacted,
             pauses=pending.pauses,
             answered=[*pending.answered, *(call.id for call in pending.calls)],
+            uncounted=Spend() if pending.spend_counted else _spend_of(pending),
         )
+
+
+def _spend_of(pending: PendingTurn) -> Spend:
+    compaction = pending.compaction_usage
+    compacted = 1 if compaction.input_tokens or compaction.output_tokens else 0
+    return Spend(
+        {"agent": pending.usage, "compaction": compaction},
+        {"agent": pending.model_calls, "compaction": compacted},
+    )
 
 
 class _Turn:
@@ -187,6 +207,22 @@ class _Turn:
         #: spend of a turn completed without its own commit (closed before a new message):
         #: counted by the commit that follows
         self.unbilled: UsageDelta | None = None
+        #: every model call of this request, counted as it returns; under a token limit
+        #: a call after the first is refused once the day's budget is spent
+        self.meter = Meter(token_guard(rt, user, lease.admission))
+
+    def settle(self, *, keep_turn: bool) -> None:
+        """At the end of the request, count what no write counted: the calls of a
+        request that failed or ran out of time, and give back an unspent admission."""
+        admission = None if self.admission_spent else self.admission
+        count_unfinished(
+            self.rt, self.user, self.meter.take(), admission, self.unbilled, keep_turn=keep_turn
+        )
+        self.unbilled = None
+        self.admission_spent = True
+
+    def _model(self, role: Role) -> ChatModel:
+        return Metered(self.rt.models.for_role(role), self.meter, role)
 
     # -- what the request asks ------------------------------------------------
     def serve(
@@ -326,7 +362,11 @@ class _Turn:
     # -- the model loop --------------------------------------------------------
     def _compact(self, draft: _Draft, *, force: bool) -> bool:
         usage = compact(
-            self.rt, self.context, [draft.user_message, *draft.loop.messages], force=force
+            self.rt,
+            self.context,
+            [draft.user_message, *draft.loop.messages],
+            force=force,
+            model=self._model("compaction"),
         )
         if usage is None:
             return False
@@ -349,7 +389,7 @@ class _Turn:
             )
             limit = draft.loop.model_calls + 1 if final else self.settings.max_model_calls
             return run_loop(
-                self.rt.models.for_role("agent"),
+                self._model("agent"),
                 prompt,
                 tools=tools,
                 max_calls=limit,
@@ -391,12 +431,22 @@ class _Turn:
             model_calls=result.model_calls,
             model=result.model,
             compacted=draft.compacted,
+            spend_counted=True,
         )
         self.context.pending = pending
         self._write_history()
         self.etag = save_context(self.rt, self.user, self.context, self.etag)
         mark = PauseMark(pending.pause_id, pending.turn, epoch_ms(self.started))
-        self.lease.pause(mark, self.last_turn)
+        # the spend so far is counted by the pause's write, and the admission's estimate
+        # given back (its resume is admitted on its own, not counted as a new turn)
+        admission = None if self.admission_spent else self.admission
+        spend = self.meter.pending + draft.uncounted
+        delta = combine(
+            self.unbilled, turn_delta(self.rt, spend, completed=False, admission=admission)
+        )
+        self.lease.pause(mark, self.last_turn, delta)
+        self.unbilled = None
+        self._counted(draft)
         metrics.add_metric("TurnPauses", MetricUnit.Count, 1)
         logger.info(
             "turn paused for client tools",
@@ -449,12 +499,9 @@ class _Turn:
         # paused turn closed late was counted when it began: this call's admission is
         # for the turn that follows
         admission = None if self.admission_spent or not commit else self.admission
-        self.admission_spent = self.admission_spent or admission is not None
         delta = turn_delta(
             self.rt,
-            result.usage,
-            result.model_calls,
-            draft.compaction_usage,
+            self.meter.pending + draft.uncounted,
             completed=True,
             admission=admission,
             counted=not commit,
@@ -465,6 +512,7 @@ class _Turn:
             self.unbilled = None
         else:
             self.unbilled = spent
+        self._counted(draft, admission is not None)
         metrics.add_metric("Turns", MetricUnit.Count, 1)
         metrics.add_metric("ModelCalls", MetricUnit.Count, result.model_calls)
         metrics.add_metric("MemoryTokens", MetricUnit.Count, draft.memory.total_tokens)
@@ -482,6 +530,12 @@ class _Turn:
             },
         )
         return self._result(record)
+
+    def _counted(self, draft: _Draft, spent_admission: bool = True) -> None:
+        """A write (or ``unbilled``, for the next one) now holds the spend so far."""
+        self.meter.take()
+        draft.uncounted = Spend()
+        self.admission_spent = self.admission_spent or spent_admission
 
     def _result(self, record: TurnRecord) -> TurnResult:
         reply = next(m.content for m in reversed(record.messages) if m.role == "assistant")

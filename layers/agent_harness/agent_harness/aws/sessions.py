@@ -292,6 +292,51 @@ class DynamoSessionTable(DynamoItems):
             "ConditionExpression": "lease_owner = :o",
             "ExpressionAttributeValues": {":t": n_(turn), ":now": s_(now_iso), ":o": s_(owner)},
         }
+        self._end_lease(user, session_id, session, usage, "committing the turn")
+
+    def pause_turn(
+        self,
+        user: User,
+        session_id: str,
+        owner: str,
+        mark: PauseMark,
+        turn: int,
+        *,
+        usage: UsageDelta | None = None,
+    ) -> None:
+        """Mark the session's turn paused for client tool results, record ``turn`` as its
+        last completed turn, and release the lease, in one conditional write (with the
+        pause's spend, one transaction): the pause is committed by this write."""
+        if usage is not None:
+            check_usage(usage)
+        session = {
+            "Key": self._session_key(user, session_id),
+            "UpdateExpression": (
+                "SET pause_id = :p, pause_turn = :pt, paused_at_ms = :at, turn = :t "
+                "REMOVE lease_owner, lease_expires_ms"
+            ),
+            "ConditionExpression": "lease_owner = :o",
+            "ExpressionAttributeValues": {
+                ":p": s_(mark.pause_id),
+                ":pt": n_(mark.turn),
+                ":t": n_(turn),
+                ":at": n_(mark.paused_at_ms),
+                ":o": s_(owner),
+            },
+        }
+        self._end_lease(user, session_id, session, usage, "pausing the turn")
+
+    def _end_lease(
+        self,
+        user: User,
+        session_id: str,
+        session: dict[str, Any],
+        usage: UsageDelta | None,
+        what: str,
+    ) -> None:
+        """The session's update conditioned on the lease, alone or in one transaction with
+        ``usage`` (both happen or neither; botocore's ClientRequestToken makes a retried
+        transaction count once)."""
         lost = f"the lease on session {session_id} was lost"
         if usage is None or usage.empty():
             try:
@@ -299,7 +344,7 @@ class DynamoSessionTable(DynamoItems):
             except ClientError as exc:
                 if is_condition_failure(exc):
                     raise ConflictError(lost) from exc
-                raise StoreError("committing the turn failed") from exc
+                raise StoreError(f"{what} failed") from exc
             return
         spend = {"Key": self._usage_key(user, usage.day), **usage_update(usage)}
         try:
@@ -313,36 +358,9 @@ class DynamoSessionTable(DynamoItems):
             reasons = exc.response.get("CancellationReasons") or [{}]
             if reasons[0].get("Code") == "ConditionalCheckFailed":
                 raise ConflictError(lost) from exc
-            raise StoreError("committing the turn failed") from exc
+            raise StoreError(f"{what} failed") from exc
         except BotoCoreError as exc:
-            raise StoreError("committing the turn failed") from exc
-
-    def pause_turn(
-        self, user: User, session_id: str, owner: str, mark: PauseMark, turn: int
-    ) -> None:
-        """Mark the session's turn paused for client tool results, record ``turn`` as its
-        last completed turn, and release the lease, in one conditional write: the pause is
-        committed by this write."""
-        try:
-            self._update(
-                Key=self._session_key(user, session_id),
-                UpdateExpression=(
-                    "SET pause_id = :p, pause_turn = :pt, paused_at_ms = :at, turn = :t "
-                    "REMOVE lease_owner, lease_expires_ms"
-                ),
-                ConditionExpression="lease_owner = :o",
-                ExpressionAttributeValues={
-                    ":p": s_(mark.pause_id),
-                    ":pt": n_(mark.turn),
-                    ":t": n_(turn),
-                    ":at": n_(mark.paused_at_ms),
-                    ":o": s_(owner),
-                },
-            )
-        except ClientError as exc:
-            if is_condition_failure(exc):
-                raise ConflictError(f"the lease on session {session_id} was lost") from exc
-            raise StoreError("pausing the turn failed") from exc
+            raise StoreError(f"{what} failed") from exc
 
     def release_session_lease(self, user: User, session_id: str, owner: str) -> None:
         self._release(self._session_key(user, session_id), "lease", owner, "session")
