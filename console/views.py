@@ -154,17 +154,19 @@ def memory_page(ctx: Ctx, user: User, *, draft: str | None = None, message: str 
 
 def _spend(ctx: Ctx, user: User) -> list[tuple[str, str]]:
     """Today's spend against the user's daily budget (the usage counters)."""
-    from agent_harness.usage import effective_budget
+    from agent_harness.usage import effective_budget, imported_turns_limit
 
     days = usage_report(ctx.rt, user, 1).days
     limits = effective_budget(ctx.rt, user, fresh=True)
     turns = sum(d.turns for d in days)
     agent = sum(d.turn_tokens for d in days)
     memory = sum(sum(d.tokens["memory"]) for d in days)
+    imported = sum(d.imported for d in days)
     return [
         ("Turns today", f"{turns:,}{_of(limits.turns)}"),
         ("Agent tokens today", f"{agent:,}{_of(limits.tokens)}"),
         ("Memory tokens today", f"{memory:,}{_of(limits.memory_tokens)}"),
+        ("Imported turns today", f"{imported:,}{_of(imported_turns_limit(ctx.rt))}"),
     ]
 
 

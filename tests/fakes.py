@@ -39,6 +39,7 @@ from agent_harness.ports import (
     DueUser,
     FlushDue,
     GateClaim,
+    ImportCheck,
     LeaseAdmission,
     ObjectInfo,
     PauseMark,
@@ -302,6 +303,8 @@ class MemoryTable:
         self.usage: dict[tuple[str, str], DayUsage] = {}
         #: (user key, day) -> [admitted, turn_tokens, reserved]: the turn budget's counts
         self.budget: dict[tuple[str, str], list[int]] = {}
+        #: (user key, day) -> turns imported that day
+        self.imported: dict[tuple[str, str], int] = {}
         #: user key -> the operator's budget override
         self.overrides: dict[str, Budget] = {}
         self.lock = threading.Lock()
@@ -551,6 +554,7 @@ class MemoryTable:
             for k in days:
                 self.usage.pop(k, None)
                 self.budget.pop(k, None)
+                self.imported.pop(k, None)
             had_override = self.overrides.pop(user.key, None) is not None
             had_user = self.users.pop(user.key, None) is not None
             return len(doomed) + len(days) + int(had_user) + int(had_override)
@@ -575,7 +579,7 @@ class MemoryTable:
         for role, n in delta.model_calls.items():
             calls[role] += n
         self.usage[(user.key, delta.day)] = DayUsage(
-            delta.day, tokens, calls, old.turns + delta.turns
+            delta.day, tokens, calls, old.turns + delta.turns, old.imported
         )
         counts = self.budget.setdefault((user.key, delta.day), [0, 0, 0])
         counts[0] += delta.unadmitted
@@ -589,6 +593,35 @@ class MemoryTable:
             counts = self.budget.setdefault((user.key, day), [0, 0, 0])
             counts[0] -= int(count_turn)
             counts[2] -= estimate
+
+    def admit_imports(self, user: User, check: ImportCheck) -> Admission | None:
+        check_day(check.day)
+        self.calls.append("admit_imports")
+        with self.lock:
+            counts = self.budget.get((user.key, check.day), [0, 0, 0])
+            day = (user.key, check.day)
+            imported = self.imported.get(day, 0)
+            if (
+                0 < check.turn_limit <= counts[0]
+                or 0 < check.token_limit <= counts[2]
+                or (check.import_limit > 0 and imported + check.turns > check.import_limit)
+            ):
+                return Admission(False, *counts, imported=imported)
+            self.imported[day] = imported + check.turns
+            old = self.usage.get(day) or DayUsage(
+                check.day, dict.fromkeys(ROLES, (0, 0)), dict.fromkeys(ROLES, 0), 0
+            )
+            self.usage[day] = replace(old, imported=old.imported + check.turns)
+            return None
+
+    def release_imports(self, user: User, day: str, turns: int) -> None:
+        check_day(day)
+        self.calls.append("release_imports")
+        with self.lock:
+            key = (user.key, day)
+            self.imported[key] = self.imported.get(key, 0) - turns
+            if key in self.usage:
+                self.usage[key] = replace(self.usage[key], imported=self.imported[key])
 
     def get_budget(self, user: User) -> Budget | None:
         self.calls.append("get_budget")

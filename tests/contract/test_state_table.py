@@ -28,6 +28,7 @@ from agent_harness.ports import (
     DueUser,
     FlushDue,
     GateClaim,
+    ImportCheck,
     LeaseAdmission,
     PauseMark,
     SessionState,
@@ -1003,3 +1004,48 @@ def test_a_budget_override_is_kept_replaced_and_removed_per_user(table: StateTab
     table.set_budget(ALICE, Budget(turns=1))
     table.purge_user(ALICE)
     assert table.get_budget(ALICE) is None
+
+
+# -- imports: admitted under the day's turns, tokens and imported turns -----------------------
+def imports(turns: int, **limits: int) -> ImportCheck:
+    args = {"turn_limit": 0, "token_limit": 0, "import_limit": 0} | limits
+    return ImportCheck(DAY, turns, **args)
+
+
+def test_imports_are_admitted_while_they_fit_under_the_imported_turns_cap(
+    table: StateTable,
+) -> None:
+    assert table.admit_imports(ALICE, imports(6, import_limit=10)) is None
+    refused = table.admit_imports(ALICE, imports(5, import_limit=10))  # 6 + 5 > 10
+    assert refused is not None and refused.imported == 6
+    assert table.admit_imports(ALICE, imports(4, import_limit=10)) is None  # exactly 10
+    assert table.admit_imports(BOB, imports(10, import_limit=10)) is None  # their own day
+    [day] = table.usage_days(ALICE, DAY, DAY)
+    assert day.imported == 10 and day.turns == 0
+
+
+def test_an_import_is_refused_while_the_days_turns_or_tokens_are_spent(table: StateTable) -> None:
+    admit(table, turn_limit=1, token_limit=150, estimate=200)  # a turn: 1 turn, 200 reserved
+    turns = table.admit_imports(ALICE, imports(1, turn_limit=1))
+    assert turns is not None and turns.turns == 1
+    tokens = table.admit_imports(ALICE, imports(1, token_limit=150))
+    assert tokens is not None and tokens.reserved == 200
+    assert table.admit_imports(ALICE, imports(1, turn_limit=2, token_limit=300)) is None
+
+
+def test_a_released_import_gives_its_turns_back(table: StateTable) -> None:
+    assert table.admit_imports(ALICE, imports(3, import_limit=3)) is None
+    assert table.admit_imports(ALICE, imports(1, import_limit=3)) is not None
+    table.release_imports(ALICE, DAY, 3)
+    assert table.admit_imports(ALICE, imports(3, import_limit=3)) is None
+
+
+def test_a_pause_adds_its_spend_in_the_same_write(table: StateTable) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    spend = UsageDelta(DAY, tokens={"agent": (30, 10)}, model_calls={"agent": 1})
+    table.pause_turn(ALICE, "s1", "a", PauseMark("p1", 1, T0), 0, usage=spend)
+    [day] = table.usage_days(ALICE, DAY, DAY)
+    assert day.tokens["agent"] == (30, 10) and day.model_calls["agent"] == 1
+    with pytest.raises(ConflictError):  # a lost lease adds nothing either
+        table.pause_turn(ALICE, "s1", "a", PauseMark("p2", 1, T0), 0, usage=spend)
+    assert table.usage_days(ALICE, DAY, DAY)[0].tokens["agent"] == (30, 10)

@@ -12,7 +12,7 @@ from agent_harness.agent.turn import run_turn
 from agent_harness.errors import BudgetExhaustedError, ModelError
 from agent_harness.ids import User
 from agent_harness.settings import Settings
-from agent_harness.usage import usage_report
+from agent_harness.usage import DEFAULT_MEMORY_TOKENS, usage_report
 from tests.fakes import ScriptedModel, failing, make_runtime
 
 ANN, BOB = User.from_id("ann"), User.from_id("bob")
@@ -180,7 +180,9 @@ def test_only_an_operator_may_read_or_set_a_users_budget() -> None:
         assert status == 403 and body["error"]["code"] == "forbidden"
     assert rt.table.overrides == {}
     status, body = admin_call(rt, "GET", url)
-    assert status == 200 and body["effective"] == {"tokens": 0, "turns": 3, "memory_tokens": 0}
+    # a turn limit caps the memory model too, by default
+    memory = DEFAULT_MEMORY_TOKENS
+    assert status == 200 and body["effective"] == {"tokens": 0, "turns": 3, "memory_tokens": memory}
 
 
 def test_an_override_changes_one_users_limits_and_its_removal_restores_them() -> None:

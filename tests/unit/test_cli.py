@@ -164,13 +164,15 @@ def test_usage_and_top_show_spend_by_user_role_and_day(capsys) -> None:
 
 def test_budget_shows_sets_and_clears_a_users_override(capsys) -> None:
     from agent_harness.settings import Settings
+    from agent_harness.usage import DEFAULT_MEMORY_TOKENS
 
     rt = make_runtime(settings=Settings(user_daily_turns=5))
     status, out = cli(rt, capsys, "budget", "alice", "--turns", "2")
     view = json.loads(out)
     assert status == 0 and view["override"]["turns"] == 2 and view["effective"]["turns"] == 2
     status, out = cli(rt, capsys, "budget", "alice", "--tokens", "900")
-    assert json.loads(out)["effective"] == {"tokens": 900, "turns": 2, "memory_tokens": 0}
+    effective = {"tokens": 900, "turns": 2, "memory_tokens": DEFAULT_MEMORY_TOKENS}
+    assert json.loads(out)["effective"] == effective
     status, out = cli(rt, capsys, "budget", "alice", "--clear")
     assert json.loads(out)["override"] is None and json.loads(out)["effective"]["turns"] == 5
     status, _ = cli(rt, capsys, "budget", "alice", "--turns", "-1")

@@ -90,6 +90,7 @@ ENV: dict[str, str] = {
     "recall_message_roles": "HARNESS_RECALL_MESSAGE_ROLES",
     "memory_framing": "HARNESS_MEMORY_FRAMING",
     "user_daily_memory_tokens": "HARNESS_USER_DAILY_MEMORY_TOKENS",
+    "user_daily_imported_turns": "HARNESS_USER_DAILY_IMPORTED_TURNS",
     "user_daily_tokens": "HARNESS_USER_DAILY_TOKENS",
     "user_daily_turns": "HARNESS_USER_DAILY_TURNS",
     "consolidation_min_gap_seconds": "HARNESS_CONSOLIDATION_MIN_GAP_SECONDS",
@@ -199,8 +200,12 @@ class Settings(BaseModel):
     #: "auto": tool_result on the hosted APIs where it was measured, message elsewhere
     memory_framing: Literal["auto", "message", "tool_result"] = "auto"
     #: each user's memory-model tokens per day (flush and consolidation), in
-    #: ``timezone``; past it their jobs wait for the next day (0: unlimited)
-    user_daily_memory_tokens: int = Field(default=0, ge=0)
+    #: ``timezone``; past it their jobs wait for the next day (0: unlimited; unset:
+    #: ``usage.DEFAULT_MEMORY_TOKENS`` whenever another daily limit is set)
+    user_daily_memory_tokens: int | None = Field(default=None, ge=0)
+    #: each user's imported turns per day (imports, chat history, memory saves); unset:
+    #: ``usage.DEFAULT_IMPORTED_TURNS`` whenever another daily limit is set (0: unlimited)
+    user_daily_imported_turns: int | None = Field(default=None, ge=0)
     #: each user's agent and compaction tokens per day, and turns per day (0: unlimited);
     #: a turn over either is refused before any model call (429 budget_exhausted)
     user_daily_tokens: int = Field(default=0, ge=0)

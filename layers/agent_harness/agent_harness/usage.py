@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from agent_harness.runtime import Runtime
 
 __all__ = [
+    "DEFAULT_IMPORTED_TURNS",
+    "DEFAULT_MEMORY_TOKENS",
     "MAX_USAGE_DAYS",
     "UsageReport",
     "admission_check",
@@ -41,6 +43,7 @@ __all__ = [
     "combine",
     "count_unfinished",
     "effective_budget",
+    "imported_turns_limit",
     "known_override",
     "learn_turn_cost",
     "memory_budget_exhausted",
@@ -82,11 +85,38 @@ def renewal(rt: Runtime) -> datetime:
 OVERRIDE_SECONDS = 60.0
 
 
+#: memory-model tokens a user may spend a day when an operator sets another daily limit
+#: and leaves this one unset: turns, imports and saves drive flushes, so a budget on
+#: them caps the memory model too unless the operator says otherwise (0: unlimited)
+DEFAULT_MEMORY_TOKENS = 500_000
+#: imported turns a day, likewise (one full import of 2,000 messages is about 1,000)
+DEFAULT_IMPORTED_TURNS = 1_000
+
+
+def _limits_set(rt: Runtime) -> bool:
+    s = rt.settings
+    return bool(
+        s.user_daily_tokens
+        or s.user_daily_turns
+        or s.user_daily_memory_tokens
+        or s.user_daily_imported_turns
+    )
+
+
 def stack_budget(rt: Runtime) -> Budget:
     settings = rt.settings
-    return Budget(
-        settings.user_daily_tokens, settings.user_daily_turns, settings.user_daily_memory_tokens
-    )
+    memory = settings.user_daily_memory_tokens
+    if memory is None:
+        memory = DEFAULT_MEMORY_TOKENS if _limits_set(rt) else 0
+    return Budget(settings.user_daily_tokens, settings.user_daily_turns, memory)
+
+
+def imported_turns_limit(rt: Runtime) -> int:
+    """Imported turns a user may add a day (0: unlimited)."""
+    limit = rt.settings.user_daily_imported_turns
+    if limit is None:
+        return DEFAULT_IMPORTED_TURNS if _limits_set(rt) else 0
+    return limit
 
 
 def effective_budget(rt: Runtime, user: User, *, fresh: bool = False) -> Budget:
@@ -169,8 +199,7 @@ HELD_RETRY_SECONDS = 5
 
 def budgets_on(rt: Runtime) -> bool:
     """Does the stack set any daily limit? (Overrides apply only then.)"""
-    base = stack_budget(rt)
-    return bool(base.tokens or base.turns or base.memory_tokens)
+    return _limits_set(rt)
 
 
 def known_override(rt: Runtime, user: User) -> Budget | None:
@@ -371,7 +400,7 @@ class UsageReport:
         days = []
         totals = {role: [0, 0] for role in ROLES}
         calls = dict.fromkeys(ROLES, 0)
-        turns = 0
+        turns = imported = 0
         day = _parse(self.first_day)
         while day.isoformat() <= self.last_day:
             usage = by_day.get(day.isoformat())
@@ -382,6 +411,7 @@ class UsageReport:
                     totals[role][1] += usage.tokens[role][1]
                     calls[role] += usage.model_calls[role]
                 turns += usage.turns
+                imported += usage.imported
             day += timedelta(days=1)
         return {
             "first_day": self.first_day,
@@ -391,6 +421,7 @@ class UsageReport:
                 "tokens": sum(i + o for i, o in totals.values()),
                 "by_role": {r: _tokens(totals[r][0], totals[r][1], calls[r]) for r in ROLES},
                 "turns": turns,
+                "imported_turns": imported,
                 "model_calls": sum(calls.values()),
             },
         }
@@ -431,6 +462,7 @@ def _day_view(day: str, usage: DayUsage | None) -> dict[str, object]:
         "tokens": usage.total_tokens if usage else 0,
         "by_role": {r: _tokens(*tokens[r], calls[r]) for r in ROLES},
         "turns": usage.turns if usage else 0,
+        "imported_turns": usage.imported if usage else 0,
         "model_calls": sum(calls.values()),
     }
 

@@ -1,8 +1,9 @@
 """The usage port: per-user, per-day spend counters, budgets and turn admissions, and the
 records that cross it (``ports`` re-exports every name, so services import ``ports`` only).
 
-    UsageTable          per-user, per-day usage counters (tokens and calls by role, turns),
-                        the release of a turn's admission, budget overrides
+    UsageTable          per-user, per-day usage counters (tokens and calls by role, turns,
+                        imported turns), the release of a turn's admission, the admission
+                        of an import, budget overrides
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = [
     "Admission",
     "Budget",
     "DayUsage",
+    "ImportCheck",
     "UsageDelta",
     "UsageTable",
     "check_day",
@@ -78,6 +80,22 @@ class Admission:
     turn_tokens: int
     #: ``turn_tokens`` plus the estimates of the turns still running
     reserved: int
+    #: turns imported today (imports and memory saves)
+    imported: int = 0
+
+
+@dataclass(frozen=True)
+class ImportCheck:
+    """What an import (or a memory save) asks of its user's day: its ``turns`` are added
+    to the day's imported turns while the turns, the tokens and the imported turns are
+    under their limits (0: no limit). Nothing is reserved: an import calls no model on
+    its way in; its flush spends memory tokens under their own budget."""
+
+    day: str
+    turns: int
+    turn_limit: int
+    token_limit: int
+    import_limit: int
 
 
 @dataclass(frozen=True)
@@ -90,6 +108,8 @@ class DayUsage:
     #: every role of ROLES, 0 when none
     model_calls: dict[str, int]
     turns: int
+    #: turns imported (imports and memory saves)
+    imported: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -152,6 +172,16 @@ class UsageTable(Protocol):
 
     def release_admission(self, user: User, day: str, *, estimate: int, count_turn: bool) -> None:
         """Give back an admission whose turn ended without a commit (failed, or paused)."""
+        ...
+
+    def admit_imports(self, user: User, check: ImportCheck) -> Admission | None:
+        """Add ``check.turns`` to the day's imported turns if every limit of ``check``
+        allows it, in one conditional write: None when admitted, else the day's counts
+        as found (nothing written)."""
+        ...
+
+    def release_imports(self, user: User, day: str, turns: int) -> None:
+        """Give back the imported turns of an import that wrote nothing."""
         ...
 
     def get_budget(self, user: User) -> Budget | None:

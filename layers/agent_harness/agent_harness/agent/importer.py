@@ -27,6 +27,7 @@ from agent_harness.errors import (
     ValidationFailedError,
 )
 from agent_harness.ids import validate_session_id
+from agent_harness.import_budget import imports_admitted
 from agent_harness.jobs import PostTurnJob
 from agent_harness.memory.jobs.flush import extracts
 from agent_harness.models.base import Message
@@ -47,6 +48,7 @@ __all__ = [
     "extend_context",
     "history_records",
     "import_history",
+    "imported_turns",
     "put_records",
 ]
 
@@ -93,6 +95,11 @@ def _group(messages: list[ImportedMessage]) -> list[list[ImportedMessage]]:
     return turns
 
 
+def imported_turns(messages: list[ImportedMessage]) -> int:
+    """How many turns ``messages`` become (what the daily import budget counts)."""
+    return len(_group(messages))
+
+
 def check_history(messages: list[ImportedMessage]) -> None:
     total = sum(len(m.content) for m in messages)
     if total > MAX_TOTAL_CHARS:
@@ -136,7 +143,10 @@ def import_history(
     validate_session_id(session_id)
     check_history(messages)
     now = rt.clock.now()
-    with session_lease(rt, user, session_id) as lease:
+    with (
+        imports_admitted(rt, user, imported_turns(messages)),
+        session_lease(rt, user, session_id) as lease,
+    ):
         state = lease.state
         if state.pause is not None:  # its turn number is promised to the paused turn
             raise ToolCallsStateError(

@@ -30,7 +30,6 @@ on, then 4-7 as above, or another pause.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger, Metrics
@@ -47,13 +46,21 @@ from agent_harness.agent.context import (
     save_context,
     system_prompt,
 )
+from agent_harness.agent.draft import Draft
 from agent_harness.agent.eviction import Evictor
 from agent_harness.agent.history import turn_numbers
-from agent_harness.agent.importer import check_history, extend_context, history_records, put_records
+from agent_harness.agent.importer import (
+    check_history,
+    extend_context,
+    history_records,
+    imported_turns,
+    put_records,
+)
 from agent_harness.agent.lease import session_lease
-from agent_harness.agent.loop import LoopResult, LoopState, run_loop
+from agent_harness.agent.loop import LoopResult, run_loop
 from agent_harness.agent.recall import Recall, start_recall
 from agent_harness.agent.request import check_request
+from agent_harness.agent.spend import TurnSpend
 from agent_harness.agent.toolset import turn_tools
 from agent_harness.clock import epoch_ms, iso
 from agent_harness.errors import (
@@ -62,12 +69,12 @@ from agent_harness.errors import (
     SessionNotFoundError,
 )
 from agent_harness.ids import validate_session_id
-from agent_harness.meter import Meter, Metered, Spend
-from agent_harness.models.base import Message, ToolSpec, Usage
+from agent_harness.meter import Spend
+from agent_harness.models.base import Message, ToolSpec
 from agent_harness.paths import AGENTS_FILE, MEMORY_FILE, context_path, turn_path
-from agent_harness.ports import AdmissionCheck, PauseMark, UsageDelta
+from agent_harness.ports import AdmissionCheck, PauseMark
 from agent_harness.records import MemoryInjection, PendingTurn, TurnRecord, WorkingContext
-from agent_harness.usage import combine, count_unfinished, release_turn, token_guard, turn_delta
+from agent_harness.usage import release_turn
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -77,8 +84,6 @@ if TYPE_CHECKING:
     from agent_harness.agent.importer import ImportedMessage
     from agent_harness.agent.lease import SessionLease
     from agent_harness.ids import User
-    from agent_harness.models import Role
-    from agent_harness.models.base import ChatModel
     from agent_harness.ports import SessionState, StoredObject
     from agent_harness.runtime import Runtime
 
@@ -137,54 +142,6 @@ def run_turn(
     return result
 
 
-@dataclass
-class _Draft:
-    """A turn in the making: what its next model call needs, and what it did so far."""
-
-    number: int
-    started: str
-    user_message: Message
-    reference: Message | None
-    memory: MemoryInjection
-    recall: Message | None = None
-    loop: LoopState = field(default_factory=LoopState)
-    client_tools: list[ToolSpec] = field(default_factory=list)
-    compaction_usage: Usage = field(default_factory=Usage)
-    compacted: bool = False
-    pauses: list[str] = field(default_factory=list)
-    answered: list[str] = field(default_factory=list)
-    #: spend of earlier requests of this turn no write has counted (a pause written
-    #: before pauses counted their spend)
-    uncounted: Spend = field(default_factory=Spend)
-
-    @classmethod
-    def resumed(cls, pending: PendingTurn, messages: list[Message]) -> _Draft:
-        return cls(
-            number=pending.turn,
-            started=pending.started_at,
-            user_message=messages[0],
-            reference=pending.reference,
-            memory=pending.memory,
-            recall=pending.recall,
-            loop=LoopState(messages[1:], pending.usage, pending.model_calls, pending.model),
-            client_tools=list(pending.tools),
-            compaction_usage=pending.compaction_usage,
-            compacted=pending.compacted,
-            pauses=pending.pauses,
-            answered=[*pending.answered, *(call.id for call in pending.calls)],
-            uncounted=Spend() if pending.spend_counted else _spend_of(pending),
-        )
-
-
-def _spend_of(pending: PendingTurn) -> Spend:
-    compaction = pending.compaction_usage
-    compacted = 1 if compaction.input_tokens or compaction.output_tokens else 0
-    return Spend(
-        {"agent": pending.usage, "compaction": compaction},
-        {"agent": pending.model_calls, "compaction": compacted},
-    )
-
-
 class _Turn:
     """One request on a session whose lease it holds."""
 
@@ -192,9 +149,6 @@ class _Turn:
         self, rt: Runtime, user: User, session_id: str, lease: SessionLease, started: datetime
     ) -> None:
         self.rt, self.user, self.session_id = rt, user, session_id
-        #: this call's budget admission; a commit spends its estimate (once)
-        self.admission = lease.admission
-        self.admission_spent = False
         self.lease, self.started = lease, started
         self.settings = rt.settings
         self.tools_on = not self.settings.disable_memory_tools
@@ -204,25 +158,12 @@ class _Turn:
         self.last_turn = lease.state.turn
         self.completed: int | None = None  # the last turn this request wrote
         self.history: list[TurnRecord] = []  # a new session's imported turns, to write
-        #: spend of a turn completed without its own commit (closed before a new message):
-        #: counted by the commit that follows
-        self.unbilled: UsageDelta | None = None
-        #: every model call of this request, counted as it returns; under a token limit
-        #: a call after the first is refused once the day's budget is spent
-        self.meter = Meter(token_guard(rt, user, lease.admission))
+        #: every model call of this request, counted by the write that ends it
+        self.spend = TurnSpend(rt, user, lease.admission)
 
     def settle(self, *, keep_turn: bool) -> None:
-        """At the end of the request, count what no write counted: the calls of a
-        request that failed or ran out of time, and give back an unspent admission."""
-        admission = None if self.admission_spent else self.admission
-        count_unfinished(
-            self.rt, self.user, self.meter.take(), admission, self.unbilled, keep_turn=keep_turn
-        )
-        self.unbilled = None
-        self.admission_spent = True
-
-    def _model(self, role: Role) -> ChatModel:
-        return Metered(self.rt.models.for_role(role), self.meter, role)
+        """At the end of the request, count what no write counted."""
+        self.spend.settle(keep_turn=keep_turn, history_unwritten=bool(self.history))
 
     # -- what the request asks ------------------------------------------------
     def serve(
@@ -290,6 +231,8 @@ class _Turn:
         if persona is not None and persona.strip():
             self.context.agents_md = persona
         if history:
+            # an import, under the day's import budget (given back if the turn fails)
+            self.spend.admit_history(imported_turns(history))  # given back if unwritten
             # numbers of turn objects left by crashed calls are skipped, not reused
             first = max([0, *turn_numbers(self.rt, self.user, self.session_id)]) + 1
             self.history = history_records(self.session_id, first, history, self.started)
@@ -316,7 +259,7 @@ class _Turn:
             )
             recalled = found.message
             injection = injection.model_copy(update=found.recorded())
-        draft = _Draft(
+        draft = Draft(
             number=self.last_turn + 1,
             started=iso(self.started),
             user_message=Message(role="user", content=text),
@@ -334,14 +277,14 @@ class _Turn:
         self, pending: PendingTurn, results: list[ToolResult], tools: list[ToolSpec] | None
     ) -> TurnResult:
         evict = Evictor(self.rt, self.user, self.session_id)
-        draft = _Draft.resumed(pending, pause.answer_calls(pending, results, evict))
+        draft = Draft.resumed(pending, pause.answer_calls(pending, results, evict))
         if tools is not None:
             draft.client_tools = tools
         return self._advance(draft)
 
     def _close(self, pending: PendingTurn, *, commit: bool) -> TurnResult:
         """Answer every pending call as cancelled; one last model call, without tools."""
-        draft = _Draft.resumed(pending, pause.answer_calls(pending, None, lambda _, r: r))
+        draft = Draft.resumed(pending, pause.answer_calls(pending, None, lambda _, r: r))
         return self._advance(draft, final=True, commit=commit)
 
     def _repeat(self, results: list[ToolResult]) -> TurnResult:
@@ -360,13 +303,13 @@ class _Turn:
         return self._result(record)
 
     # -- the model loop --------------------------------------------------------
-    def _compact(self, draft: _Draft, *, force: bool) -> bool:
+    def _compact(self, draft: Draft, *, force: bool) -> bool:
         usage = compact(
             self.rt,
             self.context,
             [draft.user_message, *draft.loop.messages],
             force=force,
-            model=self._model("compaction"),
+            model=self.spend.model("compaction"),
         )
         if usage is None:
             return False
@@ -375,7 +318,7 @@ class _Turn:
         self.context.agents_md = read_persona(self.rt, self.user)  # a new chapter
         return True
 
-    def _advance(self, draft: _Draft, *, final: bool = False, commit: bool = True) -> TurnResult:
+    def _advance(self, draft: Draft, *, final: bool = False, commit: bool = True) -> TurnResult:
         def attempt() -> LoopResult:
             client = ClientTools(draft.client_tools) if draft.client_tools else None
             tools = None if final else turn_tools(self.rt, self.user, self.session_id, client)
@@ -389,7 +332,7 @@ class _Turn:
             )
             limit = draft.loop.model_calls + 1 if final else self.settings.max_model_calls
             return run_loop(
-                self._model("agent"),
+                self.spend.model("agent"),
                 prompt,
                 tools=tools,
                 max_calls=limit,
@@ -412,7 +355,7 @@ class _Turn:
         return self._complete(draft, result, commit=commit)
 
     # -- durable ends: a pause, or the completed turn -----------------------------
-    def _pause(self, draft: _Draft, result: LoopResult) -> TurnResult:
+    def _pause(self, draft: Draft, result: LoopResult) -> TurnResult:
         pending = PendingTurn(
             pause_id=self.rt.new_id(),
             earlier=draft.pauses,
@@ -439,14 +382,9 @@ class _Turn:
         mark = PauseMark(pending.pause_id, pending.turn, epoch_ms(self.started))
         # the spend so far is counted by the pause's write, and the admission's estimate
         # given back (its resume is admitted on its own, not counted as a new turn)
-        admission = None if self.admission_spent else self.admission
-        spend = self.meter.pending + draft.uncounted
-        delta = combine(
-            self.unbilled, turn_delta(self.rt, spend, completed=False, admission=admission)
-        )
-        self.lease.pause(mark, self.last_turn, delta)
-        self.unbilled = None
-        self._counted(draft)
+        self.lease.pause(mark, self.last_turn, self.spend.delta(draft.uncounted, completed=False))
+        self.spend.written()
+        draft.uncounted = Spend()
         metrics.add_metric("TurnPauses", MetricUnit.Count, 1)
         logger.info(
             "turn paused for client tools",
@@ -471,7 +409,7 @@ class _Turn:
             job_turn=self.completed,
         )
 
-    def _complete(self, draft: _Draft, result: LoopResult, *, commit: bool) -> TurnResult:
+    def _complete(self, draft: Draft, result: LoopResult, *, commit: bool) -> TurnResult:
         if not result.reply.strip():
             raise ModelOutputError(f"{result.model} returned an empty reply")
         record = TurnRecord(
@@ -498,21 +436,12 @@ class _Turn:
         # what this call spent, even where an earlier, crashed call wrote the record; a
         # paused turn closed late was counted when it began: this call's admission is
         # for the turn that follows
-        admission = None if self.admission_spent or not commit else self.admission
-        delta = turn_delta(
-            self.rt,
-            self.meter.pending + draft.uncounted,
-            completed=True,
-            admission=admission,
-            counted=not commit,
-        )
-        spent = combine(self.unbilled, delta)
         if commit:
-            self.lease.commit(record.turn, spent)
-            self.unbilled = None
+            self.lease.commit(record.turn, self.spend.delta(draft.uncounted, completed=True))
+            self.spend.written()
         else:
-            self.unbilled = spent
-        self._counted(draft, admission is not None)
+            self.spend.hold_completed(draft.uncounted)
+        draft.uncounted = Spend()
         metrics.add_metric("Turns", MetricUnit.Count, 1)
         metrics.add_metric("ModelCalls", MetricUnit.Count, result.model_calls)
         metrics.add_metric("MemoryTokens", MetricUnit.Count, draft.memory.total_tokens)
@@ -530,12 +459,6 @@ class _Turn:
             },
         )
         return self._result(record)
-
-    def _counted(self, draft: _Draft, spent_admission: bool = True) -> None:
-        """A write (or ``unbilled``, for the next one) now holds the spend so far."""
-        self.meter.take()
-        draft.uncounted = Spend()
-        self.admission_spent = self.admission_spent or spent_admission
 
     def _result(self, record: TurnRecord) -> TurnResult:
         reply = next(m.content for m in reversed(record.messages) if m.role == "assistant")

@@ -22,7 +22,7 @@ The consolidation watermark is ``ledger_consumed``: a map of ledger day -> bytes
 merged into MEMORY.md. Ledgers are append-only, so "content newer than the watermark"
 is exactly ``ledger[consumed:]``; appends that land during a run are never lost.
 
-Usage counters (``aws/sessions.py``) are added to with ``ADD``, by a turn's commit in the
+Usage counters (``aws/usage_items.py``) are added to with ``ADD``, by a turn's commit in the
 same transaction and by the memory jobs after each model call. The operator's
 ``top_users`` is the table's one Scan (not a hot path).
 """
@@ -35,7 +35,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from agent_harness.aws.dynamo import s_
 from agent_harness.aws.memory_items import DynamoConsolidationTable, DynamoFlushTable
-from agent_harness.aws.sessions import DynamoSessionTable, DynamoUsageTable
+from agent_harness.aws.sessions import DynamoSessionTable
+from agent_harness.aws.usage_items import DynamoUsageTable
 from agent_harness.errors import StoreError
 from agent_harness.keys import user_pk
 

@@ -21,6 +21,7 @@ from agent_harness.errors import (
     ValidationFailedError,
 )
 from agent_harness.ids import validate_day, validate_relative_path, validate_session_id
+from agent_harness.import_budget import imports_admitted
 from agent_harness.memory.facts.ledger import (
     Source,
     day_of,
@@ -313,13 +314,14 @@ def save_facts(
     if source is not None:
         session_id = validate_session_id(source[0], rt.settings.max_session_id_chars)
         provenance = save_source(rt, user, session_id, source[1])
-    admitted = save_memories(
-        rt,
-        user,
-        lines,
-        authority=f"save:{origin}",
-        provenance=provenance,
-        at=at,
-        writer=f"{origin}: memory_save",
-    )
+    with imports_admitted(rt, user, 1, "memory save"):  # a write no turn counted
+        admitted = save_memories(
+            rt,
+            user,
+            lines,
+            authority=f"save:{origin}",
+            provenance=provenance,
+            at=at,
+            writer=f"{origin}: memory_save",
+        )
     return Saved(len(admitted.lines), at, len(admitted.held))
