@@ -1,0 +1,203 @@
+"""Bounds: every model call is counted whatever ends its request, and no door writes or
+spends past a spent budget (docs/design.md#usage-exact, #budget-edge).
+
+The provider here is a scripted model that records every request it answers: "made" is
+what it answered (a failed call returns no usage), "counted" is what GET /v1/usage
+says, per way a request can end."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from agent_harness.api.routes import build_app
+from agent_harness.errors import ModelError, ModelTimeoutError, StoreError
+from agent_harness.memory.jobs.flush import run_post_turn_job
+from agent_harness.models.base import ChatRequest
+from agent_harness.settings import Settings
+from local_stack.lambdas import context_for, http_event
+from tests.fakes import ORDER_TOOL, ScriptedModel, make_runtime, openai_tool, tool_call
+from tests.unit import test_mcp_server as mcp
+
+USER = "bound-ann"
+
+
+class Provider(ScriptedModel):
+    """A provider that answers with ``script(n)`` forever (n: its call number); a step
+    that is an exception is a failed call, which returns no answer and no usage."""
+
+    def __init__(self, script: Callable[[int], Any]) -> None:
+        super().__init__()
+        self.script = script
+        self.answered = 0
+
+    def complete(self, request: ChatRequest):
+        self.steps = [self.script(len(self.requests) + 1)]
+        response = super().complete(request)
+        self.answered += 1
+        return response
+
+
+def http(rt, method: str, path: str, payload: object | None = None, **headers: str):
+    head = {"content-type": "application/json", "x-user-id": USER, **headers}
+    body = json.dumps(payload).encode() if payload is not None else b""
+    raw_path, _, query = path.partition("?")
+    event = http_event(method, raw_path, query=query, headers=head, body=body)
+    response = build_app(rt).resolve(event, context_for("AgentCallFunction"))
+    return response["statusCode"], json.loads(response["body"]) if response["body"] else None
+
+
+def counted(rt) -> int:
+    return http(rt, "GET", "/v1/usage?days=1")[1]["totals"]["by_role"]["agent"]["model_calls"]
+
+
+def search_then(final: Any) -> Callable[[int], Any]:
+    """A turn that searches memory once, then answers ``final`` (a reply or an error)."""
+    return lambda n: tool_call("memory_search", '{"query": "tea"}', f"c{n}") if n % 2 else final
+
+
+def _committed(rt, provider):
+    return http(rt, "POST", "/v1/sessions/s1/messages", {"message": "What tea do I like?"})
+
+
+def _paused_and_abandoned(rt, provider):
+    body = {"message": "Where is order 42?", "tools": [ORDER_TOOL]}
+    return http(rt, "POST", "/v1/sessions/s1/messages", body)
+
+
+def _store_fails_at_the_commit(rt, provider):
+    rt.store.fail_puts = lambda key: "/turns/" in key
+    return http(rt, "POST", "/v1/sessions/s1/messages", {"message": "hello"})
+
+
+def _chat_completion_fails_late(rt, provider):
+    body = {"model": "any", "messages": [{"role": "user", "content": "hi"}]}
+    return http(rt, "POST", "/v1/chat/completions", body)
+
+
+FAILURE_MODES: dict[str, tuple[Callable[[int], Any], Callable[..., Any], dict[str, Any]]] = {
+    "committed": (search_then("Green tea."), _committed, {}),
+    "paused, never resumed": (
+        lambda n: tool_call("lookup_order", '{"order_id": 42}'),
+        _paused_and_abandoned,
+        {},
+    ),
+    "model fails after a call": (search_then(ModelError("provider down")), _committed, {}),
+    "deadline after a call": (search_then(ModelTimeoutError("deadline")), _committed, {}),
+    "store fails at the commit": (lambda n: "fine", _store_fails_at_the_commit, {}),
+    "token budget spent mid-turn": (
+        lambda n: tool_call("memory_search", '{"query": "q"}', f"c{n}"),
+        _committed,
+        {"user_daily_tokens": 40},
+    ),
+    "chat completion fails late": (
+        search_then(StoreError("injected")),
+        _chat_completion_fails_late,
+        {},
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", list(FAILURE_MODES))
+def test_model_calls_made_equal_model_calls_counted(mode: str, record) -> None:
+    script, drive, limits = FAILURE_MODES[mode]
+    provider = Provider(script)
+    rt = make_runtime(settings=Settings(auth_mode="dev", **limits), agent=provider)
+    status, _ = drive(rt, provider)
+    made, seen = provider.answered, counted(rt)
+    record(
+        "usage-exact",
+        f"model calls made / counted: {mode} (answered {status})",
+        f"{made} / {seen}",
+        "equal",
+        made == seen and made > 0,
+    )
+    assert made == seen and made > 0
+
+
+def _spent_stack():
+    """A one-turn day that its one turn has spent; every provider call after it is an
+    escape."""
+    agent = Provider(lambda n: "an answer")
+    memory = Provider(lambda n: "- [user] The user likes tea.")
+    settings = Settings(auth_mode="dev", user_daily_turns=1, consolidation_min_gap_seconds=0)
+    rt = make_runtime(settings=settings, agent=agent, memory=memory)
+    assert http(rt, "POST", "/v1/sessions/first/messages", {"message": "one"})[0] == 200
+    return rt, agent, memory
+
+
+def _mcp(rt, tool: str, arguments: dict) -> int:
+    from agent_harness.ids import User
+
+    result = mcp.call(rt, tool, arguments, user=User.from_id(USER))
+    return 429 if result.get("isError") else 200
+
+
+CONVERSATION = [{"role": "user", "content": "I like green tea"}]
+DOORS: dict[str, Callable[[Any], int]] = {
+    "POST /messages, a new session": lambda rt: http(
+        rt, "POST", "/v1/sessions/s2/messages", {"message": "two"}
+    )[0],
+    "POST /import": lambda rt: http(
+        rt, "POST", "/v1/sessions/s3/import", {"messages": CONVERSATION * 3}
+    )[0],
+    "POST /memory/save": lambda rt: http(rt, "POST", "/v1/memory/save", {"content": "tea"})[0],
+    "MCP record_conversation": lambda rt: _mcp(
+        rt, "record_conversation", {"session_id": "s4", "messages": CONVERSATION}
+    ),
+    "MCP memory_save": lambda rt: _mcp(rt, "memory_save", {"content": "I like tea"}),
+    "chat completions with a history": lambda rt: http(
+        rt,
+        "POST",
+        "/v1/chat/completions",
+        {
+            "model": "any",
+            "messages": [*CONVERSATION, {"role": "assistant", "content": "ok"}, *CONVERSATION],
+            "tools": [openai_tool(ORDER_TOOL)],
+        },
+    )[0],
+}
+
+
+@pytest.mark.parametrize("door", list(DOORS))
+def test_no_door_spends_or_writes_past_a_spent_budget(door: str, record) -> None:
+    rt, agent, memory = _spent_stack()
+    while rt.queue.post_turn:  # the turn's own flush, before the budget was spent
+        run_post_turn_job(rt, rt.queue.post_turn.pop(0))
+    agent_before, memory_before = len(agent.requests), len(memory.requests)
+    objects = set(rt.store.objects)
+    status = DOORS[door](rt)
+    while rt.queue.post_turn:
+        run_post_turn_job(rt, rt.queue.post_turn.pop(0))
+    escapes = len(agent.requests) - agent_before + len(memory.requests) - memory_before  # tried
+    wrote = set(rt.store.objects) - objects
+    record(
+        "budget-edge",
+        f"budget escapes through {door}: model calls / objects written (answered {status})",
+        f"{escapes} / {len(wrote)}",
+        "0 / 0",
+        escapes == 0 and not wrote and status == 429,
+    )
+    assert status == 429 and escapes == 0 and not wrote, sorted(wrote)
+
+
+def test_a_pause_and_its_resume_are_counted_once_each_call(record) -> None:
+    steps = iter([tool_call("lookup_order", '{"order_id": 42}'), "Shipped."])
+    provider = Provider(lambda n: next(steps))
+    rt = make_runtime(settings=Settings(auth_mode="dev", user_daily_tokens=10**6), agent=provider)
+    body = {"message": "Where is order 42?", "tools": [ORDER_TOOL]}
+    assert http(rt, "POST", "/v1/sessions/s1/messages", body)[1]["status"] == "requires_action"
+    at_pause = counted(rt)
+    results = {"tool_results": [{"tool_call_id": "call_1", "content": "DHL"}]}
+    assert http(rt, "POST", "/v1/sessions/s1/messages", results)[1]["status"] == "completed"
+    record(
+        "usage-exact",
+        "a paused turn: calls counted at the pause / after its resume / made",
+        f"{at_pause} / {counted(rt)} / {len(provider.requests)}",
+        "1 / 2 / 2",
+        (at_pause, counted(rt), len(provider.requests)) == (1, 2, 2),
+    )
+    assert (at_pause, counted(rt)) == (1, 2)
