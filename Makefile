@@ -68,7 +68,7 @@ mcp-demo: venv ## A small MCP tool server on 127.0.0.1:8765 for `make dev` (see 
 cli: venv ## Operator CLI against the local stack: make cli ARGS="show alice" (see docs/operations.md)
 	PYTHONPATH=layers/agent_harness $(PY) -m agent_harness.cli --env-file local_stack/sam-env.json $(ARGS)
 
-console: venv ## Operator console on http://127.0.0.1:8400 (local stack; ARGS="--stack NAME" for a deployed one)
+console: venv ## Operator console on http://127.0.0.1:8400: open the one-time launch link it prints (ARGS="--stack NAME" for a deployed stack)
 	PYTHONPATH=layers/agent_harness $(PY) -m console $(ARGS)
 
 # The console's browser tests drive Debian's Chromium (Playwright, no browser download)
