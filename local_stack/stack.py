@@ -50,6 +50,10 @@ _RESOURCE_VARS = {
 _PASSTHROUGH_PREFIXES = ("HARNESS_", "OPENAI_", "OLLAMA_", "ANTHROPIC_", "POWERTOOLS_")
 
 
+#: API Gateway's HTTP API refuses a larger request body (its payload quota, 10 MB)
+_MAX_BODY = 10 * 1024 * 1024
+
+
 class _HttpServer(ThreadingHTTPServer):
     """API Gateway takes bursts; socketserver's default backlog of 5 resets them."""
 
@@ -202,18 +206,13 @@ class LocalStack:
 
             def _handle(self) -> None:
                 started = time.perf_counter()
-                length = int(self.headers.get("Content-Length") or 0)
-                payload = self.rfile.read(length) if length else b""
+                declared = (self.headers.get("Content-Length") or "0").strip()
+                length = int(declared) if declared.isdigit() else -1
+                payload = self.rfile.read(length) if 0 < length <= _MAX_BODY else b""
                 path, _, query = self.path.partition("?")
                 headers = dict(self.headers.items())
-                refused = refusal(headers, allowed_origins, local_port=port)
-                if refused is not None:  # a rebound name or another site's page
-                    body = refused.rpc_body() if path == "/mcp" else refused.body()
-                    result: dict[str, Any] = {
-                        "statusCode": refused.status,
-                        "body": json.dumps(body),
-                    }
-                else:
+                result = self._at_the_door(length, path, headers)
+                if result is None:
                     if default_user and not self.headers.get("X-User-Id"):
                         headers["X-User-Id"] = default_user
                     result = self._invoke(path, query, headers, payload)
@@ -231,6 +230,23 @@ class LocalStack:
                 elapsed = (time.perf_counter() - started) * 1000
                 status = result.get("statusCode")
                 log(f"  http  {self.command} {self.path} -> {status} ({elapsed:.0f} ms)")
+
+            def _at_the_door(
+                self, length: int, path: str, headers: dict[str, str]
+            ) -> dict[str, Any] | None:
+                """The answer of a request turned away before any handler runs: a body
+                that cannot be framed or is too big, a rebound name, another site's page."""
+                if not 0 <= length <= _MAX_BODY:
+                    self.close_connection = True  # where the next request starts is unknown
+                    code = "payload_too_large" if length > 0 else "invalid_request"
+                    message = f"Content-Length must be an integer from 0 to {_MAX_BODY}"
+                    error = {"error": {"code": code, "message": message}}
+                    return {"statusCode": 413 if length > 0 else 400, "body": json.dumps(error)}
+                refused = refusal(headers, allowed_origins, local_port=port)
+                if refused is None:
+                    return None
+                answer = refused.rpc_body() if path == "/mcp" else refused.body()
+                return {"statusCode": refused.status, "body": json.dumps(answer)}
 
             def _invoke(
                 self, path: str, query: str, headers: dict[str, str], payload: bytes

@@ -6,6 +6,7 @@ clients that are not browsers (no ``Origin``) pass as before."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import uuid
 from collections.abc import Iterator
@@ -251,3 +252,23 @@ def test_the_embedded_aws_answers_sdks_and_refuses_browsers(
     for answer in (browser_like, preflight, rebound, plain):
         assert not [h for h in answer.headers if h.lower().startswith("access-control-")]
         assert "Contents" not in answer.text or answer is plain
+
+
+@pytest.mark.parametrize(("length", "status"), [("abc", 400), ("-5", 400), ("99999999999", 413)])
+def test_a_body_that_cannot_be_framed_is_a_clear_json_error(
+    offline_stack: LocalStackProcess, ann: str, length: str, status: int
+) -> None:
+    api_port, _ = _ports(offline_stack)
+    request = (
+        f"POST /v1/memory/save HTTP/1.1\r\nHost: 127.0.0.1:{api_port}\r\nX-User-Id: {ann}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", api_port), timeout=10) as conn:
+        conn.sendall(request.encode() + b'{"content": "- attacker"}')
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(f"HTTP/1.1 {status}".encode())
+    assert json.loads(body)["error"]["code"] in ("invalid_request", "payload_too_large")
+    _untouched(offline_stack, ann)
