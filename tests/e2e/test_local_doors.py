@@ -1,7 +1,9 @@
 """The local stack's doors against a browser, and over plain HTTP: a page whose name
 rebinds to 127.0.0.1 (headless Chromium, ``--host-resolver-rules``) and a page of another
 origin neither read nor write a user's memory, through the API, /mcp or the embedded AWS;
-clients that are not browsers (no ``Origin``) pass as before."""
+an origin HARNESS_ALLOWED_ORIGINS lists passes, and clients that are not browsers (no
+``Origin``) pass as before. The worst case: the stack runs with LOCAL_DEFAULT_USER, so a
+request needs no header at all to act as that user, and that user is the one attacked."""
 
 from __future__ import annotations
 
@@ -21,11 +23,13 @@ import pytest
 from playwright import sync_api as playwright
 
 from local_stack.process import LocalStackProcess, free_port
+from tests.e2e.conftest import start_stack, stop_stack
 from tests.e2e.test_console import CHROMIUM, FLAGS
 
 pytestmark = pytest.mark.e2e
 
 SECRET = "I keep the spare key under the blue flowerpot."
+ANN = f"doors-{uuid.uuid4().hex[:8]}"
 BUCKET = "agent-harness-local-workspace"
 MCP_READ = {
     "jsonrpc": "2.0",
@@ -89,11 +93,28 @@ def _targets(api: str, moto: str, user: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def ann(offline_stack: LocalStackProcess) -> str:
-    user = f"doors-{uuid.uuid4().hex[:8]}"
-    saved = offline_stack.client(user).post("/v1/memory/save", json={"content": f"- {SECRET}"})
+def stack(evil_site: str) -> Iterator[LocalStackProcess]:
+    """A stack whose header-less requests are ANN's, trusting one browser origin."""
+    env = {
+        "HARNESS_MODEL": "offline",
+        "LOCAL_DEFAULT_USER": ANN,
+        "HARNESS_ALLOWED_ORIGINS": trusted(evil_site),
+    }
+    stack = start_stack(env)
+    yield stack
+    stop_stack(stack)
+
+
+def trusted(site: str) -> str:
+    """The same page server under the name the stack trusts."""
+    return site.replace("rebind.test", "trusted.test")
+
+
+@pytest.fixture(scope="module")
+def ann(stack: LocalStackProcess) -> str:
+    saved = stack.client(ANN).post("/v1/memory/save", json={"content": f"- {SECRET}"})
     assert saved.status_code == 200, saved.text
-    return user
+    return ANN
 
 
 def _untouched(stack: LocalStackProcess, user: str) -> None:
@@ -108,7 +129,7 @@ def browser() -> Iterator[Any]:
     with playwright.sync_playwright() as p:
         # every rebind.test name resolves to 127.0.0.1, as an attacker's DNS would answer;
         # and no Private Network Access, as in Firefox and Safari: the doors must hold alone
-        rules = "--host-resolver-rules=MAP rebind.test 127.0.0.1"
+        rules = "--host-resolver-rules=MAP rebind.test 127.0.0.1, MAP trusted.test 127.0.0.1"
         no_pna = "--disable-features=" + ",".join(
             (
                 "BlockInsecurePrivateNetworkRequests",
@@ -149,11 +170,11 @@ def _ports(stack: LocalStackProcess) -> tuple[int, int]:
 
 
 def test_a_rebound_page_reads_and_writes_nothing(
-    offline_stack: LocalStackProcess, browser: Any, ann: str
+    stack: LocalStackProcess, browser: Any, ann: str
 ) -> None:
     """The attack itself: the page's origin is rebind.test:<the stack's port>, so to the
     browser every request below is same-origin; only the Host names the attacker."""
-    api_port, moto_port = _ports(offline_stack)
+    api_port, moto_port = _ports(stack)
     results = []
     for port, origin in ((api_port, "api"), (moto_port, "aws")):
         page = browser.new_page()
@@ -177,27 +198,48 @@ def test_a_rebound_page_reads_and_writes_nothing(
         "aws": 421,
     }
     assert not any(SECRET in r["text"] or "Contents" in r["text"] for r in results)
-    _untouched(offline_stack, ann)
+    _untouched(stack, ann)
 
 
 def test_a_page_of_another_origin_reads_and_writes_nothing(
-    offline_stack: LocalStackProcess, browser: Any, ann: str, evil_site: str
+    stack: LocalStackProcess, browser: Any, ann: str, evil_site: str
 ) -> None:
     page = browser.new_page()
     page.goto(evil_site + "/")
-    results = page.evaluate(ATTACKS, _targets(offline_stack.url, offline_stack.aws_endpoint, ann))
+    results = page.evaluate(ATTACKS, _targets(stack.url, stack.aws_endpoint, ann))
     page.close()
     # the browser shows the page nothing (no CORS header anywhere); blind: opaque, 0
     assert {r["name"]: r["status"] for r in results} == dict.fromkeys(
         ("read", "write", "blind-write", "mcp", "aws"), 0
     )
     assert not any(SECRET in r["text"] or "Contents" in r["text"] for r in results)
-    _untouched(offline_stack, ann)  # the blind write arrived, and was refused (403)
+    _untouched(stack, ann)  # the blind write arrived, and was refused (403)
 
 
-def test_plain_http_sees_the_same_doors(offline_stack: LocalStackProcess, ann: str) -> None:
-    api_port, _ = _ports(offline_stack)
-    with httpx.Client(base_url=offline_stack.url, timeout=30) as http:
+def test_a_page_of_an_allowed_origin_passes_the_door(
+    stack: LocalStackProcess, browser: Any, ann: str, evil_site: str
+) -> None:
+    """HARNESS_ALLOWED_ORIGINS lets a browser client's requests in; still no CORS header,
+    so only a client the browser does not hold to CORS (an extension, an app) reads."""
+    page = browser.new_page()
+    page.goto(trusted(evil_site) + "/")
+    (sent,) = page.evaluate(
+        ATTACKS,
+        [t for t in _targets(stack.url, stack.aws_endpoint, ann) if t["name"] == "blind-write"],
+    )
+    page.close()
+    assert sent["status"] == 0  # opaque to the page, but it arrived and was taken
+    content = stack.client(ann).get("/v1/memory").json()["content"]
+    assert "attacker was here" in content
+    cleaned = content.replace("attacker was here", "cleaned")  # the other tests' baseline
+    etag = stack.client(ann).get("/v1/memory").json()["etag"]
+    put = stack.client(ann).put("/v1/memory", json={"content": cleaned}, headers={"If-Match": etag})
+    assert put.status_code == 200, put.text
+
+
+def test_plain_http_sees_the_same_doors(stack: LocalStackProcess, ann: str) -> None:
+    api_port, _ = _ports(stack)
+    with httpx.Client(base_url=stack.url, timeout=30) as http:
         user = {"X-User-Id": ann}
         own = {"Origin": f"http://localhost:{api_port}"}
         assert SECRET in http.get("/v1/memory", headers=user | own).json()["content"]
@@ -219,28 +261,28 @@ def test_plain_http_sees_the_same_doors(offline_stack: LocalStackProcess, ann: s
         assert mcp.status_code == 403 and mcp.json()["error"]["code"] == -32000
         for answer in (rebound, put, preflight, mcp):
             assert not [h for h in answer.headers if h.lower().startswith("access-control-")]
-    _untouched(offline_stack, ann)
+    _untouched(stack, ann)
 
 
 def test_the_embedded_aws_answers_sdks_and_refuses_browsers(
-    offline_stack: LocalStackProcess,
+    stack: LocalStackProcess,
 ) -> None:
-    s3 = offline_stack.s3()
+    s3 = stack.s3()
     assert BUCKET in [b["Name"] for b in s3.list_buckets()["Buckets"]]  # boto3: no Origin
     sqs = boto3.client(
         "sqs",
-        endpoint_url=offline_stack.aws_endpoint,
+        endpoint_url=stack.aws_endpoint,
         region_name="us-east-1",
         aws_access_key_id="local",
         aws_secret_access_key="local",
     )
     assert sqs.list_queues()["QueueUrls"]
-    listing = f"{offline_stack.aws_endpoint}/{BUCKET}?list-type=2"
+    listing = f"{stack.aws_endpoint}/{BUCKET}?list-type=2"
     browser_like = httpx.get(listing, headers={"Origin": "http://rebind.test"})
     preflight = httpx.options(
         listing, headers={"Origin": "null", "Access-Control-Request-Method": "GET"}
     )
-    _, moto_port = _ports(offline_stack)
+    _, moto_port = _ports(stack)
     rebound = httpx.get(listing, headers={"Host": f"rebind.test:{moto_port}"})
     assert (browser_like.status_code, preflight.status_code, rebound.status_code) == (
         403,
@@ -256,9 +298,9 @@ def test_the_embedded_aws_answers_sdks_and_refuses_browsers(
 
 @pytest.mark.parametrize(("length", "status"), [("abc", 400), ("-5", 400), ("99999999999", 413)])
 def test_a_body_that_cannot_be_framed_is_a_clear_json_error(
-    offline_stack: LocalStackProcess, ann: str, length: str, status: int
+    stack: LocalStackProcess, ann: str, length: str, status: int
 ) -> None:
-    api_port, _ = _ports(offline_stack)
+    api_port, _ = _ports(stack)
     request = (
         f"POST /v1/memory/save HTTP/1.1\r\nHost: 127.0.0.1:{api_port}\r\nX-User-Id: {ann}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
@@ -271,4 +313,4 @@ def test_a_body_that_cannot_be_framed_is_a_clear_json_error(
     head, _, body = answer.partition(b"\r\n\r\n")
     assert head.startswith(f"HTTP/1.1 {status}".encode())
     assert json.loads(body)["error"]["code"] in ("invalid_request", "payload_too_large")
-    _untouched(offline_stack, ann)
+    _untouched(stack, ann)
