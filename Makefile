@@ -1,5 +1,6 @@
 # agent-harness: `make dev` runs the local stack, `make test` runs every test.
-# Only Python 3.11+ and make are needed; everything else is installed into .venv.
+# Only Python 3.11+ and make are needed; everything else is installed into .venv (and npm
+# for the MCP conformance suite, whose Node 22 is itself pinned in its lockfile).
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -12,7 +13,7 @@ PY312 := $(or $(lastword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12
 export SAM_CLI_TELEMETRY := 0
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test reliability test-unit test-contract test-integration test-e2e lint format dev moto demo mcp-demo cli console browser bench bench-quick \
+.PHONY: help venv test reliability test-unit test-contract test-integration test-e2e lint format dev moto demo mcp-demo cli console browser conformance bench bench-quick \
         sam validate build deploy tiktoken-cache env-file clean
 
 help: ## Show the targets
@@ -25,7 +26,7 @@ $(VENV)/.installed: tests/requirements.txt
 
 venv: $(VENV)/.installed ## Create .venv with the pinned dependencies
 
-test: venv browser ## Run all tests: unit, contract (each port on its fake and on moto), integration and e2e
+test: venv browser conformance ## Run all tests: unit, contract (each port on its fake and on moto), integration and e2e
 	$(PY) -m pytest tests/unit tests/contract tests/integration tests/e2e
 
 reliability: venv ## The invariants under concurrency, redelivery, crashes and poison jobs, with figures
@@ -40,7 +41,7 @@ test-contract: venv ## Each port's contract, on its in-memory fake and on its AW
 test-integration: venv ## Handlers on events/ with moto
 	$(PY) -m pytest tests/integration
 
-test-e2e: venv browser ## The local stack over HTTP, and the console in headless Chromium
+test-e2e: venv browser conformance ## The local stack over HTTP, the MCP conformance suite, the console in headless Chromium
 	$(PY) -m pytest tests/e2e
 
 lint: venv ## ruff check, format check and mypy --strict (settings in pyproject.toml)
@@ -67,7 +68,7 @@ mcp-demo: venv ## A small MCP tool server on 127.0.0.1:8765 for `make dev` (see 
 cli: venv ## Operator CLI against the local stack: make cli ARGS="show alice" (see docs/operations.md)
 	PYTHONPATH=layers/agent_harness $(PY) -m agent_harness.cli --env-file local_stack/sam-env.json $(ARGS)
 
-console: venv ## Operator console on http://127.0.0.1:8400 (local stack; ARGS="--stack NAME" for a deployed one)
+console: venv ## Operator console on http://127.0.0.1:8400: open the one-time launch link it prints (ARGS="--stack NAME" for a deployed stack)
 	PYTHONPATH=layers/agent_harness $(PY) -m console $(ARGS)
 
 # The console's browser tests drive Debian's Chromium (Playwright, no browser download)
@@ -77,6 +78,16 @@ browser: ## Install Debian's chromium for the console's browser tests, if it is 
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || { \
 	  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }; }; } \
 	  || { echo "make browser: install Debian's chromium (apt-get install chromium) as root"; exit 1; }
+
+# The official MCP conformance suite and the Node 22 it needs, exactly as the lockfile pins
+# them (npm ci; no install scripts run); tests/e2e/test_mcp_conformance.py runs it offline
+CONFORMANCE := tests/e2e/mcp_conformance
+$(CONFORMANCE)/node_modules/.installed: $(CONFORMANCE)/package-lock.json
+	@command -v npm >/dev/null || { echo "make conformance: npm is needed (apt-get install npm)"; exit 1; }
+	cd $(CONFORMANCE) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+conformance: $(CONFORMANCE)/node_modules/.installed ## Install the pinned MCP conformance suite and Node 22 (npm ci)
 
 $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r bench/requirements.txt

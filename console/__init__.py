@@ -9,6 +9,7 @@ stylesheet and a few lines of JavaScript; every page works without them.
 
     target.py   where the stack is (the CLI's resolution), resolved on first use
     server.py   HTTP: routing, loopback and same-origin checks, errors as pages
+    launch.py   the per-launch secret: a one-time link for a cookie every request needs
     page.py     the page frame and the small HTML helpers
     views.py    users, MEMORY.md with provenance, versions and diff, charts
     views_data.py  ledgers, search with the recall preview, operations

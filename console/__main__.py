@@ -43,8 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"console: cannot listen on {LOOPBACK}:{args.port}: {exc.strerror}", file=sys.stderr)
         return 1
     print(
-        f"console: http://{LOOPBACK}:{server.server_address[1]}/ for {target.label} "
-        "(listening on loopback only: an operator's tool, not part of the deployed API)",
+        f"console: {server.launch_url} for {target.label} (loopback only; the link "
+        "signs one browser in, once: an operator's tool, not part of the deployed API)",
         flush=True,
     )
     try:

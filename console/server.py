@@ -13,9 +13,10 @@
     POST /users/<id>/review              approve (``operator``) or reject a held line
     POST /operations/redrive | forget    redrive a DLQ, forget a user (typed confirmation)
 
-A POST must carry the console's token (in its forms) and come from its own origin, and
-every request must name the console's own host: another site in the operator's browser
-cannot drive it (cross-site requests, DNS rebinding). Errors are pages with the
+Every request must name the console's own host (DNS rebinding) and carry the cookie its
+launch link set (console.launch: another local process has no way in), and a POST must
+also carry the console's token (in its forms) and come from its own origin: another site
+in the operator's browser cannot drive it. Errors are pages with the
 library's message and status; an unexpected one is logged here, never shown as a trace.
 """
 
@@ -31,6 +32,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from agent_harness.errors import HarnessError
 from console import views, views_data, views_review, views_sessions
+from console.launch import LAUNCH_PATH, Launch
 from console.page import Ctx, Page, error_page
 from console.target import TargetError
 
@@ -73,10 +75,16 @@ class ConsoleServer(ThreadingHTTPServer):
         self.target = target
         self.token = secrets.token_urlsafe(24)
         super().__init__((LOOPBACK, port), _Handler)
+        self.launch = Launch(self.server_address[1])
 
     @property
     def origin(self) -> str:
         return f"http://{LOOPBACK}:{self.server_address[1]}"
+
+    @property
+    def launch_url(self) -> str:
+        """What `make console` prints: opened once, it signs this browser in."""
+        return self.origin + self.launch.link
 
     def hosts(self) -> set[str]:
         port = self.server_address[1]
@@ -132,26 +140,58 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "agent-memory-console"
 
     def do_GET(self) -> None:
-        path = urlsplit(self.path).path
-        if path.startswith("/static/"):
-            self._static(path.removeprefix("/static/"))
-            return
-        self._handle("GET")
+        url = urlsplit(self.path)
+        if url.path == LAUNCH_PATH and self._own_host():
+            self._sign_in(dict(parse_qsl(url.query)).get("token", ""))
+        elif self._admitted():
+            if url.path.startswith("/static/"):
+                self._static(url.path.removeprefix("/static/"))
+            else:
+                self._handle("GET")
 
     def do_POST(self) -> None:
-        self._handle("POST")
+        if self._admitted():
+            self._handle("POST")
+
+    def _own_host(self) -> bool:
+        if self.headers.get("Host", "") in self.server.hosts():
+            return True
+        message = "This console answers only on its loopback address."
+        self._send_page(error_page(421, "Wrong host", message))
+        return False
+
+    def _admitted(self) -> bool:
+        """The host is the console's and the request carries this launch's cookie; else
+        the refusal is sent (a page that shows nothing of the stack)."""
+        if not self._own_host():
+            return False
+        if self.server.launch.admits(self.headers.get("Cookie")):
+            return True
+        message = (
+            "Open the launch link `make console` printed in its terminal (it works once; "
+            "restart the console for a new one). Nothing was shown or changed."
+        )
+        self._send_page(error_page(401, "Not signed in", message))
+        return False
+
+    def _sign_in(self, token: str) -> None:
+        if self.server.launch.admits(self.headers.get("Cookie")):  # signed in: a reload
+            self._send(303, b"", "text/plain", {"Location": "/"})
+            return
+        cookie = self.server.launch.exchange(token)
+        if cookie is None:
+            message = (
+                "This launch link was used already or is not this console's: restart "
+                "`make console` for a new one."
+            )
+            self._send_page(error_page(403, "Launch link spent", message))
+            return
+        self._send(303, b"", "text/plain", {"Location": "/", "Set-Cookie": cookie})
 
     def _handle(self, method: str) -> None:
         url = urlsplit(self.path)
         user_id = None
         try:
-            if self.headers.get("Host", "") not in self.server.hosts():
-                self._send_page(
-                    error_page(
-                        421, "Wrong host", "This console answers only on its loopback address."
-                    )
-                )
-                return
             parts = [unquote(p) for p in url.path.strip("/").split("/") if p]
             user_id = parts[1] if len(parts) > 1 and parts[0] == "users" else None
             form: dict[str, str] = {}

@@ -26,6 +26,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--aws-only", action="store_true", help="run only the embedded AWS (for sam local)"
     )
+    parser.add_argument(
+        "--default-user",
+        default=os.environ.get("LOCAL_DEFAULT_USER") or None,
+        help="the user of a request without X-User-Id (default: none, a 401); for clients "
+        "that cannot send headers, such as the MCP conformance suite",
+    )
     args = parser.parse_args(argv)
 
     stack = LocalStack(
@@ -34,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
             moto_port=args.moto_port,
             schedule_seconds=args.schedule_seconds,
             aws_only=args.aws_only,
+            default_user=args.default_user,
         )
     )
     done = threading.Event()

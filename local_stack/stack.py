@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 
+from agent_harness.api.origins import refusal
+from agent_harness.settings import Settings
 from agent_harness.tokens import DEFAULT_CACHE_DIR
 from local_stack.lambdas import ContainerPool, http_event, scheduled_event, sqs_record
 from local_stack.moto_atomic import serialise_dynamodb
@@ -48,6 +50,10 @@ _RESOURCE_VARS = {
 _PASSTHROUGH_PREFIXES = ("HARNESS_", "OPENAI_", "OLLAMA_", "ANTHROPIC_", "POWERTOOLS_")
 
 
+#: API Gateway's HTTP API refuses a larger request body (its payload quota, 10 MB)
+_MAX_BODY = 10 * 1024 * 1024
+
+
 class _HttpServer(ThreadingHTTPServer):
     """API Gateway takes bursts; socketserver's default backlog of 5 resets them."""
 
@@ -62,6 +68,9 @@ class LocalStackConfig:
     retry_seconds: int = 5  # visibility timeout after a failed record (AWS: the queue's)
     consolidation_min_gap_seconds: int = 0
     aws_only: bool = False
+    #: who a request without X-User-Id is (None: nobody, a 401); for clients that cannot
+    #: send a header, such as the MCP conformance suite
+    default_user: str | None = None
     verbose: bool = True  # one line per request, batch and tick
     environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
@@ -89,7 +98,7 @@ class LocalStack:
 
     # -- start / stop --------------------------------------------------------
     def start(self) -> None:
-        from moto.server import ThreadedMotoServer
+        from local_stack.moto_door import GuardedMotoServer
 
         # fake credentials: nothing here may ever reach a real AWS account
         for key, value in {
@@ -109,7 +118,7 @@ class LocalStack:
         for port in ports:
             _require_free_port(port)
         serialise_dynamodb()  # each DynamoDB request atomic, as in AWS
-        self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.config.moto_port)
+        self.moto = GuardedMotoServer(ip_address="127.0.0.1", port=self.config.moto_port)
         self.moto.start()
         clients = {
             name: boto3.client(name, endpoint_url=self.endpoint, region_name="us-east-1")
@@ -186,6 +195,8 @@ class LocalStack:
     def _start_http(self) -> None:
         pool = self.pools["AgentCallFunction"]
         log = self._log
+        port, default_user = self.config.http_port, self.config.default_user
+        allowed_origins = Settings.from_env(self.function_env("AgentCallFunction")).allowed_origins
 
         class Adapter(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -195,22 +206,16 @@ class LocalStack:
 
             def _handle(self) -> None:
                 started = time.perf_counter()
-                length = int(self.headers.get("Content-Length") or 0)
-                payload = self.rfile.read(length) if length else b""
+                declared = (self.headers.get("Content-Length") or "0").strip()
+                length = int(declared) if declared.isdigit() else -1
+                payload = self.rfile.read(length) if 0 < length <= _MAX_BODY else b""
                 path, _, query = self.path.partition("?")
-                event = http_event(
-                    self.command,
-                    path,
-                    query=query,
-                    headers=dict(self.headers.items()),
-                    body=payload,
-                    source_ip=self.client_address[0],
-                )
-                try:
-                    result = pool.invoke(event)
-                except Exception as exc:  # a crashed invocation: API Gateway answers 500
-                    log(f"  !! AgentCallFunction raised {type(exc).__name__}: {exc}", error=True)
-                    result = {"statusCode": 500, "body": '{"message":"Internal Server Error"}'}
+                headers = dict(self.headers.items())
+                result = self._at_the_door(length, path, headers)
+                if result is None:
+                    if default_user and not self.headers.get("X-User-Id"):
+                        headers["X-User-Id"] = default_user
+                    result = self._invoke(path, query, headers, payload)
                 body = result.get("body") or ""
                 data = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode()
                 self.send_response(int(result.get("statusCode", 200)))
@@ -226,7 +231,41 @@ class LocalStack:
                 status = result.get("statusCode")
                 log(f"  http  {self.command} {self.path} -> {status} ({elapsed:.0f} ms)")
 
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
+            def _at_the_door(
+                self, length: int, path: str, headers: dict[str, str]
+            ) -> dict[str, Any] | None:
+                """The answer of a request turned away before any handler runs: a body
+                that cannot be framed or is too big, a rebound name, another site's page."""
+                if not 0 <= length <= _MAX_BODY:
+                    self.close_connection = True  # where the next request starts is unknown
+                    code = "payload_too_large" if length > 0 else "invalid_request"
+                    message = f"Content-Length must be an integer from 0 to {_MAX_BODY}"
+                    error = {"error": {"code": code, "message": message}}
+                    return {"statusCode": 413 if length > 0 else 400, "body": json.dumps(error)}
+                refused = refusal(headers, allowed_origins, local_port=port)
+                if refused is None:
+                    return None
+                answer = refused.rpc_body() if path == "/mcp" else refused.body()
+                return {"statusCode": refused.status, "body": json.dumps(answer)}
+
+            def _invoke(
+                self, path: str, query: str, headers: dict[str, str], payload: bytes
+            ) -> dict[str, Any]:
+                event = http_event(
+                    self.command,
+                    path,
+                    query=query,
+                    headers=headers,
+                    body=payload,
+                    source_ip=self.client_address[0],
+                )
+                try:
+                    return dict(pool.invoke(event))
+                except Exception as exc:  # a crashed invocation: API Gateway answers 500
+                    log(f"  !! AgentCallFunction raised {type(exc).__name__}: {exc}", error=True)
+                    return {"statusCode": 500, "body": '{"message":"Internal Server Error"}'}
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _handle
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # one line per request is printed by _handle
@@ -311,7 +350,13 @@ class LocalStack:
         label = " (deterministic stand-in, not an LLM)" if model == "offline" else ""
         lines += [
             f"  HTTP API             http://127.0.0.1:{self.config.http_port}   "
-            "(dev auth: send X-User-Id)",
+            + (
+                f"(dev auth: X-User-Id, else user {self.config.default_user!r})"
+                if self.config.default_user
+                else "(dev auth: send X-User-Id)"
+            ),
+            "  doors                Host 127.0.0.1/localhost/[::1] only (else 421); a browser's "
+            "Origin only if HARNESS_ALLOWED_ORIGINS lists it (else 403)",
             "  SQS poller           FlushQueue -> memory_flush, "
             "ConsolidationQueue -> memory_consolidate",
             f"  schedule timer       every {self.config.schedule_seconds:g} s "

@@ -49,7 +49,9 @@ def _env_file(stack: LocalStackProcess, tmp: Path) -> Path:
 
 def _start_console(
     *argv: str, extra_env: dict[str, str] | None = None
-) -> tuple[subprocess.Popen[str], str]:
+) -> tuple[subprocess.Popen[str], str, str]:
+    """The console as `make console` runs it: the process, its URL and the launch link it
+    printed (the one way in)."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "layers" / "agent_harness"), **(extra_env or {})}
     process = subprocess.Popen(
@@ -63,8 +65,10 @@ def _start_console(
     assert process.stdout is not None
     first = process.stdout.readline()
     assert "loopback only" in first, first
+    launch = re.search(r"http://127\.0\.0\.1:\d+/launch\?token=\S+", first)
+    assert launch is not None, first
     threading.Thread(target=lambda: [None for _ in process.stdout or []], daemon=True).start()
-    return process, f"http://127.0.0.1:{port}"
+    return process, f"http://127.0.0.1:{port}", launch.group(0)
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +76,8 @@ def console(
     offline_stack: LocalStackProcess, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, Path]]:
     env_file = _env_file(offline_stack, tmp_path_factory.mktemp("console"))
-    process, url = _start_console("--env-file", str(env_file))
-    yield url, env_file
+    process, url, launch = _start_console("--env-file", str(env_file))
+    yield url, env_file, launch
     process.terminate()
     process.wait(10)
 
@@ -86,6 +90,19 @@ def browser() -> Iterator[Any]:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         yield chromium
         chromium.close()
+
+
+@pytest.fixture(scope="module")
+def operator(console: tuple[str, Path, str], browser: Any) -> Iterator[Any]:
+    """The operator's browser: it opened the launch link, so it holds the cookie."""
+    url, _, launch = console
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(launch)
+    assert page.url == url + "/"  # the token left the address bar
+    page.close()
+    yield context
+    context.close()
 
 
 @pytest.fixture(scope="module")
@@ -132,10 +149,10 @@ def _dead_letter(env_file: Path) -> str:
 
 
 def test_an_operator_traces_diffs_rolls_back_searches_and_redrives_in_a_browser(
-    console: tuple[str, Path], browser: Any, ann: httpx.Client
+    console: tuple[str, Path, str], operator: Any, ann: httpx.Client
 ) -> None:
-    url, env_file = console
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    url, env_file, _ = console
+    page = operator.new_page()
 
     # find the user by prefix and open them
     page.goto(url + "/")
@@ -202,12 +219,12 @@ def test_an_operator_traces_diffs_rolls_back_searches_and_redrives_in_a_browser(
 
 
 def test_a_line_held_for_review_is_approved_in_a_browser_and_shows_as_operator(
-    console: tuple[str, Path], browser: Any, ann: httpx.Client
+    console: tuple[str, Path, str], operator: Any, ann: httpx.Client
 ) -> None:
-    url, _ = console
+    url, _, _ = console
     saved = ann.post("/v1/memory/save", json={"content": INJECTION})
     assert saved.status_code == 200 and saved.json()["held"] == 1, saved.text
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = operator.new_page()
     page.goto(f"{url}/users/{USER}")
     page.get_by_role("link", name="Review", exact=True).click()
     assert page.url == f"{url}/users/{USER}/review"
@@ -227,10 +244,10 @@ def test_a_line_held_for_review_is_approved_in_a_browser_and_shows_as_operator(
 
 
 def test_forget_without_the_typed_confirmation_is_refused_and_deletes_nothing(
-    console: tuple[str, Path], browser: Any, ann: httpx.Client
+    console: tuple[str, Path, str], operator: Any, ann: httpx.Client
 ) -> None:
-    url, _ = console
-    page = browser.new_page()
+    url, _, _ = console
+    page = operator.new_page()
     page.goto(url + "/operations")
     page.get_by_label("User id", exact=True).fill(USER)
     page.get_by_label("Type the user id again to confirm").fill("console-an")
@@ -244,10 +261,10 @@ def test_forget_without_the_typed_confirmation_is_refused_and_deletes_nothing(
 
 
 def test_a_stale_etag_or_a_bad_user_id_is_a_clear_message_and_writes_nothing(
-    console: tuple[str, Path], browser: Any, ann: httpx.Client
+    console: tuple[str, Path, str], operator: Any, ann: httpx.Client
 ) -> None:
-    url, _ = console
-    page = browser.new_page()
+    url, _, _ = console
+    page = operator.new_page()
     page.goto(f"{url}/users/{USER}")
     now = ann.get("/v1/memory").json()
     written = now["content"] + "- written meanwhile by someone else\n"
@@ -288,10 +305,10 @@ def test_a_missing_stack_is_a_message_on_the_page(
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",
     }
-    process, url = _start_console("--stack", "no-such-stack", extra_env=aws)
+    process, _, launch = _start_console("--stack", "no-such-stack", extra_env=aws)
     try:
         page = browser.new_page()
-        response = page.goto(url + "/")
+        response = page.goto(launch)  # signed in, then redirected to the users page
         assert response is not None and response.status == 503
         alert = page.get_by_role("alert").inner_text()
         assert (
@@ -304,10 +321,10 @@ def test_a_missing_stack_is_a_message_on_the_page(
 
 
 def test_the_console_works_from_the_keyboard_alone(
-    console: tuple[str, Path], browser: Any, ann: httpx.Client
+    console: tuple[str, Path, str], operator: Any, ann: httpx.Client
 ) -> None:
-    url, _ = console
-    page = browser.new_page()
+    url, _, _ = console
+    page = operator.new_page()
     page.goto(url + "/")
 
     def tab_to(check: str, limit: int = 40) -> None:
@@ -328,3 +345,24 @@ def test_the_console_works_from_the_keyboard_alone(
     page.keyboard.press("Enter")
     assert "Where it came from" in page.locator("#origin").inner_text()
     page.close()
+
+
+def test_a_local_process_without_the_launch_cookie_gets_nothing_and_forgets_no_one(
+    console: tuple[str, Path, str], operator: Any, ann: httpx.Client
+) -> None:
+    """Any process of the machine reaches 127.0.0.1: without the cookie only the
+    operator's browser holds, it reads no page, scrapes no form token, forgets no user."""
+    url, _, launch = console
+    with httpx.Client(base_url=url, timeout=30) as local:
+        assert local.get(launch).status_code == 403  # the link was spent by the operator
+        for path in ("/", f"/users/{USER}", "/operations", "/static/console.js"):
+            page = local.get(path)
+            assert page.status_code == 401, path
+            assert USER not in page.text and 'name="csrf"' not in page.text
+        form = {"user": USER, "confirm": USER, "csrf": "scraped-nothing"}
+        forget = local.post("/operations/forget", data=form, headers={"Origin": url})
+        assert forget.status_code == 401
+    assert ann.get("/v1/memory").json()["etag"] is not None
+    still = operator.new_page()  # and the operator's browser is still signed in
+    assert still.goto(url + "/operations").status == 200
+    still.close()

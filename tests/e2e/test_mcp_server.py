@@ -6,6 +6,8 @@ facts the post-turn flush extracts, a refused argument, and a second user who se
 
 from __future__ import annotations
 
+import http.client
+import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -316,4 +318,28 @@ def test_the_route_speaks_json_rpc_over_plain_http(offline_stack: LocalStackProc
         )
         assert broken.status_code == 400 and broken.json()["error"]["code"] == -32700
         assert http.get("/mcp", headers=user).status_code == 405
+        ended = http.delete("/mcp", headers=user)  # stateless: no session to end
+        assert (ended.status_code, ended.headers["allow"]) == (405, "POST")
         assert "mcp-session-id" not in accepted.headers
+
+
+def test_whitespace_around_the_protocol_version_is_not_part_of_it(
+    offline_stack: LocalStackProcess,
+) -> None:
+    # http.client sends the value as given (httpx refuses the trailing space itself)
+    conn = http.client.HTTPConnection(offline_stack.url.removeprefix("http://"), timeout=30)
+    headers = {
+        "Accept": "application/json",
+        "Content-Type": "application/json",
+        "X-User-Id": new_user("padded"),
+        "MCP-Protocol-Version": "2025-11-25 ",
+    }
+    conn.request(
+        "POST",
+        "/mcp",
+        body=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+        headers=headers,
+    )
+    answer = conn.getresponse()
+    assert answer.status == 200 and json.loads(answer.read())["result"] == {}
+    conn.close()

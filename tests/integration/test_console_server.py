@@ -49,13 +49,20 @@ def serving(target: Target) -> Iterator[ConsoleServer]:
         server.server_close()
 
 
+def signed_in(server: ConsoleServer) -> httpx.Client:
+    """A client that opened the console's launch link (and so holds its cookie)."""
+    client = httpx.Client(base_url=server.origin, follow_redirects=False)
+    launched = client.get(server.launch.link)
+    assert launched.status_code == 303 and launched.headers["location"] == "/"
+    return client
+
+
 @pytest.fixture
 def console(rt) -> Iterator[tuple[ConsoleServer, httpx.Client]]:
-    with (
-        serving(Target(runtime=rt)) as server,
-        httpx.Client(base_url=server.origin, follow_redirects=False) as client,
-    ):
+    with serving(Target(runtime=rt)) as server:
+        client = signed_in(server)
         yield server, client
+        client.close()
 
 
 def post(console, path: str, data: dict[str, str], **headers: str) -> httpx.Response:
@@ -71,6 +78,47 @@ def test_it_listens_on_loopback_and_answers_only_to_its_own_host(console) -> Non
     assert client.get("/users/ann").status_code == 200
     rebound = client.get("/users/ann", headers={"Host": f"evil.example:{server.server_address[1]}"})
     assert rebound.status_code == 421 and "vim" not in rebound.text
+
+
+def test_the_launch_link_signs_one_browser_in_once_with_a_strict_http_only_cookie(
+    rt,
+) -> None:
+    with serving(Target(runtime=rt)) as server, httpx.Client(base_url=server.origin) as first:
+        launched = first.get(server.launch.link, follow_redirects=False)
+        cookie = launched.headers["set-cookie"]
+        assert launched.status_code == 303 and launched.headers["location"] == "/"
+        assert {"HttpOnly", "SameSite=Strict", "Path=/"} <= {p.strip() for p in cookie.split(";")}
+        assert server.launch.link not in first.get("/users/ann").text
+        assert "vim" in first.get("/users/ann").text
+        assert first.get(server.launch.link, follow_redirects=False).status_code == 303  # reload
+        with httpx.Client(base_url=server.origin) as second:  # the link, spent
+            again = second.get(server.launch.link)
+            assert again.status_code == 403 and "vim" not in again.text
+            assert second.get("/users/ann").status_code == 401
+
+
+@pytest.mark.parametrize(
+    "path", ["/", "/users/ann", "/users/ann/search?q=vim", "/operations", "/static/console.css"]
+)
+def test_a_local_process_without_the_cookie_sees_nothing(console, path: str) -> None:
+    server, _ = console
+    with httpx.Client(base_url=server.origin) as stranger:
+        forged = {"Cookie": f"{server.launch.cookie}=guessed"}
+        for headers in ({}, forged):
+            page = stranger.get(path, headers=headers)
+            assert page.status_code == 401 and "vim" not in page.text
+            assert "csrf" not in page.text and server.token not in page.text
+            assert "set-cookie" not in page.headers
+
+
+def test_a_local_process_without_the_cookie_cannot_forget_a_user(console, rt) -> None:
+    server, _ = console
+    before = files.get_memory(rt, ANN)
+    form = {"csrf": server.token, "user": "ann", "confirm": "ann"}  # even knowing the token
+    with httpx.Client(base_url=server.origin) as stranger:
+        refused = stranger.post("/operations/forget", data=form, headers={"Origin": server.origin})
+    assert refused.status_code == 401
+    assert files.get_memory(rt, ANN) == before
 
 
 def test_a_shared_url_renders_the_line_provenance_without_a_click(console) -> None:
@@ -161,7 +209,7 @@ def test_an_unexpected_failure_shows_no_trace_or_detail(console, monkeypatch) ->
 
 def test_a_stack_that_cannot_be_resolved_is_a_503_page(tmp_path) -> None:
     with serving(Target(env_file=str(tmp_path / "missing.json"))) as server:
-        page = httpx.get(server.origin + "/")
+        page = signed_in(server).get("/")
     assert page.status_code == 503 and "does not exist" in page.text
 
 
@@ -192,7 +240,7 @@ def test_a_session_page_shows_tool_calls_and_their_results() -> None:
     rt = make_runtime(agent=agent)
     run_turn(rt, ANN, "s2", "Which editor do I use, vim or emacs?")
     with serving(Target(runtime=rt)) as server:
-        page = httpx.get(server.origin + "/users/ann/sessions/s2").text
+        page = signed_in(server).get("/users/ann/sessions/s2").text
     assert "tool call" in page and "memory_search" in page and "call_7" in page
     assert "tool result" in page and "You use vim." in page and 'id="turn-1"' in page
 
@@ -203,7 +251,7 @@ def test_the_user_page_shows_todays_spend_against_the_daily_budget() -> None:
     rt = make_runtime(settings=Settings(consolidation_min_gap_seconds=0, user_daily_turns=5))
     run_turn(rt, ANN, "s1", "Remember that I use vim.")
     with serving(Target(runtime=rt)) as server:
-        page = httpx.get(server.origin + "/users/ann").text
+        page = signed_in(server).get("/users/ann").text
     assert "Turns today</dt><dd>1 of 5" in page
     # a turn budget caps the memory model and imports too, by default
     assert "Memory tokens today</dt><dd>0 of 500,000" in page
@@ -311,7 +359,7 @@ def test_the_session_page_shows_each_turns_memory_record() -> None:
         run_post_turn_job(rt, rt.queue.post_turn.pop(0))
     run_turn(rt, ANN, "s2", "Which editor do I use, vim?")
     with serving(Target(runtime=rt)) as server:
-        page = httpx.get(server.origin + "/users/ann/sessions/s2").text
+        page = signed_in(server).get("/users/ann/sessions/s2").text
     record = page[page.index('<section class="memory-record"') :]
     line = "- [user] User said: I use vim."
     assert f'<code class="id">{fact_id(line)}</code>' in record  # the recalled line's fact id

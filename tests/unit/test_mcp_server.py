@@ -289,6 +289,15 @@ def test_a_base64_mcp_name_that_matches_is_accepted() -> None:
     assert post(make_runtime(), message, headers)[0] == 200
 
 
+@pytest.mark.parametrize("padded", [f"{LATEST} ", f" {LATEST}", f"{LATEST}\t"])
+def test_whitespace_around_the_protocol_version_header_is_not_part_of_it(padded) -> None:
+    status, payload = legacy(make_runtime(), "ping", version=padded)
+    assert (status, payload["result"]) == (200, {})
+    message, headers = modern_request("tools/list")
+    headers["MCP-Protocol-Version"] = f" {MODERN} "
+    assert post(make_runtime(), message, headers)[0] == 200
+
+
 def test_an_unsupported_version_names_every_version_we_speak() -> None:
     message, headers = breaks(lambda m, h: None)
     message["params"]["_meta"][VERSION_KEY] = headers["MCP-Protocol-Version"] = "2099-01-01"
@@ -424,6 +433,27 @@ def test_every_tool_has_a_description_valid_schemas_and_truthful_annotations() -
             "openWorldHint": False,
         }
     assert "outputSchema" not in tools["memory_get"]
+
+
+def _subschemas(schema: Any) -> list[dict]:
+    """Every schema object inside ``schema`` (properties, items, anyOf, $defs...)."""
+    found = [schema] if isinstance(schema, dict) else []
+    values = schema.values() if isinstance(schema, dict) else schema
+    if isinstance(schema, dict | list):
+        for value in values:
+            found += _subschemas(value)
+    return found
+
+
+def test_every_default_in_an_input_schema_is_valid_for_its_own_schema() -> None:
+    # strict clients (the TypeScript SDK's) reject "default": null on a string type
+    for name, tool in listed(make_runtime()).items():
+        for sub in _subschemas(tool["inputSchema"]):
+            if "default" in sub and "type" in sub:
+                plain = {k: v for k, v in sub.items() if k != "default"}
+                assert Draft202012Validator(plain).is_valid(sub["default"]), (name, sub)
+    mode = listed(make_runtime())["memory_search"]["inputSchema"]["properties"]["match_mode"]
+    assert mode["default"] == "phrase"
 
 
 def test_input_schemas_carry_the_routes_names_and_limits() -> None:

@@ -69,11 +69,20 @@ def test_roles_fall_back_to_the_agent_model() -> None:
         ("HARNESS_REDACT_PII", "email,ssn"),
         ("HARNESS_INSTRUCTION_FACTS", "keep"),
         ("HARNESS_DAILY_FILE_RETENTION_DAYS", "0"),
+        ("HARNESS_ALLOWED_ORIGINS", "https://app.example/path"),
+        ("HARNESS_ALLOWED_ORIGINS", "app.example"),
     ],
 )
 def test_bad_configuration_names_the_variable(variable: str, value: str) -> None:
     with pytest.raises(ConfigError, match=variable):
         Settings.from_env({variable: value})
+
+
+def test_allowed_origins_are_a_comma_list_of_exact_origins() -> None:
+    raw = " https://App.example, http://127.0.0.1:5173 ,"
+    settings = Settings.from_env({"HARNESS_ALLOWED_ORIGINS": raw})
+    assert settings.allowed_origins == ("https://app.example", "http://127.0.0.1:5173")
+    assert Settings().allowed_origins == ()
 
 
 def test_every_setting_has_an_environment_variable() -> None:

@@ -64,6 +64,7 @@ ENV: dict[str, str] = {
     "flush_queue_url": "HARNESS_FLUSH_QUEUE_URL",
     "consolidation_queue_url": "HARNESS_CONSOLIDATION_QUEUE_URL",
     "auth_mode": "HARNESS_AUTH_MODE",
+    "allowed_origins": "HARNESS_ALLOWED_ORIGINS",
     "agent_model": "HARNESS_MODEL",
     "memory_model": "HARNESS_MEMORY_MODEL",
     "compaction_model": "HARNESS_COMPACTION_MODEL",
@@ -151,6 +152,9 @@ class Settings(BaseModel):
 
     # identity: "jwt" reads the authorizer's `sub` claim; "dev" trusts the X-User-Id header
     auth_mode: Literal["jwt", "dev"] = "jwt"
+    #: web origins of browser-based clients /mcp and the local stack accept, exact
+    #: (``https://app.example``); a request with another Origin is a 403 (api.origins)
+    allowed_origins: tuple[str, ...] = ()
 
     # models (docs/design.md#models): unset roles fall back to the agent model
     agent_model: str = "offline"
@@ -357,6 +361,21 @@ class Settings(BaseModel):
         except (ZoneInfoNotFoundError, ValueError) as exc:
             raise ValueError(f"unknown time zone {value!r}") from exc
         return value
+
+    @field_validator("allowed_origins", mode="before")
+    @classmethod
+    def _parse_origins(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _check_origins(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for origin in value:
+            if not re.fullmatch(r"https?://[^/?#\s]+", origin):
+                raise ValueError(f"{origin!r} is no origin (scheme://host[:port], no path)")
+        return tuple(origin.lower() for origin in value)
 
     @field_validator("mcp_servers", mode="before")
     @classmethod

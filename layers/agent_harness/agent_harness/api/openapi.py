@@ -196,6 +196,7 @@ def openapi_document() -> dict[str, Any]:
                 _ok("a JSON-RPC answer")
                 | {
                     "202": {"description": "a notification or response, taken"},
+                    "403": {"description": "an Origin that is not allowed (a JSON-RPC error)"},
                     "406": {"description": "Accept allows no JSON"},
                     "415": {"description": "the body is not JSON"},
                 },
@@ -205,6 +206,7 @@ def openapi_document() -> dict[str, Any]:
                 ],
             ),
             "get": op("No server stream: 405", {"405": {"description": "POST only"}}),
+            "delete": op("No session to end: 405", {"405": {"description": "POST only"}}),
         },
     }
     error = {

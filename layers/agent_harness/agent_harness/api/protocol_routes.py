@@ -62,8 +62,13 @@ def protocol_routes(rt: Runtime) -> Router:
     @router.post("/mcp")
     def mcp() -> Response[str]:
         """The MCP server (Streamable HTTP, stateless, JSON answers): memory as tools."""
+        from agent_harness.api.origins import refusal
         from agent_harness.mcp.server import handle_http
 
+        # before identity: a page of another web origin learns nothing, not even a 401
+        refused = refusal(http.headers(), rt.settings.allowed_origins)
+        if refused is not None:
+            return json_response(refused.status, refused.rpc_body())
         user = http.user()
         try:
             text = http.raw_body()
@@ -74,9 +79,10 @@ def protocol_routes(rt: Runtime) -> Router:
         return text_response(status, content_types.APPLICATION_JSON, body, headers)
 
     @router.get("/mcp")
+    @router.delete("/mcp")
     def mcp_stream() -> Response[str]:
-        """No server-initiated stream: the server keeps no session (405, as the transport
-        allows)."""
+        """No server-initiated stream (GET) and no session to end (DELETE): a stateless
+        server answers both 405, as the transport allows."""
         error = {"code": "method_not_allowed", "message": "POST JSON-RPC messages to /mcp"}
         return json_response(405, {"error": error}, {"Allow": "POST"})
 

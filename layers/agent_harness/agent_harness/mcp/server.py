@@ -110,7 +110,8 @@ class RpcFault(Exception):
 def handle_http(rt: Runtime, user: User, headers: dict[str, str], body: str) -> Reply:
     """One POST to /mcp by ``user`` (already authenticated): the status, the JSON payload
     (None: an empty body) and extra response headers. Never raises."""
-    lowered = {name.lower(): value for name, value in headers.items()}
+    # a header's surrounding whitespace is not part of its value (RFC 9110, 5.5)
+    lowered = {name.lower(): value.strip() for name, value in headers.items()}
     version = lowered.get("mcp-protocol-version")
     modern = version is not None and version not in HANDSHAKE_VERSIONS
     if not _accepts_json(lowered.get("accept", "")):

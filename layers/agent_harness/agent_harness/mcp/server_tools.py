@@ -185,8 +185,11 @@ class _Tool:
 _SEARCH: dict[str, dict[str, Any]] = {
     "query": {"description": "text or keywords to look for"},
     "match_mode": {
+        # the model's default is null (absent or null means phrase); a strict client
+        # rejects a default its own type does not admit, so the schema names phrase
         "type": "string",
         "enum": list(MATCH_MODES),
+        "default": "phrase",
         "description": "phrase (default): the query as one literal, case-insensitive phrase; "
         "all: every keyword in the same line; any: at least one keyword; ranked: best "
         "matches first (BM25 over word stems), with a score per hit",
