@@ -197,6 +197,15 @@ def test_a_session_page_shows_tool_calls_and_their_results() -> None:
     assert "tool result" in page and "You use vim." in page and 'id="turn-1"' in page
 
 
+def test_a_session_whose_id_has_a_colon_is_listed_and_shown(rt) -> None:
+    run_turn(rt, ANN, "chat:7", "Remember that I use tmux.")
+    with serving(Target(runtime=rt)) as server:
+        listing = httpx.get(server.origin + "/users/ann/sessions").text
+        page = httpx.get(server.origin + "/users/ann/sessions/chat%3A7")
+    assert "/users/ann/sessions/chat%3A7" in listing
+    assert page.status_code == 200 and "Remember that I use tmux." in page.text
+
+
 def test_the_user_page_shows_todays_spend_against_the_daily_budget() -> None:
     from agent_harness.settings import Settings
 

@@ -263,6 +263,15 @@ def test_id_limits_are_settings() -> None:
     assert rt.store.objects.keys() == {k for k in rt.store.objects if "/alice/" in k}
 
 
+@pytest.mark.parametrize("user", ["é" * 256, "lone\ud800"])
+def test_a_user_id_that_cannot_fit_a_storage_key_is_401_and_writes_nothing(user: str) -> None:
+    model = ScriptedModel("never called")
+    rt = dev_runtime(agent=model)
+    status, body, _ = call(rt, "POST", "/v1/sessions/s1/messages", {"message": "hi"}, user=user)
+    assert (status, body["error"]["code"]) == (401, "unauthorized")
+    assert rt.store.objects == {} and model.requests == []
+
+
 @pytest.mark.parametrize("route", ["/v1/memory/search", "/v1/sessions/search"])
 def test_a_search_without_match_mode_is_a_phrase_search_and_says_so(route: str) -> None:
     rt = dev_runtime(agent=ScriptedModel("好的"))
