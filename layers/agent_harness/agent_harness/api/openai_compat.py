@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_harness.agent.client_tools import ToolResult
-from agent_harness.agent.importer import ImportedMessage
+from agent_harness.agent.importer import MAX_MESSAGES, ImportedMessage
+from agent_harness.agent.request import check_persona
 from agent_harness.api.schemas import ToolDeclaration  # noqa: TC001 (pydantic reads it)
 from agent_harness.errors import HarnessError, InvalidRequestError, ValidationFailedError
 
@@ -99,6 +100,11 @@ def _parse(raw: str) -> ChatBody:
         raise InvalidRequestError("the body is not valid JSON") from exc
     if data is None:
         raise InvalidRequestError("a JSON body is required")
+    messages = data.get("messages") if isinstance(data, dict) else None
+    if isinstance(messages, list) and len(messages) > MAX_MESSAGES:  # before parsing them
+        raise ValidationFailedError(
+            f"messages: {len(messages):,} messages; a request may carry at most {MAX_MESSAGES:,}"
+        )
     try:
         body = ChatBody.model_validate(data)
     except ValidationError as exc:
@@ -129,6 +135,7 @@ def chat_completion(rt: Runtime, user: User, session_id: str | None, raw: str) -
         result = run_turn(rt, user, session_id, tools=tools, tool_results=results)
     elif asked:
         persona = "\n\n".join(m.text() for m in body.messages if m.role in ("system", "developer"))
+        check_persona(rt, persona)
         history = [
             ImportedMessage(role=m.role, content=m.text())
             for m in earlier

@@ -17,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from agent_harness.agent.request import MAX_TOOL_RESULTS
 from agent_harness.memory.engine.index import DEFAULT_LIMIT, MAX_LIMIT, Mode, parse_match_mode
 
 __all__ = [
@@ -106,7 +107,7 @@ class MessageBody(_Body):
 
     message: StrictStr | None = None
     tools: list[ToolDeclaration] | None = None
-    tool_results: list[ToolResultBody] | None = Field(default=None, max_length=128)
+    tool_results: list[ToolResultBody] | None = Field(default=None, max_length=MAX_TOOL_RESULTS)
     cancel: StrictBool | None = None
 
     @model_validator(mode="after")
