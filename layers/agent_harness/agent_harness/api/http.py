@@ -21,6 +21,7 @@ from agent_harness.errors import (
     ValidationFailedError,
 )
 from agent_harness.ids import User, validate_session_id
+from agent_harness.utf8 import require_encodable
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -127,6 +128,7 @@ class Http:
             data = json.loads(raw)
         except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
             raise InvalidRequestError("the body is not valid JSON") from exc
+        require_encodable(data, raw)
         try:
             return model.model_validate(data)
         except ValidationError as exc:

@@ -31,6 +31,7 @@ from agent_harness.agent.importer import MAX_MESSAGES, ImportedMessage
 from agent_harness.agent.request import check_persona
 from agent_harness.api.schemas import ToolDeclaration  # noqa: TC001 (pydantic reads it)
 from agent_harness.errors import HarnessError, InvalidRequestError, ValidationFailedError
+from agent_harness.utf8 import require_encodable
 
 if TYPE_CHECKING:
     from agent_harness.agent.commit import TurnResult
@@ -100,6 +101,7 @@ def _parse(raw: str) -> ChatBody:
         raise InvalidRequestError("the body is not valid JSON") from exc
     if data is None:
         raise InvalidRequestError("a JSON body is required")
+    require_encodable(data, raw)
     messages = data.get("messages") if isinstance(data, dict) else None
     if isinstance(messages, list) and len(messages) > MAX_MESSAGES:  # before parsing them
         raise ValidationFailedError(
