@@ -170,6 +170,8 @@ class MemoryTools:
 
     rt: Runtime
     user: User
+    #: characters this turn's accepted saves will add to MEMORY.md when it is written
+    pending: int = 0
 
     def registry(self, *, after: Callable[[ToolCall, str], str] | None = None) -> ToolRegistry:
         return ToolRegistry(self.tools(), after=after)
@@ -247,6 +249,16 @@ class MemoryTools:
             [Candidate(line, AGENT_SAVE) for line in lines], Policy.of(self.rt.settings)
         )
         saved = len(admitted.lines)
+        if saved:  # a full MEMORY.md is the tool's error, never the turn's
+            from agent_harness.errors import MemoryFullError
+            from agent_harness.memory.files import memory_room
+
+            size = sum(len(line) + 1 for line in admitted.lines) + 2
+            room = memory_room(self.rt, self.user) - self.pending
+            if size > room:
+                limit = self.rt.settings.max_memory_chars
+                raise MemoryFullError(limit - room + size, limit)
+            self.pending += size
         noun = "memory" if saved == 1 else "memories"
         answer = f"{SAVED}{saved} {noun} to MEMORY.md"
         if admitted.held:
