@@ -373,3 +373,27 @@ def test_a_save_that_no_longer_fits_when_the_turn_is_written_is_dropped_not_the_
     assert model.requests[1].messages[-1].content.startswith("Saved 1 memory")
     assert "Likes tea" not in rt.store.text(ALICE, "MEMORY.md")
     assert len(rt.store.text(ALICE, "MEMORY.md")) <= 1000
+
+
+def test_memory_versions_come_in_pages_with_a_limit_and_a_cursor() -> None:
+    rt = dev_runtime()
+    etag = rt.store.put(ALICE, "MEMORY.md", "- v0\n", create_only=True)
+    for n in range(1, 5):
+        etag = rt.store.put(ALICE, "MEMORY.md", f"- v{n}\n", if_match=etag)
+    every = [v.version_id for v in rt.store.list_versions(ALICE, "MEMORY.md")]
+
+    seen, cursor, pages = [], None, 0
+    while True:
+        query = "limit=2" + (f"&cursor={cursor}" if cursor else "")
+        status, body, _ = call(rt, "GET", f"/v1/memory/versions?{query}")
+        assert status == 200 and len(body["versions"]) <= 2
+        seen += [v["version_id"] for v in body["versions"]]
+        pages += 1
+        if not (cursor := body["next_cursor"]):
+            break
+    assert seen == every and pages == 3
+    status, body, _ = call(rt, "GET", "/v1/memory/versions")
+    assert len(body["versions"]) == 5 and body["next_cursor"] is None
+    for bad in ("limit=0", "limit=201", "cursor=", "cursor=a%20b", "cursor=" + "x" * 1025):
+        status, body, _ = call(rt, "GET", f"/v1/memory/versions?{bad}")
+        assert (status, body["error"]["code"]) == (422, "validation_error"), bad

@@ -145,6 +145,18 @@ class Http:
             raise ValidationFailedError(f"query parameter {name} must be an integer {low}-{high}")
         return int(raw)
 
+    def token_query(self, name: str, max_chars: int = 1024) -> str | None:
+        """An opaque token (a cursor): printable ASCII without spaces, or absent."""
+        raw = self._router.current_event.get_query_string_value(name)
+        if raw is None:
+            return None
+        if not 0 < len(raw) <= max_chars or not all("!" <= ch <= "~" for ch in raw):
+            raise ValidationFailedError(
+                f"query parameter {name} must be 1-{max_chars} printable characters, as a "
+                "previous answer gave it"
+            )
+        return raw
+
     def search(self, run: Callable[..., list[Any]], fields: tuple[str, ...]) -> Response[str]:
         """A search route (memory or threads): blank queries say so; hits carry
         ``fields`` (and the score when ranked)."""

@@ -129,7 +129,25 @@ def openapi_document() -> dict[str, Any]:
             ),
             "delete": op("Forget this user entirely", _ok("forgotten", "204")),
         },
-        "/v1/memory/versions": {"get": op("Versions of MEMORY.md", _ok("versions"))},
+        "/v1/memory/versions": {
+            "get": op(
+                "Versions of MEMORY.md, newest first, a page at a time",
+                _ok("versions and next_cursor"),
+                parameters=[
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 200},
+                    },
+                    {
+                        "name": "cursor",
+                        "in": "query",
+                        "description": "next_cursor of the previous page",
+                        "schema": {"type": "string", "pattern": "^[!-~]{1,1024}$"},
+                    },
+                ],
+            )
+        },
         "/v1/memory/rollback": {
             "post": op("Restore a version", _ok("restored"), requestBody=body(RollbackBody)),
         },

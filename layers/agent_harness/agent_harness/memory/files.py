@@ -44,6 +44,8 @@ __all__ = [
     "MAX_CLOCK_SKEW",
     "MAX_GET_CHARS",
     "MAX_GET_LINES",
+    "MAX_VERSIONS_LIMIT",
+    "VERSIONS_LIMIT",
     "MemoryDocument",
     "Saved",
     "get_ledger_day",
@@ -53,6 +55,7 @@ __all__ = [
     "list_memory_versions",
     "memory_lines",
     "memory_room",
+    "memory_versions_page",
     "put_memory",
     "read_lines",
     "rollback_memory",
@@ -123,7 +126,20 @@ def _hold_edit(rt: Runtime, user: User, admitted: Admitted, source: str, writer:
 
 
 def list_memory_versions(rt: Runtime, user: User) -> list[VersionInfo]:
+    """Every version (the operator's CLI); the API and the console read pages."""
     return rt.store.list_versions(user, MEMORY_FILE)
+
+
+#: versions in a page of GET /v1/memory/versions: the default and the most
+VERSIONS_LIMIT, MAX_VERSIONS_LIMIT = 50, 200
+
+
+def memory_versions_page(
+    rt: Runtime, user: User, *, limit: int = VERSIONS_LIMIT, cursor: str | None = None
+) -> tuple[list[VersionInfo], str | None]:
+    """A page of MEMORY.md's versions, newest first, older than ``cursor`` (the last
+    version id of the page before); and the next page's cursor, None at the oldest."""
+    return rt.store.list_versions_page(user, MEMORY_FILE, limit=limit, after=cursor)
 
 
 def rollback_memory(
