@@ -397,3 +397,16 @@ def test_memory_versions_come_in_pages_with_a_limit_and_a_cursor() -> None:
     for bad in ("limit=0", "limit=201", "cursor=", "cursor=a%20b", "cursor=" + "x" * 1025):
         status, body, _ = call(rt, "GET", f"/v1/memory/versions?{bad}")
         assert (status, body["error"]["code"]) == (422, "validation_error"), bad
+
+
+@pytest.mark.parametrize("route", ["/v1/memory/search", "/v1/sessions/search"])
+def test_a_search_query_over_its_cap_is_422_before_any_search(route: str) -> None:
+    from agent_harness.memory.engine.index import MAX_QUERY_CHARS
+
+    rt = dev_runtime()
+    query = "tea " * (MAX_QUERY_CHARS // 4) + "x"
+    status, body, _ = call(rt, "POST", route, {"query": query, "match_mode": "any"})
+    assert (status, body["error"]["code"]) == (422, "validation_error")
+    assert rt.store.calls == []
+    status, _, _ = call(rt, "POST", route, {"query": query[:-1], "match_mode": "any"})
+    assert status == 200

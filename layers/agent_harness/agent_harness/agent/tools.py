@@ -25,6 +25,7 @@ from agent_harness.memory.engine.index import (
     DEFAULT_LIMIT,
     MATCH_MODES,
     MAX_LIMIT,
+    MAX_QUERY_CHARS,
     parse_match_mode,
 )
 from agent_harness.memory.search import format_hits, search_memory
@@ -96,7 +97,7 @@ class ToolRegistry:
 class _SearchArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    query: str | None
+    query: str | None = Field(max_length=MAX_QUERY_CHARS)
     matchMode: str | None = None  # the tool's public argument name
     limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
 

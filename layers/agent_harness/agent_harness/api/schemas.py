@@ -18,7 +18,13 @@ from pydantic import (
 )
 
 from agent_harness.agent.request import MAX_TOOL_RESULTS
-from agent_harness.memory.engine.index import DEFAULT_LIMIT, MAX_LIMIT, Mode, parse_match_mode
+from agent_harness.memory.engine.index import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    MAX_QUERY_CHARS,
+    Mode,
+    parse_match_mode,
+)
 
 __all__ = [
     "MemoryPutBody",
@@ -137,7 +143,7 @@ class RollbackBody(_Body):
 
 
 class SearchBody(_Body):
-    query: StrictStr | None
+    query: StrictStr | None = Field(max_length=MAX_QUERY_CHARS)
     #: null or absent means phrase (validated even when absent); "" and unknown modes are
     #: errors
     match_mode: Any = Field(default=None, validate_default=True)
