@@ -272,3 +272,14 @@ def test_a_persona_longer_than_a_message_is_413_and_writes_nothing() -> None:
     status, text, _ = chat(rt, payload)
     assert status == 413 and json.loads(text)["error"]["code"] == "payload_too_large"
     assert rt.store.objects == {} and model.requests == []
+
+
+def test_an_overlong_tool_call_id_or_model_name_is_refused_before_the_lease() -> None:
+    rt, model = runtime("never called")
+    messages = tool_messages(1)
+    messages[-1]["tool_call_id"] = "c" * 257
+    status, text, _ = chat(rt, {"messages": messages}, session="s1")
+    assert status == 422 and "limited to 256" in json.loads(text)["error"]["message"]
+    status, _, _ = chat(rt, {"model": "m" * 257, "messages": tool_messages(1)}, session="s1")
+    assert status == 422
+    assert rt.store.objects == {} and rt.table.calls == [] and model.requests == []

@@ -410,3 +410,14 @@ def test_a_search_query_over_its_cap_is_422_before_any_search(route: str) -> Non
     assert rt.store.calls == []
     status, _, _ = call(rt, "POST", route, {"query": query[:-1], "match_mode": "any"})
     assert status == 200
+
+
+def test_a_budget_override_beyond_what_a_day_can_hold_is_422() -> None:
+    rt = dev_runtime()
+    headers = {"content-type": "application/json", "x-user-id": "op", "x-admin": "true"}
+    for payload, status in (({"turns": 10**12 + 1}, 422), ({"turns": 10**12}, 200)):
+        event = http_event(
+            "PUT", "/v1/admin/users/bob/budget", headers=headers, body=json.dumps(payload).encode()
+        )
+        response = build_app(rt).resolve(event, context_for("AgentCallFunction"))
+        assert response["statusCode"] == status, response["body"]

@@ -11,10 +11,11 @@ if TYPE_CHECKING:
     from agent_harness.agent.client_tools import ToolResult
     from agent_harness.runtime import Runtime
 
-__all__ = ["MAX_TOOL_RESULTS", "check_persona", "check_request"]
+__all__ = ["MAX_TOOL_CALL_ID_CHARS", "MAX_TOOL_RESULTS", "check_persona", "check_request"]
 
 #: tool results one request may carry (a turn pauses on at most this many calls)
 MAX_TOOL_RESULTS = 128
+MAX_TOOL_CALL_ID_CHARS = 256
 
 
 def check_request(
@@ -41,6 +42,10 @@ def check_request(
             )
         seen: set[str] = set()  # a set: the check stays linear in the request
         for result in results:
+            if len(result.tool_call_id) > MAX_TOOL_CALL_ID_CHARS:
+                raise ValidationFailedError(
+                    f"a tool_call_id is limited to {MAX_TOOL_CALL_ID_CHARS} characters"
+                )
             if result.tool_call_id in seen:
                 raise ValidationFailedError(
                     f"tool_results: {result.tool_call_id} is answered twice"

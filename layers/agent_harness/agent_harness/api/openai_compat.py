@@ -78,7 +78,7 @@ class ChatMessage(BaseModel):
 class ChatBody(BaseModel):
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
-    model: str = MODEL_ID
+    model: str = Field(default=MODEL_ID, max_length=256)  # echoed in the answer
     messages: list[ChatMessage] = Field(min_length=1)
     tools: list[ToolDeclaration] | None = None
     tool_choice: Any = None

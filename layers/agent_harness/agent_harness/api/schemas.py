@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from agent_harness.agent.request import MAX_TOOL_RESULTS
+from agent_harness.agent.request import MAX_TOOL_CALL_ID_CHARS, MAX_TOOL_RESULTS
 from agent_harness.memory.engine.index import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -84,7 +84,7 @@ class _TextPart(_Body):
 class ToolResultBody(_Body):
     """The caller's result of one tool call of a paused turn."""
 
-    tool_call_id: StrictStr = Field(min_length=1, max_length=256)
+    tool_call_id: StrictStr = Field(min_length=1, max_length=MAX_TOOL_CALL_ID_CHARS)
     content: StrictStr | list[_TextPart]
     is_error: StrictBool = False
 
@@ -178,10 +178,15 @@ class MemorySaveBody(_Body):
     source: SaveSource | None = None
 
 
+#: the most an operator's budget override may set, of any of its three limits
+MAX_BUDGET = 10**12
+
+
 class BudgetBody(_Body):
     """An operator's override of one user's daily limits: a number (0: unlimited) or
     null (the stack's default) for each."""
 
-    tokens: int | None = Field(default=None, ge=0)
-    turns: int | None = Field(default=None, ge=0)
-    memory_tokens: int | None = Field(default=None, ge=0)
+    # DynamoDB numbers hold 38 digits; no day needs more than a trillion
+    tokens: int | None = Field(default=None, ge=0, le=MAX_BUDGET)
+    turns: int | None = Field(default=None, ge=0, le=MAX_BUDGET)
+    memory_tokens: int | None = Field(default=None, ge=0, le=MAX_BUDGET)
