@@ -62,6 +62,7 @@ __all__ = [
     "save_facts",
     "save_memories",
     "save_source",
+    "within_cap",
 ]
 
 #: a saved fact's timestamp may run this far ahead of our clock (the client's may differ)
@@ -296,12 +297,17 @@ def save_memories(
 
 
 def _addition(rt: Runtime, existing: str, block: str) -> str:
-    """What a save appends to MEMORY.md (``existing``): MemoryFullError when the file
-    would pass its cap (checked on each compare-and-swap attempt, so a race cannot)."""
+    """What a save appends to MEMORY.md (``existing``), within the cap."""
     addition = ("\n" if existing and not existing.endswith("\n") else "") + (
         "\n" if existing else ""
     )
-    addition += block
+    return within_cap(rt, existing, addition + block)
+
+
+def within_cap(rt: Runtime, existing: str, addition: str) -> str:
+    """``addition`` to MEMORY.md (``existing``), or MemoryFullError when the file would
+    pass its cap: every append checks it on each compare-and-swap attempt, so no race
+    can pass it."""
     if len(existing) + len(addition) > rt.settings.max_memory_chars:
         raise MemoryFullError(len(existing) + len(addition), rt.settings.max_memory_chars)
     return addition
