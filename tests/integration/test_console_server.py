@@ -235,6 +235,20 @@ def test_a_diff_of_two_large_versions_shows_the_change_and_little_else() -> None
     assert len(page.text) < 20_000  # each version is 250 KB
 
 
+def test_a_diff_of_versions_too_far_apart_to_align_is_cut_at_its_row_limit() -> None:
+    rt = make_runtime()
+    etag = rt.store.put(
+        ANN, "MEMORY.md", "".join(f"- a{n}\n" for n in range(3000)), create_only=True
+    )
+    rt.store.put(ANN, "MEMORY.md", "".join(f"- b{n}\n" for n in range(3000)), if_match=etag)
+    newest, oldest = (v.version_id for v in rt.store.list_versions(ANN, "MEMORY.md"))
+    with serving(Target(runtime=rt)) as server:
+        page = httpx.get(server.origin + "/users/ann/versions", params={"a": oldest, "b": newest})
+    assert page.status_code == 200
+    assert "3000 changed lines · the first 1,000 rows are shown" in page.text
+    assert page.text.count('<tr class="replace">') == 1000
+
+
 def test_the_user_page_shows_todays_spend_against_the_daily_budget() -> None:
     from agent_harness.settings import Settings
 
