@@ -23,6 +23,7 @@ __all__ = [
     "MAX_PATH_CHARS",
     "MAX_USER_KEY_CHARS",
     "S3_MAX_KEY_BYTES",
+    "SESSION_ID_PATTERN",
     "User",
     "validate_day",
     "validate_relative_path",
@@ -34,6 +35,8 @@ _SAFE = frozenset(string.ascii_letters + string.digits + "_-")
 #: valid session id names valid paths (a turn, the context, evicted tool results)
 _SESSION_CHARS = "A-Za-z0-9._:-"
 _SESSION_RE = re.compile(rf"[A-Za-z0-9][{_SESSION_CHARS}]{{0,127}}")
+#: the session id rule as a JSON Schema pattern (the OpenAPI document, MCP's tool schema)
+SESSION_ID_PATTERN = f"^{_SESSION_RE.pattern}$"
 _DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _PATH_SEGMENT_RE = re.compile(rf"[{_SESSION_CHARS}][@+=,{_SESSION_CHARS}]*")  # "-" stays last
 MAX_USER_ID_CHARS = 256

@@ -10,6 +10,8 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from agent_harness.ids import SESSION_ID_PATTERN
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -20,7 +22,7 @@ _SESSION = {
     "in": "path",
     "required": True,
     "description": "1-128 characters: letters, digits, '.', '_', ':', '-'; starts alphanumeric",
-    "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"},
+    "schema": {"type": "string", "pattern": SESSION_ID_PATTERN},
 }
 _DAY = {
     "name": "day",
