@@ -291,7 +291,8 @@ def save_memory(ctx: Ctx, user: User) -> Page | str:
 
 def versions_page(ctx: Ctx, user: User) -> Page:
     existing_user(ctx, user)
-    versions = overview.memory_versions(ctx.rt, user)
+    cursor = ctx.q("older") or None  # the next_cursor of the page before
+    versions, older = overview.memory_version_page(ctx.rt, user, cursor=cursor)
     if not versions:
         return Page(
             f"Versions of {user.id}",
@@ -337,7 +338,13 @@ def versions_page(ctx: Ctx, user: User) -> Page:
             [[*r[:5], ""] for r in rows],
             caption="MEMORY.md versions, newest first",
         )
+        + (f'<input type="hidden" name="older" value="{esc(cursor)}">' if cursor else "")
         + '<button type="submit">Compare A with B</button></form>'
+        + (
+            f"<p>{link(user_url(user.id, 'versions', older=older), 'Older versions')}</p>"
+            if older
+            else ""
+        )
     )
     # the rollback forms cannot nest in the compare form: they get their own column list
     restores = "".join(
@@ -361,33 +368,90 @@ def versions_page(ctx: Ctx, user: User) -> Page:
     return Page(f"Versions of {user.id}", body, user_id=user.id, tab="versions")
 
 
+#: lines of each version the console compares past their common head and tail (a
+#: line diff is quadratic in the worst case), and rows of the diff it shows
+MAX_DIFF_LINES, MAX_DIFF_ROWS, DIFF_CONTEXT = 2000, 1000, 3
+
+
 def _diff(ctx: Ctx, user: User, a: str, b: str) -> str:
+    """The changed lines of two versions with a few lines of context around each: the
+    page stays small however large the versions are."""
     left = ctx.rt.store.get_version(user, MEMORY_FILE, a)
     right = ctx.rt.store.get_version(user, MEMORY_FILE, b)
     if left is None or right is None:
         raise NotFoundError("MEMORY.md has no such version (it may have been forgotten)")
     old, new = left.content.splitlines(), right.content.splitlines()
-    rows = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
-        None, old, new, autojunk=False
-    ).get_opcodes():
-        for k in range(max(i2 - i1, j2 - j1)):
-            li, rj = i1 + k, j1 + k
-            lt = old[li] if li < i2 else None
-            rt_ = new[rj] if rj < j2 else None
-            left_no, left_text = (li + 1, esc(lt)) if lt is not None else ("", "")
-            right_no, right_text = (rj + 1, esc(rt_)) if rt_ is not None else ("", "")
-            rows.append(
-                f'<tr class="{tag}"><td class="no">{left_no}</td><td class="l">{left_text}</td>'
-                f'<td class="no">{right_no}</td><td class="r">{right_text}</td></tr>'
-            )
-    changed = sum(1 for r in rows if 'class="equal"' not in r)
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    mid_old, mid_new = old[head : len(old) - tail], new[head : len(new) - tail]
+    opcodes: list[tuple[str, int, int, int, int]] = [
+        ("replace", 0, len(mid_old), 0, len(mid_new))  # too far apart to align
+    ]
+    if len(mid_old) <= MAX_DIFF_LINES and len(mid_new) <= MAX_DIFF_LINES:
+        matcher = difflib.SequenceMatcher(None, mid_old, mid_new, autojunk=False)
+        opcodes = list(matcher.get_opcodes())
+    opcodes = [
+        ("equal", 0, head, 0, head),
+        *((t, i1 + head, i2 + head, j1 + head, j2 + head) for t, i1, i2, j1, j2 in opcodes),
+        ("equal", len(old) - tail, len(old), len(new) - tail, len(new)),
+    ]
+    rows: list[str] = []
+    changed = 0
+    for tag, i1, i2, j1, j2 in opcodes:
+        if tag != "equal":
+            changed += max(i2 - i1, j2 - j1)
+            pieces = [("row", k) for k in range(max(i2 - i1, j2 - j1))]
+        else:  # only the context next to a change; the rest is one "unchanged" row
+            pieces = _context(i2 - i1, first=i1 == 0, last=i2 == len(old))
+        for kind, k in pieces:
+            if len(rows) < MAX_DIFF_ROWS:
+                rows.append(
+                    _diff_row(tag, old, new, i1 + k, i2, j1 + k, j2)
+                    if kind == "row"
+                    else f'<tr class="equal"><td class="no"></td><td class="l" colspan="3">'
+                    f"… {k:,} unchanged lines</td></tr>"
+                )
+    more = f" · the first {MAX_DIFF_ROWS:,} rows are shown" if len(rows) >= MAX_DIFF_ROWS else ""
     return (
         '<section aria-labelledby="diff-h"><h2 id="diff-h">Diff</h2>'
-        f'<p class="hint">A: {esc(a)} · B: {esc(b)} · {changed} changed lines</p>'
+        f'<p class="hint">A: {esc(a)} · B: {esc(b)} · {changed} changed lines{more}</p>'
         '<table class="diff"><thead><tr><th scope="col">#</th><th scope="col">A</th>'
         '<th scope="col">#</th><th scope="col">B</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></section>"
+    )
+
+
+def _context(size: int, *, first: bool, last: bool) -> list[tuple[str, int]]:
+    """An unchanged run of ``size`` lines: ("row", k) for the lines kept next to a change
+    (none before the first change, none after the last), ("skip", n) for n left out."""
+    keep = set(range(min(DIFF_CONTEXT, size))) if not first else set()
+    keep |= set(range(max(0, size - DIFF_CONTEXT), size)) if not last else set()
+    pieces: list[tuple[str, int]] = []
+    k = 0
+    while k < size:
+        if k in keep:
+            pieces.append(("row", k))
+            k += 1
+            continue
+        start = k
+        while k < size and k not in keep:
+            k += 1
+        pieces.append(("skip", k - start))
+    return pieces
+
+
+def _diff_row(tag: str, old: list[str], new: list[str], li: int, i2: int, rj: int, j2: int) -> str:
+    lt = old[li] if li < i2 else None
+    rt_ = new[rj] if rj < j2 else None
+    left_no, left_text = (li + 1, esc(lt)) if lt is not None else ("", "")
+    right_no, right_text = (rj + 1, esc(rt_)) if rt_ is not None else ("", "")
+    return (
+        f'<tr class="{tag}"><td class="no">{left_no}</td><td class="l">{left_text}</td>'
+        f'<td class="no">{right_no}</td><td class="r">{right_text}</td></tr>'
     )
 
 

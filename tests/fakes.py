@@ -254,6 +254,16 @@ class MemoryStore:
             for v in reversed(versions)
         ]
 
+    def list_versions_page(
+        self, user: User, path: str, *, limit: int, after: str | None = None
+    ) -> tuple[list[VersionInfo], str | None]:
+        versions = self.list_versions(user, path)
+        if after is not None:
+            ids = [v.version_id for v in versions]
+            versions = versions[ids.index(after) + 1 :] if after in ids else []
+        page = versions[:limit]
+        return page, page[-1].version_id if len(versions) > limit else None
+
     def get_version(self, user: User, path: str, version_id: str) -> StoredObject | None:
         # S3 reads any version by id, a deleted object's too
         for v in self._versions(self.key(user, path)):

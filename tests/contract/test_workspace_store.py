@@ -443,6 +443,26 @@ def test_list_versions_is_confined_to_the_exact_path(store: WorkspaceStore) -> N
     assert store.list_versions(ALICE, "AGENTS.md") == []
 
 
+def test_versions_come_in_pages_newest_first_with_a_cursor(store: WorkspaceStore) -> None:
+    for n in range(5):
+        store.put(ALICE, "MEMORY.md", f"v{n}")
+    store.put(ALICE, "MEMORY.md.bak", "b")  # shares the key as a string prefix
+    every = [v.version_id for v in store.list_versions(ALICE, "MEMORY.md")]
+
+    first, cursor = store.list_versions_page(ALICE, "MEMORY.md", limit=2)
+    second, cursor2 = store.list_versions_page(ALICE, "MEMORY.md", limit=2, after=cursor)
+    last, end = store.list_versions_page(ALICE, "MEMORY.md", limit=2, after=cursor2)
+
+    assert [v.version_id for v in first + second + last] == every
+    assert (cursor, cursor2, end) == (every[1], every[3], None)
+    assert first[0].is_latest and not last[0].is_latest
+    assert store.list_versions_page(ALICE, "MEMORY.md", limit=5) == (
+        store.list_versions(ALICE, "MEMORY.md"),
+        None,
+    )
+    assert store.list_versions_page(ALICE, "AGENTS.md", limit=2) == ([], None)
+
+
 def test_get_version_reads_an_earlier_version(store: WorkspaceStore) -> None:
     store.put(ALICE, "MEMORY.md", "v1")
     store.put(ALICE, "MEMORY.md", "v2")

@@ -374,3 +374,24 @@ def test_the_operator_cli_works_against_the_stack_from_an_env_file(
     assert main([*where, "forget", "alice", "--yes"]) == 0
     assert json.loads(capsys.readouterr().out)["items"] >= 2
     assert not [k for k in stack.object_keys() if k.startswith("users/alice/")]
+
+
+def test_a_session_id_with_a_colon_works_through_a_turn_the_flush_search_and_forget(
+    stack: Stack,
+) -> None:
+    agent, flush = stack.handler(AGENT), stack.handler(FLUSH)
+    answer = post(stack, agent, "chat:42", "I prefer window seats on long flights.")
+    assert answer["session_id"] == "chat:42" and answer["turn"] == 1
+    assert "users/alice/sessions/chat:42/turns/00000001.json" in stack.object_keys()
+
+    assert drain_flush_queue(stack, flush) == ["turn"]
+    assert "> source: session=chat:42 turns=1" in ledger_text(stack)
+    search = load_event("agent_call_sessions_search.json")
+    search["isBase64Encoded"] = False
+    search["body"] = json.dumps({"query": "window seats", "match_mode": "any"})
+    found = body(stack.invoke(agent, search, AGENT))
+    assert [(h["session_id"], h["turn"]) for h in found["hits"]] == [("chat:42", 1)]
+
+    forgotten = stack.invoke(agent, load_event("agent_call_forget.json"), AGENT)
+    assert forgotten["statusCode"] == 204
+    assert not [k for k in stack.object_keys() if k.startswith("users/alice/")]

@@ -10,6 +10,7 @@ import json
 from typing import Any
 from urllib.parse import quote
 
+import pytest
 from aws_lambda_powertools import Metrics
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -31,13 +32,19 @@ outcomes = {"requests": 0, "5xx": 0, "refused": 0, "refused_with_writes": 0, "ba
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(max_size=10) | st.just("\ud800"), inner)
+    ),
     max_leaves=10,
 )
 weird_text = st.one_of(
     st.text(max_size=60),
     st.text(alphabet=st.characters(max_codepoint=0x20), max_size=20),  # control characters
     st.sampled_from(["", " ", "\x00", "../..", "a/b", "%2e%2e", "MEMORY.md", "\ud7ff" * 3]),
+    # lone surrogates: JSON's "\ud800" escape, text no write can encode
+    st.text(alphabet=st.characters(categories=["Cs"]), min_size=1, max_size=3),
+    st.sampled_from(["\ud800", "tea \udfff", "\udbff\ud800x"]),
     st.integers(100_001, 100_010).map(lambda n: "x" * n),  # over the message limit
 )
 fields = st.sampled_from(
@@ -83,7 +90,9 @@ bodies = st.one_of(
         optional={"stream": json_values, "n": st.integers(), "tools": json_values},
     ).map(lambda v: json.dumps(v).encode()),
 )
-segments = st.one_of(weird_text, st.text(max_size=300)).map(lambda s: quote(s, safe=""))
+segments = st.one_of(weird_text, st.text(max_size=300)).map(
+    lambda s: quote(s, safe="", errors="surrogatepass")  # a lone surrogate: bytes no UTF-8 has
+)
 routes = st.sampled_from(
     [
         ("POST", "/v1/sessions/{}/messages"),
@@ -204,3 +213,56 @@ def test_no_input_makes_a_5xx_and_a_refused_request_writes_nothing(record) -> No
     )
     assert outcomes["requests"] > 0 and outcomes["refused"] > 0
     assert outcomes["5xx"] == outcomes["bad_errors"] == outcomes["refused_with_writes"] == 0
+
+
+SURROGATE_REQUESTS = [
+    ("/v1/sessions/s1/messages", {"message": "I like \ud800 tea"}, "message"),
+    (
+        "/v1/sessions/s1/import",
+        {"messages": [{"role": "user", "content": "\udc00"}]},
+        "messages.0.content",
+    ),
+    ("/v1/memory/save", {"content": "- likes \ud83d tea"}, "content"),
+    (
+        "/v1/chat/completions",
+        {"messages": [{"role": "user", "content": "hi"}, {"role": "system", "content": "\udbff"}]},
+        "messages.1.content",
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "payload", "where"), SURROGATE_REQUESTS)
+def test_a_lone_surrogate_is_422_naming_where_and_writes_nothing(
+    path: str, payload: dict, where: str
+) -> None:
+    rt = make_runtime(settings=Settings(auth_mode="dev"))
+    writes: list[str] = []
+    rt.store = Writes(rt.store, WRITES, writes)  # type: ignore[assignment]
+    rt.table = Writes(rt.table, TABLE_WRITES, writes)  # type: ignore[assignment]
+    headers = {"content-type": "application/json", "x-user-id": "alice"}
+    event = http_event("POST", path, headers=headers, body=json.dumps(payload).encode())
+    response = build_app(rt).resolve(event, context_for("AgentCallFunction"))
+    error = json.loads(response["body"])["error"]
+    assert response["statusCode"] == 422, response["body"]
+    assert error["message"].startswith(f"{where}: not valid Unicode text")
+    assert writes == []
+
+
+def test_a_lone_surrogate_in_mcp_tool_arguments_is_a_json_rpc_error_and_writes_nothing() -> None:
+    rt = make_runtime(settings=Settings(auth_mode="dev"))
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "x-user-id": "alice",
+    }
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "memory_save", "arguments": {"content": "- likes \ud800"}},
+    }
+    event = http_event("POST", "/mcp", headers=headers, body=json.dumps(call).encode())
+    response = build_app(rt).resolve(event, context_for("AgentCallFunction"))
+    error = json.loads(response["body"])["error"]
+    assert error["code"] == -32602 and "arguments.content" in error["message"]
+    assert rt.store.objects == {}

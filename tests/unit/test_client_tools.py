@@ -352,6 +352,11 @@ def test_a_memory_save_before_the_pause_is_applied_once_when_the_turn_completes(
         ([ORDER_TOOL, ORDER_TOOL], 422, "declared twice"),
         ([{"name": "x", "parameters": {"type": "string"}}], 422, "parameters"),
         ([{"name": "x", "parameters": [1, 2]}], 422, "parameters"),
+        (
+            [{"name": "sku", "parameters": {"properties": {"id": {"pattern": "(?<=a)b"}}}}],
+            422,
+            "tools.0 (sku).parameters: properties.id.pattern: invalid pattern '(?<=a)b'",
+        ),
         ([{"name": f"t{n}"} for n in range(65)], 422, "at most 64"),
         ([{"name": "big", "description": "d" * 70_000}], 413, "bytes"),
         ([{"name": "has space"}], 422, "failed validation"),

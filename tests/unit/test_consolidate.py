@@ -414,3 +414,16 @@ def test_a_memory_save_names_where_it_came_from() -> None:
     rt = make_runtime()
     save_facts(rt, ALICE, "- likes tea", timestamp=None, source=None, origin="mcp")
     assert rt.store.get(ALICE, "MEMORY.md").writer == "mcp: memory_save"
+
+
+def test_a_consolidation_never_writes_memory_md_over_its_cap() -> None:
+    model = ScriptedModel("# Memory\n\n- " + "x" * 3000, "# Memory\n\n- User said: I prefer tea.")
+    rt = make_runtime(settings=Settings(max_memory_chars=2000), memory=model)
+    append(rt, "2026-11-30", "\n## Flush — t\n- User said: I prefer tea.\n")
+
+    with pytest.raises(ModelOutputError, match="over the 2000 limit"):
+        consolidate(rt, job())
+    assert memory(rt) is None
+
+    assert consolidate(rt, job()).status == "consolidated"  # the redelivery's answer fits
+    assert len(memory(rt)) <= 2000

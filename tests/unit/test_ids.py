@@ -23,10 +23,19 @@ def test_user_key_encoding_is_injective_and_reversible() -> None:
     assert [User.from_key(k).id for k in keys] == ids
 
 
-@pytest.mark.parametrize("bad", ["", "x" * 257, "tab\tid", "nul\x00"])
+@pytest.mark.parametrize(
+    "bad", ["", "x" * 257, "tab\tid", "nul\x00", "lone\ud800", "é" * 256, "🙂" * 43, "|" * 169]
+)
 def test_unusable_user_ids_are_rejected(bad: str) -> None:
     with pytest.raises(InvalidRequestError):
         User.from_id(bad)
+
+
+def test_a_user_id_is_accepted_up_to_its_encoded_length() -> None:
+    from agent_harness.ids import MAX_USER_KEY_CHARS
+
+    assert len(User.from_id("🙂" * 42).key) == 42 * 12 <= MAX_USER_KEY_CHARS
+    assert len(User.from_id("x" * 256).key) == 256
 
 
 def test_non_canonical_user_key_is_rejected() -> None:
@@ -45,7 +54,9 @@ def test_invalid_session_ids(bad: str) -> None:
         validate_session_id(bad)
 
 
-@pytest.mark.parametrize("bad", ["../MEMORY.md", "/etc/passwd", "memory//x.md", "a\\b", "./x", ""])
+@pytest.mark.parametrize(
+    "bad", ["../MEMORY.md", "/etc/passwd", "memory//x.md", "a\\b", "./x", "", "a;b", "x" * 513]
+)
 def test_workspace_paths_cannot_escape(bad: str) -> None:
     with pytest.raises(InvalidRequestError):
         validate_relative_path(bad)

@@ -540,11 +540,12 @@ REFUSED = [
     (field({"enum": "ab"}), f"{X}.enum: must be a list of values"),
     (field({"anyOf": {}}), f"{X}.anyOf: must be a list, got object"),
     (field({"items": {"required": [{}]}}), f"{X}.items.required: must be a list of property"),
-    (field({"pattern": "[a-"}), f"{X}.pattern: invalid pattern '[a-' (unterminated character"),
-    (
-        {"patternProperties": {"(": {}}},
-        "patternProperties: invalid pattern '(' (missing ), unterminated",
-    ),
+    (field({"pattern": "[a-"}), f"{X}.pattern: invalid pattern '[a-' (missing ]"),
+    ({"patternProperties": {"(": {}}}, "patternProperties: invalid pattern '(' (missing )"),
+    (field({"pattern": "(?=a)b"}), f"{X}.pattern: invalid pattern '(?=a)b' (invalid perl operator"),
+    (field({"pattern": r"(a)\1"}), f"{X}.pattern: invalid pattern '(a)\\\\1' (invalid escape"),
+    (field({"pattern": "a" * 1001}), f"{X}.pattern: invalid pattern 'aaaa"),
+    (field({"pattern": 7}), f"{X}.pattern: invalid pattern 7 (a pattern is a string)"),
     (field({"$ref": "#/$defs/none"}), f'{X}.$ref: must be a local "#/$defs/..." or "#/definitions'),
     (field({"$ref": "https://example.com/s.json"}), f"{X}.$ref: must be a local"),
     (field({"$ref": "#/properties"}), f"{X}.$ref: must be a local"),
@@ -661,3 +662,43 @@ def test_random_schemas_never_break_the_validator_or_the_check(
     if isinstance(schema, dict):
         messages = argument_errors(value, schema, limit=3)
         assert len(messages) <= 3 and all(isinstance(m, str) for m in messages)
+
+
+def test_a_catastrophic_backtracking_pattern_runs_in_linear_time() -> None:
+    import time
+
+    schema = field({"type": "string", "pattern": "(a+)+$"})
+    refused = ["x: must match the pattern '(a+)+$'"]
+    started = time.perf_counter()
+    assert errors({"x": "a" * 24 + "!"}, schema) == refused  # Python's re: 8.5 s here
+    assert errors({"x": "a" * 200_000 + "!"}, schema) == refused
+    assert errors({"x": "a" * 200_000 + "!"}, field({"pattern": "^(a|aa)+$"})) != []
+    assert errors({"x": "baaa"}, schema) == []
+    assert time.perf_counter() - started < 0.5
+
+
+def test_a_lone_surrogate_in_an_argument_fails_its_pattern_without_raising() -> None:
+    assert errors({"x": "\ud800"}, field({"pattern": "^a"})) == ["x: must match the pattern '^a'"]
+    schema = {"type": "object", "patternProperties": {"^a": {"type": "integer"}}}
+    assert errors({"\ud800": "not checked by the pattern"}, schema) == []
+
+
+def test_the_pattern_engine_is_imported_only_by_a_schema_with_a_pattern() -> None:
+    import os
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from agent_harness.json_schema import argument_errors as a, "
+        "check_tool_schema as c; a({'x': 'y'}, c({'properties': {'x': {'type': 'string'}}})); "
+        "print('re2' in sys.modules); c({'properties': {'x': {'pattern': 'y'}}}); "
+        "print('re2' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split() == ["False", "True"]

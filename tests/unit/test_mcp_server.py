@@ -781,3 +781,12 @@ def test_a_second_user_sees_nothing_of_the_first() -> None:
     refused = call(rt, "memory_save", {"content": "- x", "source": source}, user=BOB)
     assert refused["isError"] is True and "has no turn 1" in text(refused)
     assert not any(key.startswith(f"users/{BOB.key}/") for key in rt.store.objects)
+
+
+def test_a_save_into_a_full_memory_md_is_a_tool_error_and_writes_nothing() -> None:
+    rt = make_runtime(settings=Settings(max_memory_chars=100))
+    rt.store.put(ALICE, "MEMORY.md", "# Memory\n\n- " + "x" * 80 + "\n", create_only=True)
+    before = dict(rt.store.objects)
+    result = call(rt, "memory_save", {"content": "- Prefers tea"})
+    assert result["isError"] is True and text(result).startswith("Error: MEMORY.md would be")
+    assert rt.store.objects == before

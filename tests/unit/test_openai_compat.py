@@ -226,3 +226,60 @@ def test_the_model_list_names_the_agent() -> None:
     listed = json.loads(response["body"])
     assert response["statusCode"] == 200 and listed["object"] == "list"
     assert [m["id"] for m in listed["data"]] == ["agent-harness"]
+
+
+def tool_messages(count: int, *, same_id: bool = False) -> list[dict[str, Any]]:
+    calls = [{"role": "user", "content": "Look it up."}, {"role": "assistant", "content": None}]
+    return calls + [
+        {"role": "tool", "tool_call_id": "c" if same_id else f"c{n}", "content": "found"}
+        for n in range(count)
+    ]
+
+
+def test_thirty_thousand_tool_messages_are_refused_well_under_a_second() -> None:
+    import time
+
+    rt, model = runtime("never called")
+    started = time.perf_counter()
+    status, text, _ = chat(rt, {"messages": tool_messages(30_000)}, session="s1")
+    elapsed = time.perf_counter() - started
+
+    assert status == 422 and "at most 2,000" in json.loads(text)["error"]["message"]
+    assert elapsed < 1.0
+    assert rt.store.objects == {} and model.requests == []
+
+
+def test_more_tool_messages_than_a_turn_can_await_are_refused_before_the_lease() -> None:
+    rt, model = runtime("never called")
+    status, text, _ = chat(rt, {"messages": tool_messages(129)}, session="s1")
+    assert status == 422 and "at most 128" in json.loads(text)["error"]["message"]
+    status, text, _ = chat(rt, {"messages": tool_messages(128, same_id=True)}, session="s1")
+    assert status == 422 and "c is answered twice" in json.loads(text)["error"]["message"]
+    assert rt.store.objects == {} and rt.table.calls == [] and model.requests == []
+
+
+def test_a_persona_longer_than_a_message_is_413_and_writes_nothing() -> None:
+    rt, model = runtime("never called")
+    limit = rt.settings.max_message_chars
+    persona = {"role": "system", "content": "p" * limit}
+    payload = {
+        "messages": [
+            persona,
+            {"role": "developer", "content": "q"},
+            {"role": "user", "content": "Hi"},
+        ]
+    }
+    status, text, _ = chat(rt, payload)
+    assert status == 413 and json.loads(text)["error"]["code"] == "payload_too_large"
+    assert rt.store.objects == {} and model.requests == []
+
+
+def test_an_overlong_tool_call_id_or_model_name_is_refused_before_the_lease() -> None:
+    rt, model = runtime("never called")
+    messages = tool_messages(1)
+    messages[-1]["tool_call_id"] = "c" * 257
+    status, text, _ = chat(rt, {"messages": messages}, session="s1")
+    assert status == 422 and "limited to 256" in json.loads(text)["error"]["message"]
+    status, _, _ = chat(rt, {"model": "m" * 257, "messages": tool_messages(1)}, session="s1")
+    assert status == 422
+    assert rt.store.objects == {} and rt.table.calls == [] and model.requests == []

@@ -86,3 +86,28 @@ def test_each_searchable_file_has_one_ranked_snapshot_listed_from_its_folder(
 def test_a_path_that_is_not_a_snapshot_has_no_sources() -> None:
     assert paths.snapshot_sources("index/ranked/other-2026-11.json") is None
     assert paths.snapshot_sources("memory/2026-11-30.md") is None
+
+
+def test_every_valid_session_id_names_valid_workspace_paths() -> None:
+    from agent_harness.ids import validate_relative_path, validate_session_id
+
+    for session in ("chat:42", "a.b_c-d:e", "A" * 128, "x:" * 64):
+        validate_session_id(session)
+        for path in (
+            paths.turn_path(session, 99_999_999),
+            paths.context_path(session),
+            paths.turns_prefix(session),
+            paths.tool_result_path(session, "c" * 64, "f" * 16),
+        ):
+            assert validate_relative_path(path) == path
+
+
+def test_the_longest_user_key_and_path_fit_in_an_s3_key() -> None:
+    from agent_harness.ids import MAX_PATH_CHARS, MAX_USER_KEY_CHARS, S3_MAX_KEY_BYTES
+
+    longest = User.from_id("|" * 168 + "a")  # each "|" is "%7C" in a key
+    assert len(longest.key) == MAX_USER_KEY_CHARS
+    key = paths.user_root(longest.key) + "m" * MAX_PATH_CHARS
+    assert len(key.encode()) == S3_MAX_KEY_BYTES
+    # what a turn writes is far inside the path cap (eviction cuts call ids to 64)
+    assert len(paths.tool_result_path("A" * 128, "c" * 64, "f" * 16)) < MAX_PATH_CHARS

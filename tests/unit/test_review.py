@@ -95,3 +95,19 @@ def test_one_users_queue_is_not_anothers() -> None:
     with pytest.raises(NotFoundError):
         review.decide(rt, BOB, item.id, "approve")
     assert len(review.list_review(rt, ALICE)) == 1
+
+
+def test_an_approval_memory_md_has_no_room_for_is_memory_full_and_stays_queued() -> None:
+    from agent_harness.errors import MemoryFullError
+    from agent_harness.settings import Settings
+
+    rt = make_runtime(settings=Settings(max_memory_chars=200))
+    item = held(rt)
+    rt.store.put(ALICE, "MEMORY.md", "# Memory\n\n- " + "x" * 180 + "\n", create_only=True)
+
+    with pytest.raises(MemoryFullError):
+        review.decide(rt, ALICE, item.id, "approve")
+
+    assert [i.id for i in review.list_review(rt, ALICE)] == [item.id]
+    assert len(rt.store.text(ALICE, "MEMORY.md")) <= 200
+    assert "via=review" not in (rt.store.text(ALICE, "memory/2026-11-30.md") or "")

@@ -22,6 +22,8 @@ from agent_harness.settings import Settings
 from local_stack.lambdas import context_for, http_event
 from tests.fakes import ScriptedModel, make_runtime
 
+ALICE = User.from_id("alice")
+
 
 def call(rt, method: str, path: str, payload: object | None = None, user: str | None = "alice"):
     headers = {"content-type": "application/json"}
@@ -263,6 +265,15 @@ def test_id_limits_are_settings() -> None:
     assert rt.store.objects.keys() == {k for k in rt.store.objects if "/alice/" in k}
 
 
+@pytest.mark.parametrize("user", ["é" * 256, "lone\ud800"])
+def test_a_user_id_that_cannot_fit_a_storage_key_is_401_and_writes_nothing(user: str) -> None:
+    model = ScriptedModel("never called")
+    rt = dev_runtime(agent=model)
+    status, body, _ = call(rt, "POST", "/v1/sessions/s1/messages", {"message": "hi"}, user=user)
+    assert (status, body["error"]["code"]) == (401, "unauthorized")
+    assert rt.store.objects == {} and model.requests == []
+
+
 @pytest.mark.parametrize("route", ["/v1/memory/search", "/v1/sessions/search"])
 def test_a_search_without_match_mode_is_a_phrase_search_and_says_so(route: str) -> None:
     rt = dev_runtime(agent=ScriptedModel("好的"))
@@ -279,3 +290,134 @@ def test_a_search_without_match_mode_is_a_phrase_search_and_says_so(route: str) 
     assert body["hits"] == []  # only "all" finds both words apart
     status, body, _ = call(rt, "POST", route, {"query": "部署 蓝鲸", "match_mode": "all"})
     assert body["hits"]
+
+
+def full_memory(limit: int = 1000):
+    """A stack whose MEMORY.md is 30 characters short of its cap."""
+    rt = make_runtime(settings=Settings(auth_mode="dev", max_memory_chars=limit))
+    rt.store.put(ALICE, "MEMORY.md", "# Memory\n\n- " + "x" * (limit - 43) + "\n", create_only=True)
+    return rt
+
+
+def test_a_save_memory_md_has_no_room_for_is_413_memory_full_and_writes_nothing() -> None:
+    rt = full_memory()
+    before = dict(rt.store.objects)
+
+    status, body, _ = call(rt, "POST", "/v1/memory/save", {"content": "- Prefers window seats"})
+
+    assert (status, body["error"]["code"]) == (413, "memory_full")
+    assert "consolidation" in body["error"]["message"]
+    assert body["error"]["details"]["limit"] == 1000 < body["error"]["details"]["size"]
+    assert rt.store.objects == before
+    status, body, _ = call(rt, "POST", "/v1/memory/save", {"content": "- Likes tea"})
+    assert (status, body["saved"]) == (200, 1)  # what fits is saved
+    assert len(rt.store.text(ALICE, "MEMORY.md")) <= 1000
+
+
+def test_a_put_or_rollback_over_the_memory_cap_is_413_memory_full() -> None:
+    rt = full_memory()
+    etag = rt.store.get(ALICE, "MEMORY.md").etag
+    rt.store.put(ALICE, "MEMORY.md", "# Memory\n\n- " + "y" * 2000 + "\n", if_match=etag)
+    [over, *_] = rt.store.list_versions(ALICE, "MEMORY.md")  # written before a lower cap
+    etag = rt.store.get(ALICE, "MEMORY.md").etag
+
+    status, body, _ = call(rt, "POST", "/v1/memory/rollback", {"version_id": over.version_id})
+    assert (status, body["error"]["code"]) == (413, "memory_full")
+    http_headers = {"content-type": "application/json", "x-user-id": "alice", "if-match": etag}
+    event = http_event(
+        "PUT", "/v1/memory", headers=http_headers, body=json.dumps({"content": "z" * 1001}).encode()
+    )
+    response = build_app(rt).resolve(event, context_for("AgentCallFunction"))
+    assert response["statusCode"] == 413
+    assert json.loads(response["body"])["error"]["code"] == "memory_full"
+    assert len(rt.store.list_versions(ALICE, "MEMORY.md")) == 2
+
+
+def test_an_agent_save_into_a_full_memory_md_is_a_tool_error_and_the_turn_answers() -> None:
+    from tests.fakes import tool_call
+
+    model = ScriptedModel(
+        tool_call("memory_save", json.dumps({"content": "- Prefers window seats"}), "c1"),
+        "I could not save that: memory is full.",
+    )
+    rt = full_memory()
+    rt.models = make_runtime(agent=model).models
+    before = rt.store.text(ALICE, "MEMORY.md")
+
+    status, body, _ = call(rt, "POST", "/v1/sessions/s1/messages", {"message": "Remember it."})
+
+    assert (status, body["status"]) == (200, "completed")
+    result = model.requests[1].messages[-1]
+    assert result.role == "tool" and result.content.startswith("Error: MEMORY.md would be")
+    assert rt.store.text(ALICE, "MEMORY.md") == before
+
+
+def test_a_save_that_no_longer_fits_when_the_turn_is_written_is_dropped_not_the_turn() -> None:
+    from tests.fakes import tool_call
+
+    rt = full_memory()
+
+    def fill_meanwhile(_request):  # another writer takes the room after the tool said yes
+        current = rt.store.get(ALICE, "MEMORY.md")
+        rt.store.put(ALICE, "MEMORY.md", current.content + "- " + "w" * 25, if_match=current.etag)
+        return "Saved."
+
+    model = ScriptedModel(
+        tool_call("memory_save", json.dumps({"content": "- Likes tea"}), "c1"), fill_meanwhile
+    )
+    rt.models = make_runtime(agent=model).models
+
+    status, body, _ = call(rt, "POST", "/v1/sessions/s1/messages", {"message": "Remember it."})
+
+    assert (status, body["status"]) == (200, "completed")
+    assert model.requests[1].messages[-1].content.startswith("Saved 1 memory")
+    assert "Likes tea" not in rt.store.text(ALICE, "MEMORY.md")
+    assert len(rt.store.text(ALICE, "MEMORY.md")) <= 1000
+
+
+def test_memory_versions_come_in_pages_with_a_limit_and_a_cursor() -> None:
+    rt = dev_runtime()
+    etag = rt.store.put(ALICE, "MEMORY.md", "- v0\n", create_only=True)
+    for n in range(1, 5):
+        etag = rt.store.put(ALICE, "MEMORY.md", f"- v{n}\n", if_match=etag)
+    every = [v.version_id for v in rt.store.list_versions(ALICE, "MEMORY.md")]
+
+    seen, cursor, pages = [], None, 0
+    while True:
+        query = "limit=2" + (f"&cursor={cursor}" if cursor else "")
+        status, body, _ = call(rt, "GET", f"/v1/memory/versions?{query}")
+        assert status == 200 and len(body["versions"]) <= 2
+        seen += [v["version_id"] for v in body["versions"]]
+        pages += 1
+        if not (cursor := body["next_cursor"]):
+            break
+    assert seen == every and pages == 3
+    status, body, _ = call(rt, "GET", "/v1/memory/versions")
+    assert len(body["versions"]) == 5 and body["next_cursor"] is None
+    for bad in ("limit=0", "limit=201", "cursor=", "cursor=a%20b", "cursor=" + "x" * 1025):
+        status, body, _ = call(rt, "GET", f"/v1/memory/versions?{bad}")
+        assert (status, body["error"]["code"]) == (422, "validation_error"), bad
+
+
+@pytest.mark.parametrize("route", ["/v1/memory/search", "/v1/sessions/search"])
+def test_a_search_query_over_its_cap_is_422_before_any_search(route: str) -> None:
+    from agent_harness.memory.engine.index import MAX_QUERY_CHARS
+
+    rt = dev_runtime()
+    query = "tea " * (MAX_QUERY_CHARS // 4) + "x"
+    status, body, _ = call(rt, "POST", route, {"query": query, "match_mode": "any"})
+    assert (status, body["error"]["code"]) == (422, "validation_error")
+    assert rt.store.calls == []
+    status, _, _ = call(rt, "POST", route, {"query": query[:-1], "match_mode": "any"})
+    assert status == 200
+
+
+def test_a_budget_override_beyond_what_a_day_can_hold_is_422() -> None:
+    rt = dev_runtime()
+    headers = {"content-type": "application/json", "x-user-id": "op", "x-admin": "true"}
+    for payload, status in (({"turns": 10**12 + 1}, 422), ({"turns": 10**12}, 200)):
+        event = http_event(
+            "PUT", "/v1/admin/users/bob/budget", headers=headers, body=json.dumps(payload).encode()
+        )
+        response = build_app(rt).resolve(event, context_for("AgentCallFunction"))
+        assert response["statusCode"] == status, response["body"]

@@ -192,3 +192,15 @@ def test_a_tool_call_on_the_last_allowed_call_is_not_executed() -> None:
     )
     rt = make_runtime(agent=model, settings=Settings(max_model_calls=1))
     assert run_turn(rt, ALICE, "s1", "hello").reply == "done"
+
+
+def test_an_agents_md_longer_than_a_message_is_cut_as_it_is_read() -> None:
+    model = ScriptedModel("Arr.")
+    rt = make_runtime(settings=Settings(max_message_chars=1000), agent=model)
+    rt.store.put(ALICE, "AGENTS.md", "You are a pirate. " + "x" * 5000, create_only=True)
+
+    run_turn(rt, ALICE, "s1", "Hi")
+
+    system = model.requests[0].messages[0].content
+    assert "You are a pirate." in system and "[AGENTS.md cut at 1,000 characters]" in system
+    assert "x" * 1001 not in system

@@ -5,6 +5,7 @@
     ├── InvalidRequestError           400 bad input; nothing was written
     │   ├── ValidationFailedError     422 body or parameter failed validation
     │   └── PayloadTooLargeError      413
+    │       └── MemoryFullError       413 MEMORY.md would be over its cap (memory_full)
     ├── UnauthorizedError             401 no identity
     ├── ForbiddenError                403 an operator's route, and the caller is no operator
     ├── NotFoundError                 404
@@ -47,6 +48,7 @@ __all__ = [
     "ForbiddenError",
     "HarnessError",
     "InvalidRequestError",
+    "MemoryFullError",
     "ModelAuthError",
     "ModelBadRequestError",
     "ModelError",
@@ -108,6 +110,21 @@ class ValidationFailedError(InvalidRequestError):
 class PayloadTooLargeError(InvalidRequestError):
     status = 413
     code = "payload_too_large"
+
+
+class MemoryFullError(PayloadTooLargeError):
+    """A write would make MEMORY.md longer than ``HARNESS_MAX_MEMORY_CHARS``: nothing was
+    written. Consolidation shrinks it (``POST /v1/memory/consolidate``), as an edit can."""
+
+    code = "memory_full"
+
+    def __init__(self, size: int, limit: int, what: str = "MEMORY.md") -> None:
+        super().__init__(
+            f"{what} would be {size:,} characters; MEMORY.md is limited to {limit:,}. "
+            "Nothing was written: consolidation (POST /v1/memory/consolidate) or an edit "
+            "shrinks it",
+            details={"size": size, "limit": limit},
+        )
 
 
 class UnauthorizedError(HarnessError):

@@ -3,7 +3,8 @@
 A user id comes from the JWT ``sub`` claim (any string an identity provider emits,
 e.g. ``auth0|5f7c...``) and is *encoded*, not rejected: every byte outside
 ``[A-Za-z0-9_-]`` becomes ``%XX``. The encoding is injective and contains no ``/``,
-so ``users/<key>/`` can never reach another user's prefix. Session ids, ledger days
+so ``users/<key>/`` can never reach another user's prefix; the key is capped so that
+``users/<key>/<any valid path>`` fits in S3's 1,024-byte key. Session ids, ledger days
 and workspace-relative paths are *validated*: bad ones are a 400/422.
 """
 
@@ -16,8 +17,13 @@ from datetime import date
 from urllib.parse import unquote
 
 from agent_harness.errors import InvalidRequestError, ValidationFailedError
+from agent_harness.paths import USER_ROOT
 
 __all__ = [
+    "MAX_PATH_CHARS",
+    "MAX_USER_KEY_CHARS",
+    "S3_MAX_KEY_BYTES",
+    "SESSION_ID_PATTERN",
     "User",
     "validate_day",
     "validate_relative_path",
@@ -25,10 +31,21 @@ __all__ = [
 ]
 
 _SAFE = frozenset(string.ascii_letters + string.digits + "_-")
-_SESSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+#: the characters of a session id; every one is a path segment character too, so any
+#: valid session id names valid paths (a turn, the context, evicted tool results)
+_SESSION_CHARS = "A-Za-z0-9._:-"
+_SESSION_RE = re.compile(rf"[A-Za-z0-9][{_SESSION_CHARS}]{{0,127}}")
+#: the session id rule as a JSON Schema pattern (the OpenAPI document, MCP's tool schema)
+SESSION_ID_PATTERN = f"^{_SESSION_RE.pattern}$"
 _DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_PATH_SEGMENT_RE = re.compile(r"[A-Za-z0-9._-][A-Za-z0-9._@+=,-]*")
+_PATH_SEGMENT_RE = re.compile(rf"[{_SESSION_CHARS}][@+=,{_SESSION_CHARS}]*")  # "-" stays last
 MAX_USER_ID_CHARS = 256
+#: S3's limit on a key, in UTF-8 bytes (moto does not enforce it; S3 refuses the write)
+S3_MAX_KEY_BYTES = 1024
+#: a workspace-relative path (ASCII only, so characters are bytes)
+MAX_PATH_CHARS = 512
+#: the encoded user id, so ``users/<key>/<any valid path>`` fits in an S3 key
+MAX_USER_KEY_CHARS = S3_MAX_KEY_BYTES - len(USER_ROOT) - 1 - MAX_PATH_CHARS
 
 
 @dataclass(frozen=True)
@@ -46,9 +63,16 @@ class User:
             raise InvalidRequestError(f"user id longer than {MAX_USER_ID_CHARS} characters")
         if any(ord(ch) < 32 or ord(ch) == 127 for ch in user_id):
             raise InvalidRequestError("user id contains control characters")
-        key = "".join(
-            chr(byte) if chr(byte) in _SAFE else f"%{byte:02X}" for byte in user_id.encode()
-        )
+        try:
+            raw = user_id.encode()
+        except UnicodeEncodeError as exc:  # a lone surrogate from a JSON escape
+            raise InvalidRequestError("user id is not valid Unicode text") from exc
+        key = "".join(chr(byte) if chr(byte) in _SAFE else f"%{byte:02X}" for byte in raw)
+        if len(key) > MAX_USER_KEY_CHARS:
+            raise InvalidRequestError(
+                f"user id is {len(key)} characters once encoded for storage keys; "
+                f"the limit is {MAX_USER_KEY_CHARS}"
+            )
         return cls(id=user_id, key=key)
 
     @classmethod
@@ -86,8 +110,8 @@ def validate_day(day: str) -> str:
 
 def validate_relative_path(path: str) -> str:
     """A workspace-relative path: no absolute paths, no traversal, plain segments only."""
-    if not isinstance(path, str) or not path or len(path) > 512:
-        raise InvalidRequestError("path must be 1-512 characters")
+    if not isinstance(path, str) or not path or len(path) > MAX_PATH_CHARS:
+        raise InvalidRequestError(f"path must be 1-{MAX_PATH_CHARS} characters")
     if path.startswith("/") or "\\" in path:
         raise InvalidRequestError(f"path {path!r} must be relative to the workspace")
     for segment in path.split("/"):

@@ -48,6 +48,7 @@ __all__ = [
     "line_origins",
     "list_sessions",
     "memory_sizes",
+    "memory_version_page",
     "memory_versions",
     "user_overview",
 ]
@@ -252,8 +253,18 @@ class MemoryVersion:
 
 
 def memory_versions(rt: Runtime, user: User, *, limit: int = MAX_VERSIONS) -> list[MemoryVersion]:
-    """MEMORY.md's versions, newest first, each with who wrote it (one GET per version)."""
-    versions = rt.store.list_versions(user, MEMORY_FILE)[:limit]
+    """MEMORY.md's newest versions, each with who wrote it (one GET per version)."""
+    return memory_version_page(rt, user, limit=limit)[0]
+
+
+def memory_version_page(
+    rt: Runtime, user: User, *, limit: int = MAX_VERSIONS, cursor: str | None = None
+) -> tuple[list[MemoryVersion], str | None]:
+    """A page of MEMORY.md's versions, newest first, older than ``cursor``, each with who
+    wrote it (one GET per version); and the cursor of the next page, None at the oldest."""
+    versions, next_cursor = rt.store.list_versions_page(
+        user, MEMORY_FILE, limit=limit, after=cursor
+    )
 
     def writer(version_id: str) -> str | None:
         obj = rt.store.get_version(user, MEMORY_FILE, version_id)
@@ -261,7 +272,7 @@ def memory_versions(rt: Runtime, user: User, *, limit: int = MAX_VERSIONS) -> li
 
     with ThreadPoolExecutor(max_workers=_READERS) as pool:
         writers = list(pool.map(writer, [v.version_id for v in versions]))
-    return [
+    page = [
         MemoryVersion(
             v.version_id,
             iso(v.last_modified) if v.last_modified else None,
@@ -271,6 +282,7 @@ def memory_versions(rt: Runtime, user: User, *, limit: int = MAX_VERSIONS) -> li
         )
         for v, w in zip(versions, writers, strict=True)
     ]
+    return page, next_cursor
 
 
 def memory_sizes(rt: Runtime, user: User) -> dict[str, list[tuple[str, int]]]:

@@ -163,6 +163,14 @@ class WorkspaceStore(Protocol):
     # builtins.list: the method above shadows list in the rest of the class body
     def list_versions(self, user: User, path: str) -> builtins.list[VersionInfo]: ...
 
+    def list_versions_page(
+        self, user: User, path: str, *, limit: int, after: str | None = None
+    ) -> tuple[builtins.list[VersionInfo], str | None]:
+        """At most ``limit`` versions, newest first, those older than version ``after``
+        when given; and the cursor of the next page (the last version id returned), None
+        when no older version remains. A cursor that names no version gives no versions."""
+        ...
+
     def list_users(self, prefix: str = "", *, limit: int = 100) -> builtins.list[str]:
         """The keys (``User.key``) of users with at least one object, sorted, starting
         with ``prefix`` (an encoded key prefix, no "/"), at most ``limit``."""

@@ -101,7 +101,7 @@ def declare_tools(tools: Sequence[Declaration], settings: Settings) -> list[Tool
         try:
             schema = check_tool_schema(raw)
         except SchemaError as exc:
-            raise ValidationFailedError(f"{where}.parameters: {exc}") from exc
+            raise ValidationFailedError(f"{where} ({tool.name}).parameters: {exc}") from exc
         if "type" not in schema:  # providers want the object type spelled out
             schema = {"type": "object", **schema}
         declared.append(ToolSpec(name=tool.name, description=tool.description, parameters=schema))

@@ -17,7 +17,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.agent.tools import AGENT_SAVE, saved_lines
 from agent_harness.clock import iso
-from agent_harness.errors import ConflictError, HarnessError, PreconditionFailedError
+from agent_harness.errors import (
+    ConflictError,
+    HarnessError,
+    MemoryFullError,
+    PreconditionFailedError,
+)
 from agent_harness.jobs import PostTurnJob
 from agent_harness.memory.facts.ledger import Source, day_of
 from agent_harness.memory.files import save_memories
@@ -97,15 +102,19 @@ def apply_saves(rt: Runtime, user: User, record: TurnRecord, fresh: bool) -> Non
         if ledger is not None and provenance in ledger.content:
             return
     for lines in saves:
-        save_memories(
-            rt,
-            user,
-            lines,
-            authority=AGENT_SAVE,
-            provenance=provenance,
-            at=at,
-            writer="agent: memory_save",
-        )
+        try:
+            save_memories(
+                rt,
+                user,
+                lines,
+                authority=AGENT_SAVE,
+                provenance=provenance,
+                at=at,
+                writer="agent: memory_save",
+            )
+        except MemoryFullError:  # filled since the tool checked: the turn stands
+            logger.warning("memory_save refused: MEMORY.md is full", extra={"turn": record.turn})
+            metrics.add_metric("MemorySavesRefusedFull", MetricUnit.Count, 1)
 
 
 def enqueue_post_turn(

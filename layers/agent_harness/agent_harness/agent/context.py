@@ -35,6 +35,7 @@ __all__ = [
     "build_messages",
     "framed",
     "memory_reference",
+    "persona_of",
     "read_persona",
     "recall_reference",
     "save_context",
@@ -208,8 +209,18 @@ def build_messages(
 
 def read_persona(rt: Runtime, user: User) -> str | None:
     """AGENTS.md, read when a session starts or compacts (a new chapter picks up edits)."""
-    agents = rt.store.get(user, AGENTS_FILE)
-    return agents.content if agents else None
+    return persona_of(rt, rt.store.get(user, AGENTS_FILE))
+
+
+def persona_of(rt: Runtime, agents: StoredObject | None) -> str | None:
+    """AGENTS.md as read, cut at the message cap: it rides along with every model call of
+    the session, and a file written straight to the bucket has passed no door."""
+    if agents is None:
+        return None
+    limit = rt.settings.max_message_chars
+    if len(agents.content) > limit:
+        return agents.content[:limit] + f"\n[AGENTS.md cut at {limit:,} characters]"
+    return agents.content
 
 
 def save_context(rt: Runtime, user: User, context: WorkingContext, etag: str | None) -> str:

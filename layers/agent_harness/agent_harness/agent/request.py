@@ -11,7 +11,11 @@ if TYPE_CHECKING:
     from agent_harness.agent.client_tools import ToolResult
     from agent_harness.runtime import Runtime
 
-__all__ = ["check_request"]
+__all__ = ["MAX_TOOL_CALL_ID_CHARS", "MAX_TOOL_RESULTS", "check_persona", "check_request"]
+
+#: tool results one request may carry (a turn pauses on at most this many calls)
+MAX_TOOL_RESULTS = 128
+MAX_TOOL_CALL_ID_CHARS = 256
 
 
 def check_request(
@@ -32,10 +36,21 @@ def check_request(
     if results is not None:
         if not results:
             raise ValidationFailedError("tool_results must not be empty")
-        ids = [r.tool_call_id for r in results]
-        twice = sorted({i for i in ids if ids.count(i) > 1})
-        if twice:
-            raise ValidationFailedError(f"tool_results: {twice[0]} is answered twice")
+        if len(results) > MAX_TOOL_RESULTS:
+            raise ValidationFailedError(
+                f"{len(results):,} tool results; a request may carry at most {MAX_TOOL_RESULTS}"
+            )
+        seen: set[str] = set()  # a set: the check stays linear in the request
+        for result in results:
+            if len(result.tool_call_id) > MAX_TOOL_CALL_ID_CHARS:
+                raise ValidationFailedError(
+                    f"a tool_call_id is limited to {MAX_TOOL_CALL_ID_CHARS} characters"
+                )
+            if result.tool_call_id in seen:
+                raise ValidationFailedError(
+                    f"tool_results: {result.tool_call_id} is answered twice"
+                )
+            seen.add(result.tool_call_id)
         limit = rt.settings.max_tool_result_chars
         for result in results:
             if len(result.content) > limit:
@@ -43,3 +58,14 @@ def check_request(
                     f"the result of {result.tool_call_id} is {len(result.content):,} "
                     f"characters; the limit is {limit:,}"
                 )
+
+
+def check_persona(rt: Runtime, persona: str | None) -> None:
+    """A caller's persona (the system messages of a chat completion) is capped like a
+    message: it is sent with every model call of the session."""
+    limit = rt.settings.max_message_chars
+    if persona is not None and len(persona) > limit:
+        raise PayloadTooLargeError(
+            f"the persona (system and developer messages) is {len(persona):,} characters; "
+            f"the limit is {limit:,}"
+        )

@@ -25,6 +25,7 @@ from agent_harness.memory.engine.index import (
     DEFAULT_LIMIT,
     MATCH_MODES,
     MAX_LIMIT,
+    MAX_QUERY_CHARS,
     parse_match_mode,
 )
 from agent_harness.memory.search import format_hits, search_memory
@@ -96,7 +97,7 @@ class ToolRegistry:
 class _SearchArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    query: str | None
+    query: str | None = Field(max_length=MAX_QUERY_CHARS)
     matchMode: str | None = None  # the tool's public argument name
     limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
 
@@ -170,6 +171,8 @@ class MemoryTools:
 
     rt: Runtime
     user: User
+    #: characters this turn's accepted saves will add to MEMORY.md when it is written
+    pending: int = 0
 
     def registry(self, *, after: Callable[[ToolCall, str], str] | None = None) -> ToolRegistry:
         return ToolRegistry(self.tools(), after=after)
@@ -247,6 +250,16 @@ class MemoryTools:
             [Candidate(line, AGENT_SAVE) for line in lines], Policy.of(self.rt.settings)
         )
         saved = len(admitted.lines)
+        if saved:  # a full MEMORY.md is the tool's error, never the turn's
+            from agent_harness.errors import MemoryFullError
+            from agent_harness.memory.files import memory_room
+
+            size = sum(len(line) + 1 for line in admitted.lines) + 2
+            room = memory_room(self.rt, self.user) - self.pending
+            if size > room:
+                limit = self.rt.settings.max_memory_chars
+                raise MemoryFullError(limit - room + size, limit)
+            self.pending += size
         noun = "memory" if saved == 1 else "memories"
         answer = f"{SAVED}{saved} {noun} to MEMORY.md"
         if admitted.held:

@@ -42,6 +42,7 @@ from agent_harness.agent.compaction import compact, shorten_old_arguments
 from agent_harness.agent.context import (
     build_messages,
     memory_reference,
+    persona_of,
     read_persona,
     save_context,
     system_prompt,
@@ -217,7 +218,7 @@ class _Turn:
                 loaded.update(self.rt.store.get_many(self.user, [AGENTS_FILE]))
             agents = loaded.get(AGENTS_FILE)
             context = WorkingContext(
-                session_id=self.session_id, agents_md=agents.content if agents else None
+                session_id=self.session_id, agents_md=persona_of(self.rt, agents)
             )
         self.context = context
         self.etag = stored.etag if stored else None

@@ -21,6 +21,7 @@ from agent_harness.errors import (
     ValidationFailedError,
 )
 from agent_harness.ids import User, validate_session_id
+from agent_harness.utf8 import require_encodable
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -127,6 +128,7 @@ class Http:
             data = json.loads(raw)
         except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
             raise InvalidRequestError("the body is not valid JSON") from exc
+        require_encodable(data, raw)
         try:
             return model.model_validate(data)
         except ValidationError as exc:
@@ -142,6 +144,18 @@ class Http:
         if not raw.isdigit() or not low <= int(raw) <= high:
             raise ValidationFailedError(f"query parameter {name} must be an integer {low}-{high}")
         return int(raw)
+
+    def token_query(self, name: str, max_chars: int = 1024) -> str | None:
+        """An opaque token (a cursor): printable ASCII without spaces, or absent."""
+        raw = self._router.current_event.get_query_string_value(name)
+        if raw is None:
+            return None
+        if not 0 < len(raw) <= max_chars or not all("!" <= ch <= "~" for ch in raw):
+            raise ValidationFailedError(
+                f"query parameter {name} must be 1-{max_chars} printable characters, as a "
+                "previous answer gave it"
+            )
+        return raw
 
     def search(self, run: Callable[..., list[Any]], fields: tuple[str, ...]) -> Response[str]:
         """A search route (memory or threads): blank queries say so; hits carry

@@ -57,7 +57,10 @@ def memory_routes(rt: Runtime) -> Router:
 
     @router.get("/v1/memory/versions")
     def memory_versions() -> Response[str]:
-        versions = files.list_memory_versions(rt, http.user())
+        user = http.user()
+        limit = http.int_query("limit", files.VERSIONS_LIMIT, 1, files.MAX_VERSIONS_LIMIT)
+        cursor = http.token_query("cursor")
+        versions, next_cursor = files.memory_versions_page(rt, user, limit=limit, cursor=cursor)
         rows = [
             {
                 "version_id": v.version_id,
@@ -68,7 +71,7 @@ def memory_routes(rt: Runtime) -> Router:
             }
             for v in versions
         ]
-        return json_response(200, {"versions": rows})
+        return json_response(200, {"versions": rows, "next_cursor": next_cursor})
 
     @router.post("/v1/memory/rollback")
     def memory_rollback() -> Response[str]:

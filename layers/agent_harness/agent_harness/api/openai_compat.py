@@ -27,9 +27,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_harness.agent.client_tools import ToolResult
-from agent_harness.agent.importer import ImportedMessage
+from agent_harness.agent.importer import MAX_MESSAGES, ImportedMessage
+from agent_harness.agent.request import check_persona
 from agent_harness.api.schemas import ToolDeclaration  # noqa: TC001 (pydantic reads it)
 from agent_harness.errors import HarnessError, InvalidRequestError, ValidationFailedError
+from agent_harness.utf8 import require_encodable
 
 if TYPE_CHECKING:
     from agent_harness.agent.commit import TurnResult
@@ -76,7 +78,7 @@ class ChatMessage(BaseModel):
 class ChatBody(BaseModel):
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
-    model: str = MODEL_ID
+    model: str = Field(default=MODEL_ID, max_length=256)  # echoed in the answer
     messages: list[ChatMessage] = Field(min_length=1)
     tools: list[ToolDeclaration] | None = None
     tool_choice: Any = None
@@ -99,6 +101,12 @@ def _parse(raw: str) -> ChatBody:
         raise InvalidRequestError("the body is not valid JSON") from exc
     if data is None:
         raise InvalidRequestError("a JSON body is required")
+    require_encodable(data, raw)
+    messages = data.get("messages") if isinstance(data, dict) else None
+    if isinstance(messages, list) and len(messages) > MAX_MESSAGES:  # before parsing them
+        raise ValidationFailedError(
+            f"messages: {len(messages):,} messages; a request may carry at most {MAX_MESSAGES:,}"
+        )
     try:
         body = ChatBody.model_validate(data)
     except ValidationError as exc:
@@ -129,6 +137,7 @@ def chat_completion(rt: Runtime, user: User, session_id: str | None, raw: str) -
         result = run_turn(rt, user, session_id, tools=tools, tool_results=results)
     elif asked:
         persona = "\n\n".join(m.text() for m in body.messages if m.role in ("system", "developer"))
+        check_persona(rt, persona)
         history = [
             ImportedMessage(role=m.role, content=m.text())
             for m in earlier

@@ -10,6 +10,8 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from agent_harness.ids import SESSION_ID_PATTERN
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -20,7 +22,7 @@ _SESSION = {
     "in": "path",
     "required": True,
     "description": "1-128 characters: letters, digits, '.', '_', ':', '-'; starts alphanumeric",
-    "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"},
+    "schema": {"type": "string", "pattern": SESSION_ID_PATTERN},
 }
 _DAY = {
     "name": "day",
@@ -129,7 +131,25 @@ def openapi_document() -> dict[str, Any]:
             ),
             "delete": op("Forget this user entirely", _ok("forgotten", "204")),
         },
-        "/v1/memory/versions": {"get": op("Versions of MEMORY.md", _ok("versions"))},
+        "/v1/memory/versions": {
+            "get": op(
+                "Versions of MEMORY.md, newest first, a page at a time",
+                _ok("versions and next_cursor"),
+                parameters=[
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 200},
+                    },
+                    {
+                        "name": "cursor",
+                        "in": "query",
+                        "description": "next_cursor of the previous page",
+                        "schema": {"type": "string", "pattern": "^[!-~]{1,1024}$"},
+                    },
+                ],
+            )
+        },
         "/v1/memory/rollback": {
             "post": op("Restore a version", _ok("restored"), requestBody=body(RollbackBody)),
         },

@@ -17,7 +17,14 @@ from pydantic import (
     model_validator,
 )
 
-from agent_harness.memory.engine.index import DEFAULT_LIMIT, MAX_LIMIT, Mode, parse_match_mode
+from agent_harness.agent.request import MAX_TOOL_CALL_ID_CHARS, MAX_TOOL_RESULTS
+from agent_harness.memory.engine.index import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    MAX_QUERY_CHARS,
+    Mode,
+    parse_match_mode,
+)
 
 __all__ = [
     "MemoryPutBody",
@@ -77,7 +84,7 @@ class _TextPart(_Body):
 class ToolResultBody(_Body):
     """The caller's result of one tool call of a paused turn."""
 
-    tool_call_id: StrictStr = Field(min_length=1, max_length=256)
+    tool_call_id: StrictStr = Field(min_length=1, max_length=MAX_TOOL_CALL_ID_CHARS)
     content: StrictStr | list[_TextPart]
     is_error: StrictBool = False
 
@@ -106,7 +113,7 @@ class MessageBody(_Body):
 
     message: StrictStr | None = None
     tools: list[ToolDeclaration] | None = None
-    tool_results: list[ToolResultBody] | None = Field(default=None, max_length=128)
+    tool_results: list[ToolResultBody] | None = Field(default=None, max_length=MAX_TOOL_RESULTS)
     cancel: StrictBool | None = None
 
     @model_validator(mode="after")
@@ -136,7 +143,7 @@ class RollbackBody(_Body):
 
 
 class SearchBody(_Body):
-    query: StrictStr | None
+    query: StrictStr | None = Field(max_length=MAX_QUERY_CHARS)
     #: null or absent means phrase (validated even when absent); "" and unknown modes are
     #: errors
     match_mode: Any = Field(default=None, validate_default=True)
@@ -171,10 +178,15 @@ class MemorySaveBody(_Body):
     source: SaveSource | None = None
 
 
+#: the most an operator's budget override may set, of any of its three limits
+MAX_BUDGET = 10**12
+
+
 class BudgetBody(_Body):
     """An operator's override of one user's daily limits: a number (0: unlimited) or
     null (the stack's default) for each."""
 
-    tokens: int | None = Field(default=None, ge=0)
-    turns: int | None = Field(default=None, ge=0)
-    memory_tokens: int | None = Field(default=None, ge=0)
+    # DynamoDB numbers hold 38 digits; no day needs more than a trillion
+    tokens: int | None = Field(default=None, ge=0, le=MAX_BUDGET)
+    turns: int | None = Field(default=None, ge=0, le=MAX_BUDGET)
+    memory_tokens: int | None = Field(default=None, ge=0, le=MAX_BUDGET)

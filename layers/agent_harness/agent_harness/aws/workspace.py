@@ -216,22 +216,41 @@ class S3WorkspaceStore:
                 Bucket=self._bucket, Prefix=key
             )
             for page in pages:
-                for item in page.get("Versions", []):
-                    if item["Key"] != key:
-                        continue
-                    out.append(
-                        VersionInfo(
-                            version_id=item["VersionId"],
-                            last_modified=item.get("LastModified"),
-                            etag=item.get("ETag", ""),
-                            size=int(item.get("Size", 0)),
-                            is_latest=bool(item.get("IsLatest")),
-                        )
-                    )
+                out += [_version(item) for item in page.get("Versions", []) if item["Key"] == key]
         except (ClientError, BotoCoreError) as exc:
             raise StoreError(f"listing versions of {path} failed") from exc
         out.sort(key=lambda v: (v.last_modified is not None, v.last_modified), reverse=True)
         return out
+
+    def list_versions_page(
+        self, user: User, path: str, *, limit: int, after: str | None = None
+    ) -> tuple[builtins.list[VersionInfo], str | None]:
+        # S3 lists a key's versions newest first; one more than a page says whether
+        # older ones remain. Keys that only start with ``key`` sort after it: stop there.
+        key = self._key(user, path)
+        params: dict[str, Any] = {"Bucket": self._bucket, "Prefix": key}
+        if after:
+            params |= {"KeyMarker": key, "VersionIdMarker": after}
+        out: list[VersionInfo] = []
+        try:
+            while len(out) <= limit:
+                page = self._s3.list_object_versions(**params, MaxKeys=min(limit + 1, 1000))
+                out += [_version(item) for item in page.get("Versions", []) if item["Key"] == key]
+                if not page.get("IsTruncated") or page.get("NextKeyMarker") != key:
+                    break
+                params |= {
+                    "KeyMarker": key,
+                    "VersionIdMarker": page.get("NextVersionIdMarker", ""),
+                }
+        except ClientError as exc:
+            if after and exc.response.get("Error", {}).get("Code") == "InvalidArgument":
+                return [], None  # a cursor S3 cannot read names no version
+            raise StoreError(f"listing versions of {path} failed") from exc
+        except BotoCoreError as exc:
+            raise StoreError(f"listing versions of {path} failed") from exc
+        page_versions = out[:limit]
+        more = len(out) > limit and page_versions
+        return page_versions, page_versions[-1].version_id if more else None
 
     def list_users(self, prefix: str = "", *, limit: int = 100) -> builtins.list[str]:
         """The keys of users with at least one object, sorted, starting with ``prefix``
@@ -374,3 +393,14 @@ class S3WorkspaceStore:
             sleep=self._sleep,
             writer=writer,
         )
+
+
+def _version(item: dict[str, Any]) -> VersionInfo:
+    """A version as ListObjectVersions reports it."""
+    return VersionInfo(
+        version_id=item["VersionId"],
+        last_modified=item.get("LastModified"),
+        etag=item.get("ETag", ""),
+        size=int(item.get("Size", 0)),
+        is_latest=bool(item.get("IsLatest")),
+    )

@@ -38,6 +38,7 @@ from aws_lambda_powertools import Logger
 
 from agent_harness import __version__
 from agent_harness.mcp.server_tools import UnknownToolError, call_tool, list_tools
+from agent_harness.utf8 import unencodable_at
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -277,6 +278,9 @@ def _call(rt: Runtime, user: User, params: dict[str, Any]) -> dict[str, Any]:
         raise RpcFault(INVALID_PARAMS, "tools/call needs the tool's name")
     if arguments is not None and not isinstance(arguments, dict):
         raise RpcFault(INVALID_PARAMS, "tools/call arguments must be an object")
+    if (where := unencodable_at(arguments)) is not None:  # no write could store it
+        place = f"arguments.{where}" if where else "arguments"
+        raise RpcFault(INVALID_PARAMS, f"{place}: not valid Unicode text (a lone surrogate)")
     try:
         return call_tool(rt, user, name, arguments or {})
     except UnknownToolError:  # the spec's answer to an unknown tool: a protocol error

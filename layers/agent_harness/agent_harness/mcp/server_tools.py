@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, c
 
 from agent_harness.api.schemas import MemorySaveBody, SearchBody
 from agent_harness.errors import HarnessError
-from agent_harness.ids import validate_session_id
+from agent_harness.ids import SESSION_ID_PATTERN, validate_session_id
 from agent_harness.memory import files
 from agent_harness.memory.engine.index import MATCH_MODES, Hit, Mode, parse_match_mode
 from agent_harness.memory.facts.ledger import day_of
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 logger = Logger(child=True)
-_SESSION_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+_SESSION_PATTERN = SESSION_ID_PATTERN
 
 
 class UnknownToolError(LookupError):

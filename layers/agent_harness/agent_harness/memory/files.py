@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from agent_harness.clock import iso
 from agent_harness.errors import (
     InvalidRequestError,
+    MemoryFullError,
     NotFoundError,
     PayloadTooLargeError,
     PreconditionRequiredError,
@@ -44,6 +45,8 @@ __all__ = [
     "MAX_CLOCK_SKEW",
     "MAX_GET_CHARS",
     "MAX_GET_LINES",
+    "MAX_VERSIONS_LIMIT",
+    "VERSIONS_LIMIT",
     "MemoryDocument",
     "Saved",
     "get_ledger_day",
@@ -52,12 +55,15 @@ __all__ = [
     "list_ledger_days",
     "list_memory_versions",
     "memory_lines",
+    "memory_room",
+    "memory_versions_page",
     "put_memory",
     "read_lines",
     "rollback_memory",
     "save_facts",
     "save_memories",
     "save_source",
+    "within_cap",
 ]
 
 #: a saved fact's timestamp may run this far ahead of our clock (the client's may differ)
@@ -92,7 +98,7 @@ def put_memory(
     the new version."""
     limit = rt.settings.max_memory_chars
     if len(content) > limit:
-        raise PayloadTooLargeError(f"MEMORY.md is limited to {limit} characters")
+        raise MemoryFullError(len(content), limit)
     if not if_match and if_none_match != "*":
         raise PreconditionRequiredError(
             "send If-Match: <etag> to replace MEMORY.md, or If-None-Match: * to create it"
@@ -122,7 +128,20 @@ def _hold_edit(rt: Runtime, user: User, admitted: Admitted, source: str, writer:
 
 
 def list_memory_versions(rt: Runtime, user: User) -> list[VersionInfo]:
+    """Every version (the operator's CLI); the API and the console read pages."""
     return rt.store.list_versions(user, MEMORY_FILE)
+
+
+#: versions in a page of GET /v1/memory/versions: the default and the most
+VERSIONS_LIMIT, MAX_VERSIONS_LIMIT = 50, 200
+
+
+def memory_versions_page(
+    rt: Runtime, user: User, *, limit: int = VERSIONS_LIMIT, cursor: str | None = None
+) -> tuple[list[VersionInfo], str | None]:
+    """A page of MEMORY.md's versions, newest first, older than ``cursor`` (the last
+    version id of the page before); and the next page's cursor, None at the oldest."""
+    return rt.store.list_versions_page(user, MEMORY_FILE, limit=limit, after=cursor)
 
 
 def rollback_memory(
@@ -138,6 +157,9 @@ def rollback_memory(
     old = rt.store.get_version(user, MEMORY_FILE, version_id)
     if old is None:
         raise NotFoundError(f"MEMORY.md has no version {version_id!r}")
+    limit = rt.settings.max_memory_chars  # versions from before the cap may be over it
+    if len(old.content) > limit:
+        raise MemoryFullError(len(old.content), limit, f"version {version_id}")
     document, admitted = admit_document(
         old.content,
         previous=old.content,
@@ -253,7 +275,8 @@ def save_memories(
     review queue, the rest appended to MEMORY.md and recorded as a ``## Memory Save``
     section in the ledger of the day, both with compare-and-swap appends (a consolidation
     running at the same time re-merges onto the new MEMORY.md instead of overwriting it).
-    ``writer`` is recorded on the MEMORY.md version."""
+    ``writer`` is recorded on the MEMORY.md version. MemoryFullError, and nothing written,
+    when MEMORY.md has no room for the lines (``HARNESS_MAX_MEMORY_CHARS``)."""
     # the gate loads with the first write, not with every handler that can write
     from agent_harness.memory.facts.gate import Candidate, Policy, admit
     from agent_harness.memory.review import hold
@@ -261,23 +284,40 @@ def save_memories(
     admitted = admit([Candidate(line, authority) for line in lines], Policy.of(rt.settings))
     day = day_of(at, rt.settings.zone)
     source = source_fields(provenance) or provenance
+    if admitted.lines:  # first: a save MEMORY.md has no room for writes nothing
+        block = "\n".join(admitted.lines) + "\n"
+        rt.store.append(
+            user, MEMORY_FILE, lambda existing: _addition(rt, existing, block), writer=writer
+        )
     hold(rt, user, admitted.held, source=source, writer="memory_save", day=day)
     if not admitted.lines:
         return admitted
-    block = "\n".join(admitted.lines) + "\n"
-    rt.store.append(
-        user,
-        MEMORY_FILE,
-        lambda existing: (
-            ("\n" if existing and not existing.endswith("\n") else "")
-            + ("\n" if existing else "")
-            + block
-        ),
-        writer=writer,
-    )
     section = render_section("Memory Save", at, rt.settings.zone, admitted.lines, provenance)
     rt.store.append(user, ledger_path(day), lambda existing: section)
     return admitted
+
+
+def _addition(rt: Runtime, existing: str, block: str) -> str:
+    """What a save appends to MEMORY.md (``existing``), within the cap."""
+    addition = ("\n" if existing and not existing.endswith("\n") else "") + (
+        "\n" if existing else ""
+    )
+    return within_cap(rt, existing, addition + block)
+
+
+def within_cap(rt: Runtime, existing: str, addition: str) -> str:
+    """``addition`` to MEMORY.md (``existing``), or MemoryFullError when the file would
+    pass its cap: every append checks it on each compare-and-swap attempt, so no race
+    can pass it."""
+    if len(existing) + len(addition) > rt.settings.max_memory_chars:
+        raise MemoryFullError(len(existing) + len(addition), rt.settings.max_memory_chars)
+    return addition
+
+
+def memory_room(rt: Runtime, user: User) -> int:
+    """How many characters a save may still add to MEMORY.md (one GET)."""
+    current = rt.store.get(user, MEMORY_FILE)
+    return rt.settings.max_memory_chars - len(current.content if current else "")
 
 
 @dataclass(frozen=True)
@@ -297,7 +337,8 @@ def save_facts(
     source: tuple[str, list[int]] | None,
     origin: str,
 ) -> Saved:
-    """POST /v1/memory/save and the MCP memory_save tool: the size cap (413), non-blank
+    """POST /v1/memory/save and the MCP memory_save tool: the size caps (413: the body,
+    and MEMORY.md with the lines, ``memory_full``), non-blank
     lines, a timestamp not in the future, a source naming committed turns of one of the
     caller's sessions (422); all checked before the first write. ``origin`` (``api``,
     ``mcp``) is the saver: the lines' authority is ``save:<origin>``, and it names the

@@ -205,16 +205,20 @@ def _write_approved(rt: Runtime, user: User, item: ReviewItem, lines: list[str])
     rt.store.append(
         user,
         MEMORY_FILE,
-        lambda existing: _missing(existing, lines),
+        lambda existing: _missing(rt, existing, lines),
         writer=f"{OPERATOR}: review approve {item.id}",
     )
     section = render_section("Review", at, rt.settings.zone, lines, source)
     rt.store.append(user, path, lambda existing: section)
 
 
-def _missing(existing: str, lines: list[str]) -> str:
+def _missing(rt: Runtime, existing: str, lines: list[str]) -> str:
+    from agent_harness.memory.files import within_cap
+
     have = set(existing.splitlines())
     block = "".join(f"{line}\n" for line in lines if line not in have)
     if not block:
         return ""
-    return ("\n" if existing and not existing.endswith("\n") else "") + block
+    return within_cap(
+        rt, existing, ("\n" if existing and not existing.endswith("\n") else "") + block
+    )

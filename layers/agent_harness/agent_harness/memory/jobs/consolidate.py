@@ -239,8 +239,12 @@ def _run(
         model = rt.models.for_role("memory")
         admitted: Admitted | None = None
         for attempt in range(WRITE_ATTEMPTS):
-            # reject runaway answers, yet never below what a person already wrote
-            max_chars = max(settings.consolidation_max_tokens * 8, len(current_text) * 5 // 4)
+            # reject runaway answers, yet never below what a person already wrote, and
+            # never over MEMORY.md's hard cap (a consolidation is how a full one shrinks)
+            cap = settings.max_memory_chars
+            max_chars = min(
+                cap, max(settings.consolidation_max_tokens * 8, len(current_text) * 5 // 4)
+            )
             answer = model.complete(
                 ChatRequest(
                     messages=consolidation_messages(
@@ -264,6 +268,11 @@ def _run(
             )
             if not document.strip():
                 raise ModelOutputError("nothing of the consolidation answer passed the gate")
+            if len(document) > cap:  # the facts precedence kept pushed it over
+                raise ModelOutputError(
+                    f"the consolidated MEMORY.md is {len(document):,} characters, over its "
+                    f"{cap:,} limit"
+                )
             if document.strip() == current_text.strip():
                 outcome.status = "unchanged"
                 break
