@@ -38,3 +38,24 @@ def test_a_deep_value_is_walked_without_recursion() -> None:
 def test_unencodable_text_is_a_422() -> None:
     with pytest.raises(ValidationFailedError, match="message: not valid Unicode text"):
         require_encodable({"message": "\ud800"})
+
+
+def test_text_a_service_sent_is_scrubbed_not_refused() -> None:
+    from agent_harness.utf8 import scrubbed
+
+    assert scrubbed("tea \ud800 and \udfff") == "tea \ufffd and \ufffd"
+    assert scrubbed("部署 🙂") == "部署 🙂"
+
+
+def test_a_models_answer_with_a_lone_surrogate_still_completes_the_turn() -> None:
+    from agent_harness.agent.turn import run_turn
+    from agent_harness.ids import User
+    from agent_harness.models.resilience import ResilientModel
+    from tests.fakes import ScriptedModel, make_runtime, tool_call
+
+    steps = ScriptedModel(tool_call("memory_search", '{"query": "t\ud800"}'), "Tea \udfff.")
+    rt = make_runtime(agent=ResilientModel(steps, role="agent", timeout=30))
+    done = run_turn(rt, User.from_id("ann"), "s1", "what tea?")
+    assert done.status == "completed" and done.reply == "Tea \ufffd."
+    stored = next(v for k, v in rt.store.objects.items() if "/turns/" in k)
+    assert stored  # the thread log holds it: every write could encode it

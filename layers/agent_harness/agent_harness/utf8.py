@@ -7,11 +7,15 @@ JSON-RPC error on MCP). Kept apart from ``text`` so that a handler's import stay
 
 from __future__ import annotations
 
+import re
 from typing import TypeAlias
 
 from agent_harness.errors import ValidationFailedError
 
-__all__ = ["require_encodable", "unencodable_at"]
+__all__ = ["require_encodable", "scrubbed", "unencodable_at"]
+
+#: a Python string holds a surrogate code point only when it was lone in the JSON
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: a node's place in the value: its key or index, and its parent's place
 _Link: TypeAlias = "tuple[object, _Link] | None"
@@ -48,6 +52,14 @@ def require_encodable(value: object, raw: str | None = None) -> None:
             f"{where or 'the body'}: not valid Unicode text (a lone UTF-16 surrogate such "
             "as \\ud800); send UTF-8 text"
         )
+
+
+def scrubbed(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD: for text a service sent (a
+    model's answer, a remote tool's result), which the turn stores rather than refuses."""
+    if text.isascii() or _encodes(text):
+        return text
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def _encodes(text: str) -> bool:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_harness.agent.eviction import Evictor
 from agent_harness.agent.tools import MemoryTools, Tool, ToolRegistry
+from agent_harness.utf8 import scrubbed
 
 if TYPE_CHECKING:
     from agent_harness.agent.client_tools import ClientTools
@@ -54,7 +55,9 @@ def _remote_tools(rt: Runtime, user: User) -> list[Tool]:
 
     def handler(tool: Any) -> Any:
         def run(arguments: dict[str, Any]) -> str:
-            return servers.call(tool, arguments, user_id=user.id, remaining=rt.deadline.remaining())
+            left = rt.deadline.remaining()
+            result = servers.call(tool, arguments, user_id=user.id, remaining=left)
+            return scrubbed(result)  # stored with the turn: a lone surrogate would fail it
 
         return run
 

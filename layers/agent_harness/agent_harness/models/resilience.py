@@ -35,6 +35,7 @@ from agent_harness.errors import (
     ModelUnavailableError,
 )
 from agent_harness.models.base import ChatRequest, ChatResponse, Usage
+from agent_harness.utf8 import scrubbed
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -184,6 +185,7 @@ class ResilientModel:
     def _succeeded(
         self, request: ChatRequest, response: ChatResponse, attempts: int, started: float
     ) -> ChatResponse:
+        response = _storable(response)
         usage = response.usage
         estimated = False
         if not usage.input_tokens and not usage.output_tokens and self._counter is not None:
@@ -210,3 +212,12 @@ class ResilientModel:
             tool_calls=len(response.message.tool_calls),
         )
         return response
+
+
+def _storable(response: ChatResponse) -> ChatResponse:
+    """A provider's answer as the turn can store it: a lone surrogate (a JSON escape
+    some servers send) would fail the turn's writes after the call was paid for."""
+    message = response.message
+    calls = [c.model_copy(update={"arguments": scrubbed(c.arguments)}) for c in message.tool_calls]
+    clean = message.model_copy(update={"content": scrubbed(message.content), "tool_calls": calls})
+    return response if clean == message else response.model_copy(update={"message": clean})
