@@ -248,8 +248,9 @@ def test_a_session_page_shows_tool_calls_and_their_results() -> None:
 def test_a_session_whose_id_has_a_colon_is_listed_and_shown(rt) -> None:
     run_turn(rt, ANN, "chat:7", "Remember that I use tmux.")
     with serving(Target(runtime=rt)) as server:
-        listing = httpx.get(server.origin + "/users/ann/sessions").text
-        page = httpx.get(server.origin + "/users/ann/sessions/chat%3A7")
+        client = signed_in(server)
+        listing = client.get("/users/ann/sessions").text
+        page = client.get("/users/ann/sessions/chat%3A7")
     assert "/users/ann/sessions/chat%3A7" in listing
     assert page.status_code == 200 and "Remember that I use tmux." in page.text
 
@@ -260,10 +261,11 @@ def test_the_versions_page_shows_fifty_at_a_time_with_a_link_to_older_ones() -> 
     for n in range(60):
         etag = rt.store.put(ANN, "MEMORY.md", f"# Memory\n- fact {n}\n", if_match=etag)
     with serving(Target(runtime=rt)) as server:
-        first = httpx.get(server.origin + "/users/ann/versions").text
+        client = signed_in(server)
+        first = client.get("/users/ann/versions").text
         older = re.search(r'href="(/users/ann/versions\?older=[^"]+)"', first)
         assert older, "no link to the older versions"
-        second = httpx.get(server.origin + html.unescape(older[1])).text
+        second = client.get(html.unescape(older[1])).text
     assert first.count('name="a"') == 50 and second.count('name="a"') == 11
     assert "Older versions" not in second
 
@@ -275,7 +277,8 @@ def test_a_diff_of_two_large_versions_shows_the_change_and_little_else() -> None
     rt.store.put(ANN, "MEMORY.md", big.replace("- line 10000\n", "- line ten k\n"), if_match=etag)
     newest, oldest = (v.version_id for v in rt.store.list_versions(ANN, "MEMORY.md"))
     with serving(Target(runtime=rt)) as server:
-        page = httpx.get(server.origin + "/users/ann/versions", params={"a": oldest, "b": newest})
+        client = signed_in(server)
+        page = client.get("/users/ann/versions", params={"a": oldest, "b": newest})
     assert page.status_code == 200 and "- line ten k" in page.text
     assert "1 changed lines" in page.text and "- line 9997" in page.text  # 3 lines of context
     assert "… 9,998 unchanged lines" in page.text and "… 9,996 unchanged lines" in page.text
@@ -291,7 +294,8 @@ def test_a_diff_of_versions_too_far_apart_to_align_is_cut_at_its_row_limit() -> 
     rt.store.put(ANN, "MEMORY.md", "".join(f"- b{n}\n" for n in range(3000)), if_match=etag)
     newest, oldest = (v.version_id for v in rt.store.list_versions(ANN, "MEMORY.md"))
     with serving(Target(runtime=rt)) as server:
-        page = httpx.get(server.origin + "/users/ann/versions", params={"a": oldest, "b": newest})
+        client = signed_in(server)
+        page = client.get("/users/ann/versions", params={"a": oldest, "b": newest})
     assert page.status_code == 200
     assert "3000 changed lines · the first 1,000 rows are shown" in page.text
     assert page.text.count('<tr class="replace">') == 1000

@@ -8,6 +8,7 @@ says, per way a request can end."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -201,3 +202,96 @@ def test_a_pause_and_its_resume_are_counted_once_each_call(record) -> None:
         (at_pause, counted(rt), len(provider.requests)) == (1, 2, 2),
     )
     assert (at_pause, counted(rt)) == (1, 2)
+
+
+# -- the largest request each route accepts, on the real handler over moto -----------------
+FN = "AgentCallFunction"
+
+
+def _at_the_caps() -> list[tuple[str, str, str, Any]]:
+    """(what, method, path, body): each route's request at every cap it documents."""
+    tools = [
+        {
+            "name": f"tool_{n}",
+            "description": "d" * 700,
+            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+        }
+        for n in range(64)
+    ]
+    imported = [
+        {"role": ("user", "assistant")[n % 2], "content": f"{n} " + "w" * 1990} for n in range(2000)
+    ]
+    chat = [dict(m) for m in imported[:1999]] + [{"role": "user", "content": "and now?"}]
+    return [
+        (
+            "POST /messages: 100,000 characters, 64 tools",
+            "POST",
+            "/v1/sessions/big/messages",
+            {"message": "x " * 50_000, "tools": tools},
+        ),
+        (
+            "POST /import: 2,000 messages, 4 MB",
+            "POST",
+            "/v1/sessions/imp/import",
+            {"messages": imported},
+        ),
+        (
+            "POST /v1/chat/completions: 2,000 messages, 4 MB",
+            "POST",
+            "/v1/chat/completions",
+            {"model": "m", "messages": chat},
+        ),
+        (
+            "PUT /v1/memory: 510,000 characters as stored, authority tags included",
+            "PUT",
+            "/v1/memory",
+            {"content": "- [operator] fact number one\n" * 17_000},
+        ),
+        (
+            "POST /v1/memory/search: a 2,000-character query over a full MEMORY.md",
+            "POST",
+            "/v1/memory/search",
+            {"query": "fact " * 400, "match_mode": "any"},
+        ),
+        (
+            "POST /messages with MEMORY.md at its cap (was 10 s, then 504)",
+            "POST",
+            "/v1/sessions/full/messages",
+            {"message": "What do you remember?"},
+        ),
+        (
+            "POST /v1/memory/save past MEMORY.md's cap",
+            "POST",
+            "/v1/memory/save",
+            {"content": "".join(f"another fact, number {n}\n" for n in range(10_000))},
+        ),
+    ]
+
+
+def test_the_largest_request_of_each_route_ends_well_within_the_timeout(stack, record) -> None:
+    from local_stack.lambdas import function_timeout
+
+    app = stack.handler(FN, HARNESS_AUTH_MODE="dev", HARNESS_MODEL="offline")
+    timeout = function_timeout(stack.resolver.template, FN)
+    worst = 0.0
+    for what, method, path, payload in _at_the_caps():
+        raw = json.dumps(payload).encode()
+        headers = {"content-type": "application/json", "x-user-id": "bound-big"}
+        if method == "PUT":
+            headers["if-none-match"] = "*"
+        event = http_event(method, path, headers=headers, body=raw)
+        started = time.monotonic()
+        response = stack.invoke(app, event, FN)
+        share = (time.monotonic() - started) / timeout
+        worst = max(worst, share)
+        status = response["statusCode"]
+        expected = 413 if "past" in what else 201 if method == "PUT" else 200
+        record(
+            "bad-input-4xx",
+            f"largest request: {what} ({len(raw):,} bytes) answered {status} in",
+            f"{share:.2f} of the {timeout} s timeout",
+            f"{expected}, under 0.5",
+            status == expected and share < 0.5,
+        )
+        assert status == expected, (what, response["body"][:300])
+    assert worst < 1.0  # whatever the machine, each ends before the function would be killed

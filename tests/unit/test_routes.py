@@ -333,6 +333,20 @@ def test_a_put_or_rollback_over_the_memory_cap_is_413_memory_full() -> None:
     assert len(rt.store.list_versions(ALICE, "MEMORY.md")) == 2
 
 
+def test_a_put_under_the_cap_that_its_authority_tags_push_over_is_413_memory_full() -> None:
+    rt = full_memory()
+    etag = rt.store.get(ALICE, "MEMORY.md").etag
+    lines = "".join(f"- fact {n}\n" for n in range(90))  # 900 characters, 1,890 as stored
+    http_headers = {"content-type": "application/json", "x-user-id": "alice", "if-match": etag}
+    event = http_event(
+        "PUT", "/v1/memory", headers=http_headers, body=json.dumps({"content": lines}).encode()
+    )
+    response = build_app(rt).resolve(event, context_for("AgentCallFunction"))
+    assert response["statusCode"] == 413
+    assert json.loads(response["body"])["error"]["details"]["size"] > 1000
+    assert len(rt.store.list_versions(ALICE, "MEMORY.md")) == 1
+
+
 def test_an_agent_save_into_a_full_memory_md_is_a_tool_error_and_the_turn_answers() -> None:
     from tests.fakes import tool_call
 

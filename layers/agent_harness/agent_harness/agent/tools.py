@@ -252,7 +252,7 @@ class MemoryTools:
         saved = len(admitted.lines)
         if saved:  # a full MEMORY.md is the tool's error, never the turn's
             from agent_harness.errors import MemoryFullError
-            from agent_harness.memory.files import memory_room
+            from agent_harness.memory.capacity import memory_room
 
             size = sum(len(line) + 1 for line in admitted.lines) + 2
             room = memory_room(self.rt, self.user) - self.pending

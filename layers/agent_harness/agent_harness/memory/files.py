@@ -23,6 +23,7 @@ from agent_harness.errors import (
 )
 from agent_harness.ids import validate_day, validate_relative_path, validate_session_id
 from agent_harness.import_budget import imports_admitted
+from agent_harness.memory.capacity import within_cap
 from agent_harness.memory.facts.ledger import (
     Source,
     day_of,
@@ -55,7 +56,6 @@ __all__ = [
     "list_ledger_days",
     "list_memory_versions",
     "memory_lines",
-    "memory_room",
     "memory_versions_page",
     "put_memory",
     "read_lines",
@@ -63,7 +63,6 @@ __all__ = [
     "save_facts",
     "save_memories",
     "save_source",
-    "within_cap",
 ]
 
 #: a saved fact's timestamp may run this far ahead of our clock (the client's may differ)
@@ -112,6 +111,8 @@ def put_memory(
     document, admitted = admit_document(
         content, previous=previous, assign=lambda _: OPERATOR, policy=Policy.of(rt.settings)
     )
+    if len(document) > limit:  # as stored: each line with its authority tag
+        raise MemoryFullError(len(document), limit, "MEMORY.md with its authority tags")
     if if_match:
         etag = rt.store.put(user, MEMORY_FILE, document, if_match=if_match, writer=writer)
     else:
@@ -166,6 +167,8 @@ def rollback_memory(
         assign=lambda _: OPERATOR,
         policy=Policy.of(rt.settings),
     )
+    if len(document) > limit:
+        raise MemoryFullError(len(document), limit, f"version {version_id} with its tags")
     current = rt.store.get(user, MEMORY_FILE)
     label = f"{writer}: rollback to {version_id}"
     if current is None:
@@ -303,21 +306,6 @@ def _addition(rt: Runtime, existing: str, block: str) -> str:
         "\n" if existing else ""
     )
     return within_cap(rt, existing, addition + block)
-
-
-def within_cap(rt: Runtime, existing: str, addition: str) -> str:
-    """``addition`` to MEMORY.md (``existing``), or MemoryFullError when the file would
-    pass its cap: every append checks it on each compare-and-swap attempt, so no race
-    can pass it."""
-    if len(existing) + len(addition) > rt.settings.max_memory_chars:
-        raise MemoryFullError(len(existing) + len(addition), rt.settings.max_memory_chars)
-    return addition
-
-
-def memory_room(rt: Runtime, user: User) -> int:
-    """How many characters a save may still add to MEMORY.md (one GET)."""
-    current = rt.store.get(user, MEMORY_FILE)
-    return rt.settings.max_memory_chars - len(current.content if current else "")
 
 
 @dataclass(frozen=True)

@@ -213,7 +213,7 @@ def _write_approved(rt: Runtime, user: User, item: ReviewItem, lines: list[str])
 
 
 def _missing(rt: Runtime, existing: str, lines: list[str]) -> str:
-    from agent_harness.memory.files import within_cap
+    from agent_harness.memory.capacity import within_cap
 
     have = set(existing.splitlines())
     block = "".join(f"{line}\n" for line in lines if line not in have)
