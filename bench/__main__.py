@@ -39,6 +39,7 @@ NAMES = (
     "locomo_context",
     "poisoning",
     "framing",
+    "bounds",
 )
 
 
