@@ -1,10 +1,13 @@
 """What each user spends, per day and role: the one owner of how spend is counted.
 
-    agent, compaction   a turn's own calls: added by the turn's commit, in the same
-                        DynamoDB write that commits it (no extra request on the hot path)
+    agent, compaction   a turn's own calls, metered as each returns (``meter``): added by
+                        the write that ends the request, its commit or its pause (no
+                        extra request on the hot path), or by one write on the way out
+                        of a request that failed after a call (``count_unfinished``)
     memory              each flush and consolidation call: added right after the call,
                         so a job retried after a failure counts what it really spent
     turns               completed turns
+    imported            imported turns and memory saves (``import_budget``)
 
 The day is the user's day in ``HARNESS_TIMEZONE``. Counters live in the user's
 partition of the state table (``keys.usage_sk``); ``forget`` deletes them with the rest.

@@ -232,8 +232,8 @@ class _Turn:
         if persona is not None and persona.strip():
             self.context.agents_md = persona
         if history:
-            # an import, under the day's import budget (given back if the turn fails)
-            self.spend.admit_history(imported_turns(history))  # given back if unwritten
+            # an import, under the day's import budget (given back if never written)
+            self.spend.admit_history(imported_turns(history))
             # numbers of turn objects left by crashed calls are skipped, not reused
             first = max([0, *turn_numbers(self.rt, self.user, self.session_id)]) + 1
             self.history = history_records(self.session_id, first, history, self.started)
