@@ -103,6 +103,11 @@ def test_query_parameters_are_validated() -> None:
     assert (status, body["error"]["code"]) == (422, "validation_error")
     status, _, _ = call(dev_runtime(), "GET", "/v1/sessions/s1/messages?limit=abc")
     assert status == 422
+    # "²" and "١" pass str.isdigit(); numbers in queries and paths are ASCII digits only
+    for query in ("/v1/usage?days=%C2%B2", "/v1/usage?days=%D9%A1"):
+        assert call(dev_runtime(), "GET", query)[0] == 422
+    status, _, _ = call(dev_runtime(), "GET", "/v1/sessions/s1/turns/%C2%B2/memory")
+    assert status in (404, 422)
 
 
 def test_rollback_to_an_unknown_version_is_404() -> None:

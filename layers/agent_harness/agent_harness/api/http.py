@@ -141,7 +141,8 @@ class Http:
         raw = self._router.current_event.get_query_string_value(name)
         if raw is None:
             return default
-        if not raw.isdigit() or not low <= int(raw) <= high:
+        # isdigit alone takes "²", which int() refuses: ASCII digits only
+        if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
             raise ValidationFailedError(f"query parameter {name} must be an integer {low}-{high}")
         return int(raw)
 

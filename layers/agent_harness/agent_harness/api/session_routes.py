@@ -95,7 +95,7 @@ def session_routes(rt: Runtime) -> Router:
         from agent_harness.memory.chain import turn_memory
 
         user, session_id = http.user(), http.session(session_id)
-        if not turn.isdigit() or not 1 <= int(turn) <= 10**9:
+        if not (turn.isascii() and turn.isdigit()) or not 1 <= int(turn) <= 10**9:
             raise ValidationFailedError("turn must be a turn number (1 or more)")
         return json_response(200, turn_memory(rt, user, session_id, int(turn)))
 

@@ -293,7 +293,9 @@ class McpClient:
         size = 0
         for chunk in response.iter_bytes():
             size += len(chunk)
-            if size > self._max_bytes or (declared.isdigit() and int(declared) > self._max_bytes):
+            if size > self._max_bytes or (
+                declared.isascii() and declared.isdigit() and int(declared) > self._max_bytes
+            ):
                 raise McpProtocolError(f"the answer is over {self._max_bytes:,} bytes")
             op.left()
             yield chunk

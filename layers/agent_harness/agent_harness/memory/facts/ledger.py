@@ -155,7 +155,7 @@ def parse_turns(text: str) -> set[int]:
         if not part:
             continue
         low, _, high = part.partition("-")
-        if low.isdigit() and (not high or high.isdigit()):
+        if low.isascii() and low.isdigit() and (not high or (high.isascii() and high.isdigit())):
             first, last = int(low), int(high or low)
             if 0 <= last - first <= MAX_RANGE:
                 out.update(range(first, last + 1))
