@@ -4,6 +4,7 @@ right status and headers, on the resolver with in-memory fakes."""
 from __future__ import annotations
 
 import json
+from urllib.parse import quote
 
 import pytest
 
@@ -104,9 +105,10 @@ def test_query_parameters_are_validated() -> None:
     status, _, _ = call(dev_runtime(), "GET", "/v1/sessions/s1/messages?limit=abc")
     assert status == 422
     # "²" and "١" pass str.isdigit(); numbers in queries and paths are ASCII digits only
-    for query in ("/v1/usage?days=%C2%B2", "/v1/usage?days=%D9%A1"):
-        assert call(dev_runtime(), "GET", query)[0] == 422
-    status, _, _ = call(dev_runtime(), "GET", "/v1/sessions/s1/turns/%C2%B2/memory")
+    for digit in ("\u00b2", "\u0661"):
+        assert call(dev_runtime(), "GET", f"/v1/usage?days={quote(digit)}")[0] == 422
+    squared = quote("\u00b2")
+    status, _, _ = call(dev_runtime(), "GET", f"/v1/sessions/s1/turns/{squared}/memory")
     assert status in (404, 422)
 
 
