@@ -232,3 +232,29 @@ def test_openai_agents_structured_output_and_tool_choice(
     [request] = fake_llm.requests_of(question)
     assert request["response_format"]["type"] == "json_schema"
     assert (request["temperature"], request["top_p"]) == (0.4, 0.9)
+
+
+def test_the_offline_models_second_tool_turn_gets_a_new_call_id(
+    offline_stack: LocalStackProcess,
+) -> None:
+    sdk = client(offline_stack, "so-ida")
+    session = {"X-Session-Id": "so-offline"}
+    messages: list = []
+    ids = []
+    for question in ("Where is order 42?", "And where is order 43?"):
+        messages.append({"role": "user", "content": question})
+        paused = sdk.chat.completions.create(
+            model="agent-harness", messages=messages, tools=[ORDER_TOOL], extra_headers=session
+        )
+        [call] = paused.choices[0].message.tool_calls or []
+        ids.append(call.id)
+        messages += [
+            paused.choices[0].message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": call.id, "content": "shipped"},
+        ]
+        done = sdk.chat.completions.create(
+            model="agent-harness", messages=messages, tools=[ORDER_TOOL], extra_headers=session
+        )
+        messages.append({"role": "assistant", "content": done.choices[0].message.content})
+
+    assert ids == ["offline-call-1", "offline-call-2"]
