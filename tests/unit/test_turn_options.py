@@ -10,7 +10,12 @@ import pytest
 from agent_harness.agent.loop import LoopState, run_loop
 from agent_harness.agent.options import TurnOptions
 from agent_harness.api.openai_options import check_content_parts, turn_options
-from agent_harness.errors import InvalidRequestError, ModelOutputError, ValidationFailedError
+from agent_harness.errors import (
+    InvalidRequestError,
+    ModelOutputError,
+    PayloadTooLargeError,
+    ValidationFailedError,
+)
 from agent_harness.models.base import Message, ResponseFormat, ToolCall, ToolSpec
 from agent_harness.records import PendingTurn
 from agent_harness.settings import Settings
@@ -205,6 +210,13 @@ def test_the_openai_fields_become_turn_options() -> None:
 def test_bad_option_values_are_refused_with_what_is_wrong(body: dict, says: str) -> None:
     with pytest.raises(ValidationFailedError, match=says):
         turn_options(body, [])
+
+
+def test_a_schema_over_the_tools_cap_is_413() -> None:
+    big = {"type": "object", "description": "x" * 70_000}
+    fmt = {"type": "json_schema", "json_schema": {"name": "Big", "schema": big}}
+    with pytest.raises(PayloadTooLargeError):
+        turn_options({"response_format": fmt}, None)
 
 
 def test_image_parts_are_refused_naming_the_model_never_dropped() -> None:

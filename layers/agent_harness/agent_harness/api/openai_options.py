@@ -10,19 +10,22 @@ the chat completions route and POST /v1/sessions/{id}/messages read the same fie
     stop                    a string or at most 4, seed an integer
     parallel_tool_calls     accepted (the loop runs every call of a response)
 
-A bad value is a 422 before anything is read or written. Content parts other than text
+A bad value is a 422 before anything is read or written (a schema over the tools' 64 KB
+cap, a 413). Content parts other than text
 (``image_url``, ``input_audio``, ``file``) are refused with a 400: the thread log and
 the memory are text, so an image would be dropped silently.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from agent_harness.agent.client_tools import MAX_TOOLS_BYTES
 from agent_harness.agent.options import MAX_STOP, TurnOptions
-from agent_harness.errors import InvalidRequestError, ValidationFailedError
+from agent_harness.errors import InvalidRequestError, PayloadTooLargeError, ValidationFailedError
 from agent_harness.json_schema import SchemaError, check_tool_schema
 from agent_harness.models.base import ResponseFormat, ToolChoice
 
@@ -101,6 +104,11 @@ def _response_format(raw: object) -> ResponseFormat | None:
     if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
         raise ValidationFailedError("response_format.json_schema: an object with a name")
     schema = spec.get("schema")
+    size = len(json.dumps(schema, ensure_ascii=False).encode())
+    if size > MAX_TOOLS_BYTES:  # sent with every call of the turn, like the tools
+        raise PayloadTooLargeError(
+            f"response_format.json_schema is {size:,} bytes; the limit is {MAX_TOOLS_BYTES:,}"
+        )
     if schema is not None:
         try:
             schema = check_tool_schema(schema)
