@@ -179,6 +179,9 @@ def test_bedrock_answers_a_format_through_a_forced_answer_tool() -> None:
     assert config["toolChoice"] == {"any": {}}
     assert config["tools"][1]["toolSpec"]["inputSchema"] == {"json": SCHEMA}
     assert message.tool_calls == [] and json.loads(message.content) == {"city": "Rome"}
+    # alone, the answer tool is forced with "any": a named tool is for Claude and Nova only
+    model.complete(ChatRequest(messages=ASK, response_format=TRIP))
+    assert client.sent[1]["toolConfig"]["toolChoice"] == {"any": {}}
 
 
 # -- the offline stand-in ------------------------------------------------------------------

@@ -142,10 +142,12 @@ class BedrockChatModel:
                     for n, d, schema in offered
                 ]
             }
-            if plan.tools and plan.choice == "tool":
+            # a named tool is for Claude and Nova models only (the Converse reference):
+            # the answer tool is forced with "any", which more models take
+            if plan.tools and plan.choice == "tool" and not plan.emulated:
                 kwargs["toolConfig"]["toolChoice"] = {"tool": {"name": plan.tool}}
-            elif plan.tools and plan.choice in ("auto", "any"):
-                kwargs["toolConfig"]["toolChoice"] = {plan.choice: {}}
+            elif plan.tools and plan.choice in ("auto", "any", "tool"):
+                kwargs["toolConfig"]["toolChoice"] = {"any" if plan.emulated else plan.choice: {}}
         limit = self._timeout if request.timeout is None else min(request.timeout, self._timeout)
         future = self._pool.submit(self._client.converse, **kwargs)
         try:

@@ -4,7 +4,8 @@ format and whose input is the answer, and a tool choice that makes the model cal
 
     offered        the request's tools + ANSWER_TOOL; the choice is "any" (some tool:
                    a memory tool may still run first), or ANSWER_TOOL itself when no
-                   other tool is offered (the loop's last call, a corrective retry)
+                   other tool is offered (the loop's last call, a corrective retry;
+                   Bedrock sends "any" for it, which more of its models take)
     answered       a call of ANSWER_TOOL is the answer: its input as JSON text, the
                    response's other calls dropped (the turn ends with it)
 
