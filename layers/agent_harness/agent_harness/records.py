@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent_harness.agent.options import TurnOptions  # noqa: TC001 (pydantic reads it)
 from agent_harness.models.base import Message, ToolCall, ToolSpec, Usage
 
 __all__ = [
@@ -100,6 +101,8 @@ class TurnRecord(BaseModel):
     compacted: bool = False
     #: the pauses for client tool results this turn went through, in order
     pauses: list[str] = Field(default_factory=list)
+    #: the answer's format the caller asked (``json_object``, ``json_schema:<name>``)
+    response_format: str | None = None
 
     def created(self) -> datetime:
         return datetime.fromisoformat(self.created_at.replace("Z", "+00:00"))
@@ -148,6 +151,8 @@ class PendingTurn(BaseModel):
     #: the spend so far was counted by the pause's own write (a pause written before
     #: pauses counted is counted when its turn completes)
     spend_counted: bool = False
+    #: the caller's options for the turn's model calls (a resume keeps them)
+    options: TurnOptions | None = None
 
     @property
     def pauses(self) -> list[str]:

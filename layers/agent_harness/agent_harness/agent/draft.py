@@ -12,6 +12,7 @@ from agent_harness.meter import Spend
 from agent_harness.models.base import Message, ToolSpec, Usage
 
 if TYPE_CHECKING:
+    from agent_harness.agent.options import TurnOptions
     from agent_harness.records import MemoryInjection, PendingTurn
 
 __all__ = ["Draft"]
@@ -36,6 +37,8 @@ class Draft:
     #: spend of earlier requests of this turn no write has counted (a pause written
     #: before pauses counted their spend)
     uncounted: Spend = field(default_factory=Spend)
+    #: the caller's options for the agent model calls (agent/options)
+    options: TurnOptions | None = None
 
     @classmethod
     def resumed(cls, pending: PendingTurn, messages: list[Message]) -> Draft:
@@ -53,4 +56,5 @@ class Draft:
             pauses=pending.pauses,
             answered=[*pending.answered, *(call.id for call in pending.calls)],
             uncounted=pending_spend(pending),
+            options=pending.options,
         )

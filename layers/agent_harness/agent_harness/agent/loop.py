@@ -10,7 +10,9 @@
                              later from ``LoopState`` with their results appended
 
 At most ``max_calls`` model calls per turn, pauses included; the last allowed call is made
-without tools, so the loop always ends with an answer. Calls the server runs (memory and
+without tools, so the loop always ends with an answer. The caller's ``TurnOptions``
+(agent/options) shape each call: which tools are offered and forced, the answer's format
+(checked here, one corrective call), the sampling options. Calls the server runs (memory and
 remote tools) in a response that also calls a client tool run first, then the turn pauses.
 Key insight: the loop never changes; new behaviour arrives as tools.
 """
@@ -20,7 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from agent_harness.models.base import ChatRequest, Message, ToolCall, ToolSpec, Usage
+from agent_harness.agent.options import TurnOptions, formatted_answer
+from agent_harness.errors import ModelOutputError
+from agent_harness.models.base import Message, ToolCall, ToolSpec, Usage
 
 if TYPE_CHECKING:
     from agent_harness.models.base import ChatModel
@@ -69,32 +73,57 @@ def run_loop(
     tools: ToolBox | None,
     max_calls: int,
     done: LoopState | None = None,
+    options: TurnOptions | None = None,
+    caller: frozenset[str] = frozenset(),
 ) -> LoopResult:
     """Run (or continue, from ``done``) the loop over ``messages`` (the prompt up to and
-    including the turn's user message)."""
+    including the turn's user message); ``caller`` names the caller's own tools."""
     state = done or LoopState()
+    opts = options or TurnOptions()
     added = list(state.messages)
     usage = state.usage
     name = state.model
     specs = tools.specs() if tools else []
+    known = {s.name for s in specs}
+    must_call = opts.needs_call and bool(specs)
+    force = False  # a required call answered with text: the next one offers only the caller's
     for call_no in range(state.model_calls + 1, max_calls + 1):
-        offered = specs if call_no < max_calls else []
-        response = model.complete(
-            ChatRequest(messages=[*messages, *added], tools=offered, purpose="agent")
-        )
+        last = call_no == max_calls
+        request = opts.request([*messages, *added], specs, caller, last=last or force)
+        response = model.complete(request)
         usage += response.usage
         name = response.model
         message = response.message
-        if message.tool_calls and not offered:
-            # no tools were offered (last call): calls are not executed, the text is the answer
-            message = Message(role="assistant", content=message.content)
+        offered = {t.name for t in request.tools}
+        if (last or not offered) and any(c.name not in offered for c in message.tool_calls):
+            # a call that offered no tool, or the last, runs no tool it did not offer: the
+            # text is the answer
+            kept = [c for c in message.tool_calls if c.name in offered]
+            message = Message(role="assistant", content=message.content, tool_calls=kept)
+        if must_call and not message.tool_calls:
+            if last:
+                raise ModelOutputError(f"{name} answered without the tool call tool_choice asks")
+            force = True  # the text is dropped: it is not the answer the caller asked for
+            continue
+        if not message.tool_calls and opts.response_format is not None:
+            message, spent, retries = formatted_answer(
+                model, request, message, opts.response_format
+            )
+            usage += spent
+            added.append(message)
+            return LoopResult(added, message.content, usage, call_no + retries, name)
         message = _unique_call_ids(message, added, call_no)
         added.append(message)
         if not message.tool_calls:
             return LoopResult(added, message.content, usage, call_no, name)
         pending: list[ToolCall] = []
         for tool_call in message.tool_calls:
-            result = tools.call(tool_call) if tools else f"Error: unknown tool {tool_call.name}"
+            if tools is None:
+                result: str | None = f"Error: unknown tool {tool_call.name}"
+            elif tool_call.name in known and tool_call.name not in offered:  # hidden by choice
+                result = f"Error: {tool_call.name} is not offered in this call"
+            else:
+                result = tools.call(tool_call)
             if result is None:
                 pending.append(tool_call)
                 continue

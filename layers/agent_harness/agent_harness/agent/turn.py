@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from agent_harness.agent.client_tools import Declaration, ToolResult
     from agent_harness.agent.importer import ImportedMessage
     from agent_harness.agent.lease import SessionLease
+    from agent_harness.agent.options import TurnOptions
     from agent_harness.ids import User
     from agent_harness.ports import SessionState, StoredObject
     from agent_harness.runtime import Runtime
@@ -105,13 +106,15 @@ def run_turn(
     cancel: bool = False,
     history: list[ImportedMessage] | None = None,
     persona: str | None = None,
+    options: TurnOptions | None = None,
 ) -> TurnResult:
     """A new message (with the caller's ``tools``), or the ``tool_results`` / ``cancel``
     of the turn that awaits them. Every refusal comes before anything is written.
 
     For a session that has no turn yet, ``history`` (earlier messages the caller holds)
     becomes its first turns, as an import, and ``persona`` replaces AGENTS.md; both are
-    written with the turn, so a failed model call leaves nothing."""
+    written with the turn, so a failed model call leaves nothing. ``options`` shape the
+    agent's model calls (agent/options); a resume sent without them keeps the turn's."""
     validate_session_id(session_id)
     check_request(rt, message, tool_results, cancel)
     if history:
@@ -129,6 +132,7 @@ def run_turn(
         with session_lease(rt, user, session_id, must_exist=message is None, admit=admit) as lease:
             admission = lease.admission
             turn = _Turn(rt, user, session_id, lease, started)
+            turn.options = options
             result = turn.serve(message, declared, tool_results, cancel, history, persona)
         keep_turn = result.status == "requires_action"
     except SessionNotFoundError:
@@ -145,6 +149,8 @@ def run_turn(
 
 class _Turn:
     """One request on a session whose lease it holds."""
+
+    options: TurnOptions | None = None  # the request's, for a new turn or a resume
 
     def __init__(
         self, rt: Runtime, user: User, session_id: str, lease: SessionLease, started: datetime
@@ -268,6 +274,7 @@ class _Turn:
             memory=injection,
             recall=recalled,
             client_tools=tools,
+            options=self.options,
         )
         shorten_old_arguments(self.context, self.settings)
         if self.settings.compaction_enabled:
@@ -281,11 +288,14 @@ class _Turn:
         draft = Draft.resumed(pending, pause.answer_calls(pending, results, evict))
         if tools is not None:
             draft.client_tools = tools
+        if self.options is not None:
+            draft.options = self.options
         return self._advance(draft)
 
     def _close(self, pending: PendingTurn, *, commit: bool) -> TurnResult:
         """Answer every pending call as cancelled; one last model call, without tools."""
         draft = Draft.resumed(pending, pause.answer_calls(pending, None, lambda _, r: r))
+        draft.options = None  # its closing words are no answer the caller's format binds
         return self._advance(draft, final=True, commit=commit)
 
     def _repeat(self, results: list[ToolResult]) -> TurnResult:
@@ -338,6 +348,8 @@ class _Turn:
                 tools=tools,
                 max_calls=limit,
                 done=draft.loop,
+                options=draft.options,
+                caller=frozenset(t.name for t in draft.client_tools),
             )
 
         try:
@@ -376,6 +388,7 @@ class _Turn:
             model=result.model,
             compacted=draft.compacted,
             spend_counted=True,
+            options=draft.options,
         )
         self.context.pending = pending
         self._write_history()
@@ -424,6 +437,7 @@ class _Turn:
             compaction_usage=draft.compaction_usage,
             compacted=draft.compacted,
             pauses=draft.pauses,
+            response_format=draft.options.format_label() if draft.options else None,
         )
         self._write_history()
         record, fresh = write_turn(self.rt, self.user, record)

@@ -15,8 +15,8 @@
     errors                {"error": {"message", "type", "code"}}, our status codes
 
 Everything else is ``run_turn``: MEMORY.md injection, memory tools, compaction, eviction,
-the post-turn flush. Sampling options (temperature, ...) are the deployment's, not the
-request's, and are ignored; ``n`` other than 1 is refused.
+the post-turn flush. ``response_format``, ``tool_choice`` and the sampling options reach
+the agent model as ``TurnOptions`` (api/openai_options); ``n`` other than 1 is refused.
 """
 
 from __future__ import annotations
@@ -29,12 +29,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agent_harness.agent.client_tools import ToolResult
 from agent_harness.agent.importer import MAX_MESSAGES, ImportedMessage
 from agent_harness.agent.request import check_persona
+from agent_harness.api.openai_options import check_content_parts, turn_options
 from agent_harness.api.schemas import ToolDeclaration  # noqa: TC001 (pydantic reads it)
 from agent_harness.errors import HarnessError, InvalidRequestError, ValidationFailedError
 from agent_harness.utf8 import require_encodable
 
 if TYPE_CHECKING:
     from agent_harness.agent.commit import TurnResult
+    from agent_harness.agent.options import TurnOptions
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
@@ -94,7 +96,7 @@ def list_models() -> dict[str, Any]:
     }
 
 
-def _parse(raw: str) -> ChatBody:
+def _parse(raw: str, model: str) -> tuple[ChatBody, TurnOptions | None]:
     try:
         data = json.loads(raw) if raw else None
     except (ValueError, RecursionError) as exc:
@@ -115,7 +117,9 @@ def _parse(raw: str) -> ChatBody:
         raise ValidationFailedError(f"{where}: {first['msg']}") from exc
     if body.n not in (None, 1):
         raise ValidationFailedError("n: only one choice is generated (n=1)")
-    return body
+    check_content_parts(messages, model)
+    # OpenAI's rule: a tool_choice names or requires tools of the same request
+    return body, turn_options(data, [t.name for t in body.tools or []])
 
 
 def chat_completion(rt: Runtime, user: User, session_id: str | None, raw: str) -> Answer:
@@ -123,7 +127,7 @@ def chat_completion(rt: Runtime, user: User, session_id: str | None, raw: str) -
     new session when None)."""
     from agent_harness.agent.turn import run_turn
 
-    body = _parse(raw)
+    body, options = _parse(raw, rt.settings.agent_model)
     session_id = session_id or f"chat-{rt.new_id()}"
     last = max((i for i, m in enumerate(body.messages) if m.role == "assistant"), default=-1)
     earlier, new = body.messages[: last + 1], body.messages[last + 1 :]
@@ -134,7 +138,7 @@ def chat_completion(rt: Runtime, user: User, session_id: str | None, raw: str) -
         raise ValidationFailedError("send the tool results, then the next user message")
     if answered:
         results = [ToolResult(m.tool_call_id or "", m.text()) for m in answered]
-        result = run_turn(rt, user, session_id, tools=tools, tool_results=results)
+        result = run_turn(rt, user, session_id, tools=tools, tool_results=results, options=options)
     elif asked:
         persona = "\n\n".join(m.text() for m in body.messages if m.role in ("system", "developer"))
         check_persona(rt, persona)
@@ -151,6 +155,7 @@ def chat_completion(rt: Runtime, user: User, session_id: str | None, raw: str) -
             tools=tools,
             history=history,
             persona=persona or None,
+            options=options,
         )
     else:
         raise ValidationFailedError("no new user or tool message after the last assistant one")

@@ -95,6 +95,18 @@ class ToolResultBody(_Body):
         return "\n".join(part.text for part in self.content)
 
 
+#: a message's options for the agent model (api/openai_options)
+OPTION_FIELDS = (
+    "response_format",
+    "tool_choice",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "stop",
+    "seed",
+)
+
+
 class MessageBody(_Body):
     """One of: a new ``message`` (with the caller's ``tools``), the ``tool_results`` of
     the turn that awaits them (``tools`` may come again), or ``cancel`` of that turn."""
@@ -115,6 +127,18 @@ class MessageBody(_Body):
     tools: list[ToolDeclaration] | None = None
     tool_results: list[ToolResultBody] | None = Field(default=None, max_length=MAX_TOOL_RESULTS)
     cancel: StrictBool | None = None
+    # the agent model's options, in OpenAI's words (api/openai_options checks them)
+    response_format: dict[str, Any] | None = None
+    tool_choice: StrictStr | dict[str, Any] | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    stop: StrictStr | list[StrictStr] | None = None
+    seed: int | None = None
+
+    def options_fields(self) -> dict[str, Any]:
+        """The options this body sets, as ``turn_options`` reads them."""
+        return self.model_dump(include=set(OPTION_FIELDS), exclude_none=True)
 
     @model_validator(mode="after")
     def _one_action(self) -> MessageBody:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from agent_harness.api.http import Http, json_response
+from agent_harness.api.openai_options import turn_options
 from agent_harness.api.schemas import MessageBody
 
 if TYPE_CHECKING:
@@ -45,6 +46,10 @@ def session_routes(rt: Runtime) -> Router:
 
         user, session_id = http.user(), http.session(session_id)
         request = http.body(MessageBody)
+        # a resume sent without tools keeps the turn's, unknown here: its choice is unchecked
+        names = [t.name for t in request.tools or []]
+        resume_keeps = request.tools is None and request.message is None
+        options = turn_options(request.options_fields(), None if resume_keeps else names)
         results = None
         if request.tool_results is not None:
             results = [ToolResult(r.tool_call_id, r.text, r.is_error) for r in request.tool_results]
@@ -56,6 +61,7 @@ def session_routes(rt: Runtime) -> Router:
             tools=request.tools,
             tool_results=results,
             cancel=bool(request.cancel),
+            options=options,
         )
         return json_response(
             200,

@@ -15,6 +15,7 @@ from agent_harness.errors import ModelOutputError
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
 from agent_harness.models.convert import alternating_turns, history_tools
 from agent_harness.models.http import ErrorBody, call_timeout, post_json
+from agent_harness.models.structured import answered, offer
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -75,18 +76,24 @@ class AnthropicChatModel:
         }
         if system:
             payload["system"] = system
+        payload.update(_sampling(request))
+        plan = offer(request)  # response_format is emulated with a forced answer tool
         tools = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
-            for t in request.tools
+            for t in plan.tools
         ]
         # a history with tool blocks is refused unless its tools are declared, also on a
         # call that offers none (the loop's last): those are declared, not to be called
-        offered = {t.name for t in request.tools}
+        offered = {t.name for t in plan.tools}
         tools += [_not_offered(n) for n in history_tools(turns) if n not in offered]
         if tools:
             payload["tools"] = tools
-            if not request.tools:
+            if not plan.tools:
                 payload["tool_choice"] = {"type": "none"}
+            elif plan.choice == "tool":
+                payload["tool_choice"] = {"type": "tool", "name": plan.tool}
+            elif plan.choice in ("auto", "any"):
+                payload["tool_choice"] = {"type": plan.choice}
         headers = {"anthropic-version": API_VERSION}
         key = self._api_key() if callable(self._api_key) else self._api_key
         if key:
@@ -100,7 +107,8 @@ class AnthropicChatModel:
             overflow=is_overflow,
             timeout=call_timeout(request.timeout, self._timeout),
         )
-        return self._parse(body)
+        response = self._parse(body)
+        return response.model_copy(update={"message": answered(response.message, plan.emulated)})
 
     def _parse(self, body: dict[str, Any]) -> ChatResponse:
         try:
@@ -129,6 +137,18 @@ class AnthropicChatModel:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelOutputError(f"{self.name} returned a malformed message") from exc
+
+
+def _sampling(request: ChatRequest) -> dict[str, Any]:
+    """The Messages API's sampling fields; it has no seed (ignored, docs/models.md)."""
+    out: dict[str, Any] = {}
+    if request.temperature is not None:
+        out["temperature"] = min(request.temperature, 1.0)  # Anthropic's range is 0-1
+    if request.top_p is not None:
+        out["top_p"] = request.top_p
+    if request.stop:
+        out["stop_sequences"] = request.stop
+    return out
 
 
 def _not_offered(name: str) -> dict[str, Any]:

@@ -19,9 +19,12 @@ __all__ = [
     "ChatResponse",
     "Message",
     "Purpose",
+    "ResponseFormat",
     "ToolCall",
+    "ToolChoice",
     "ToolSpec",
     "Usage",
+    "forced_tool",
 ]
 
 Purpose = Literal["agent", "flush", "consolidate", "compact"]
@@ -67,6 +70,28 @@ class Usage(BaseModel):
         )
 
 
+class ResponseFormat(BaseModel):
+    """What the answer's text must be: a JSON object, or one valid against ``schema``
+    (OpenAI's ``response_format``; emulated with a forced tool where a provider has none)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    type: Literal["json_object", "json_schema"]
+    name: str = "response"
+    json_schema: dict[str, Any] | None = None
+    strict: bool = False
+    description: str | None = None
+
+
+def forced_tool(choice: ToolChoice | None) -> str | None:
+    """The name of the one tool ``choice`` forces, if it forces one."""
+    return choice.get("name") if isinstance(choice, dict) else None
+
+
+#: ``auto`` (the model decides), ``none``, ``required`` (some tool), or one tool by name
+ToolChoice = Literal["auto", "none", "required"] | dict[str, str]
+
+
 class ChatRequest(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
@@ -74,6 +99,13 @@ class ChatRequest(BaseModel):
     tools: list[ToolSpec] = Field(default_factory=list)
     purpose: Purpose = "agent"
     max_output_tokens: int | None = None
+    #: None: the provider's default (auto when tools are offered); ``{"name": ...}`` forces one
+    tool_choice: ToolChoice | None = None
+    response_format: ResponseFormat | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    stop: list[str] = Field(default_factory=list)
+    seed: int | None = None
     #: seconds this attempt may take (set by the resilience layer from the deadline)
     timeout: float | None = None
 

@@ -35,6 +35,7 @@ from agent_harness.errors import (
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
 from agent_harness.models.convert import alternating_turns, history_tools
 from agent_harness.models.http import OVERFLOW_PHRASES
+from agent_harness.models.structured import answered, offer
 
 if TYPE_CHECKING:
     from agent_harness.models.convert import Part
@@ -82,6 +83,20 @@ def _block(part: Part) -> dict[str, Any]:
     return {"toolResult": {"toolUseId": part.id, "content": [{"text": part.text}]}}
 
 
+def _inference(request: ChatRequest, max_tokens: int | None) -> dict[str, Any]:
+    """Converse's inferenceConfig; it has no seed (ignored, docs/models.md)."""
+    out: dict[str, Any] = {}
+    if max_tokens:
+        out["maxTokens"] = max_tokens
+    if request.temperature is not None:
+        out["temperature"] = min(request.temperature, 1.0)  # Converse's range is 0-1
+    if request.top_p is not None:
+        out["topP"] = request.top_p
+    if request.stop:
+        out["stopSequences"] = request.stop
+    return out
+
+
 class BedrockChatModel:
     def __init__(
         self,
@@ -109,10 +124,11 @@ class BedrockChatModel:
         }
         if system:
             kwargs["system"] = [{"text": system}]
-        max_tokens = request.max_output_tokens or self._max_tokens
-        if max_tokens:
-            kwargs["inferenceConfig"] = {"maxTokens": max_tokens}
-        offered = [(t.name, t.description, t.parameters) for t in request.tools]
+        inference = _inference(request, request.max_output_tokens or self._max_tokens)
+        if inference:
+            kwargs["inferenceConfig"] = inference
+        plan = offer(request)  # response_format is emulated with a forced answer tool
+        offered = [(t.name, t.description, t.parameters) for t in plan.tools]
         # Converse refuses a history with tool blocks whose tools are not declared, and
         # has no "none" choice: those are declared; a call of one on the loop's last call
         # is not run (its text is the answer)
@@ -126,6 +142,12 @@ class BedrockChatModel:
                     for n, d, schema in offered
                 ]
             }
+            # a named tool is for Claude and Nova models only (the Converse reference):
+            # the answer tool is forced with "any", which more models take
+            if plan.tools and plan.choice == "tool" and not plan.emulated:
+                kwargs["toolConfig"]["toolChoice"] = {"tool": {"name": plan.tool}}
+            elif plan.tools and plan.choice in ("auto", "any", "tool"):
+                kwargs["toolConfig"]["toolChoice"] = {"any" if plan.emulated else plan.choice: {}}
         limit = self._timeout if request.timeout is None else min(request.timeout, self._timeout)
         future = self._pool.submit(self._client.converse, **kwargs)
         try:
@@ -141,7 +163,8 @@ class BedrockChatModel:
             raise ModelUnavailableError(
                 f"{self.name} is unreachable: {type(exc).__name__}"
             ) from exc
-        return self._parse(response)
+        parsed = self._parse(response)
+        return parsed.model_copy(update={"message": answered(parsed.message, plan.emulated)})
 
     def _parse(self, response: dict[str, Any]) -> ChatResponse:
         try:

@@ -2,12 +2,14 @@
 
 It reads the same prompts a real model gets and behaves by purpose:
 
-    agent        calls an offered acting tool (the caller's or a remote one) whose name
-                 shares a word with the message, its required arguments filled from the
-                 message (numbers, the text), and answers with what the tool returned;
-                 otherwise answers from the memory it was given, by keyword overlap;
-                 asked a question that memory does not answer, it calls memory_search
-                 (when offered) with the question's keywords and answers from the hits
+    agent        calls the tool ``tool_choice`` forces (named, or required: the best
+                 fitting acting tool); else calls an offered acting tool (the caller's or a
+                 remote one) whose name shares a word with the message, its required
+                 arguments filled from the message (numbers, the text), and answers with
+                 what the tool returned; otherwise answers from the memory it was given,
+                 by keyword overlap; asked a question that memory does not answer, it
+                 calls memory_search (when offered) with the question's keywords and
+                 answers from the hits
     flush        extracts first-person durable statements ("I prefer…", "remember…",
                  "we decided…", "我喜欢…", "记住…") of the user's messages as
                  ``- User said: …`` bullets, and of tool results as ``- A tool result
@@ -17,7 +19,10 @@ It reads the same prompts a real model gets and behaves by purpose:
                  points of the previous summary; the newest 40 points)
 
 Every answer it writes to the user starts with ``[offline model]`` so nobody mistakes it
-for a real model.
+for a real model, but an answer in a ``response_format``: a minimal instance of the
+schema whose strings are that answer, or ``{"answer": ...}`` for a JSON object. Tool call
+ids are unique in the conversation (``offline-call-<n>``, n one more than its calls so
+far). Sampling options and images: it ignores the former; the API refuses the latter.
 """
 
 from __future__ import annotations
@@ -29,7 +34,16 @@ from typing import TYPE_CHECKING
 from agent_harness import markup
 from agent_harness.memory import MEMORY_TOOLS
 from agent_harness.memory.facts.authority import parse_fact, strip_tags
-from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
+from agent_harness.models.base import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    forced_tool,
+)
+from agent_harness.models.instance import minimal_instance
 from agent_harness.text import WORD, fold, tokens
 
 if TYPE_CHECKING:
@@ -166,7 +180,52 @@ def _memory_lines(messages: list[Message]) -> list[str]:
     return []
 
 
-def _acting_call(tools: list[ToolSpec], question: str, wanted: set[str]) -> ToolCall | None:
+def _call_id(kind: str, messages: list[Message]) -> str:
+    """Unique in the conversation the model sees (a framework matches results by id):
+    one more than the calls in it so far."""
+    return f"offline-{kind}-{1 + sum(len(m.tool_calls) for m in messages)}"
+
+
+def _forced_call(request: ChatRequest, question: str, wanted: set[str]) -> ToolCall | None:
+    """The call ``tool_choice`` asks for: the named tool, or (required) the acting tool
+    that fits the question best, else the first offered one; arguments filled from the
+    question, else a minimal instance of the schema."""
+    name = forced_tool(request.tool_choice)
+    acting = [t for t in request.tools if t.name not in MEMORY_TOOLS]
+    if name is None and request.tool_choice != "required":
+        return None
+    if name is None:
+        best = _acting_call(acting, question, wanted, request.messages)
+        if best is not None or not acting:
+            return best
+        name = acting[0].name
+    tool = next((t for t in request.tools if t.name == name), None)
+    if tool is None:
+        return None
+    arguments = _fill(tool.parameters, question)
+    if arguments is None:
+        arguments = minimal_instance(tool.parameters, question.strip())
+    return ToolCall(
+        id=_call_id("call", request.messages), name=tool.name, arguments=json.dumps(arguments)
+    )
+
+
+def _formatted(request: ChatRequest, message: Message) -> Message:
+    """A text answer in the asked format: a minimal instance of the schema (its strings
+    the answer's text), or ``{"answer": text}``."""
+    fmt = request.response_format
+    if fmt is None or message.tool_calls:
+        return message
+    if fmt.type == "json_schema" and fmt.json_schema is not None:
+        value = minimal_instance(fmt.json_schema, message.content)
+    else:
+        value = {"answer": message.content}
+    return Message(role="assistant", content=json.dumps(value, ensure_ascii=False))
+
+
+def _acting_call(
+    tools: list[ToolSpec], question: str, wanted: set[str], messages: list[Message]
+) -> ToolCall | None:
     """A call of the acting tool whose name shares the most words with the question and
     whose required arguments the question can fill; on a tie the one offered last (the
     caller's own tools come after the server's)."""
@@ -177,7 +236,9 @@ def _acting_call(tools: list[ToolSpec], question: str, wanted: set[str]) -> Tool
         shared = len(_keywords(tool.name.rsplit("__", 1)[-1].replace("_", " ")) & wanted)
         arguments = _fill(tool.parameters, question) if shared else None
         if arguments is not None and (best is None or shared >= best[0]):
-            call = ToolCall(id="offline-call-1", name=tool.name, arguments=json.dumps(arguments))
+            call = ToolCall(
+                id=_call_id("call", messages), name=tool.name, arguments=json.dumps(arguments)
+            )
             best = (shared, call)
     return best[1] if best else None
 
@@ -221,7 +282,7 @@ class OfflineChatModel:
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         if request.purpose == "agent":
-            message = self._answer(request)
+            message = _formatted(request, self._answer(request))
         else:
             handler = {
                 "flush": self._flush,
@@ -254,13 +315,16 @@ class OfflineChatModel:
         asked = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
         question = messages[asked].content
         wanted = _keywords(question)
+        forced = _forced_call(request, question, wanted)
+        if forced is not None:
+            return Message(role="assistant", tool_calls=[forced])
         acted = [
             m for m in messages[asked + 1 :] if m.role == "tool" and m.name not in MEMORY_TOOLS
         ]
         if acted:
             said = " | ".join(f"{m.name} returned: {m.content[:300]}" for m in acted)
             return _reply(said)
-        call = _acting_call(request.tools, question, wanted)
+        call = _acting_call(request.tools, question, wanted, messages)
         if call is not None:
             return Message(role="assistant", tool_calls=[call])
         found = self._best(wanted, _memory_lines(messages))
@@ -283,7 +347,9 @@ class OfflineChatModel:
             return Message(
                 role="assistant",
                 tool_calls=[
-                    ToolCall(id="offline-search-1", name="memory_search", arguments=arguments)
+                    ToolCall(
+                        id=_call_id("search", messages), name="memory_search", arguments=arguments
+                    )
                 ],
             )
         return _reply("I have nothing in memory about that yet.")

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from agent_harness.errors import ModelOutputError
-from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from agent_harness.models.base import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    ToolCall,
+    Usage,
+    forced_tool,
+)
 from agent_harness.models.http import OVERFLOW_PHRASES, ErrorBody, call_timeout, post_json
 
 if TYPE_CHECKING:
@@ -55,6 +62,36 @@ def _wire_message(message: Message) -> dict[str, Any]:
         out["tool_call_id"] = message.tool_call_id
     if message.name and message.role == "tool":
         out["name"] = message.name
+    return out
+
+
+def _options(request: ChatRequest) -> dict[str, Any]:
+    """The caller's options as the chat completions API takes them (only those set)."""
+    out: dict[str, Any] = {
+        key: value
+        for key, value in (
+            ("temperature", request.temperature),
+            ("top_p", request.top_p),
+            ("seed", request.seed),
+            ("stop", request.stop or None),
+        )
+        if value is not None
+    }
+    name = forced_tool(request.tool_choice)
+    if request.tools and request.tool_choice is not None:
+        out["tool_choice"] = (
+            {"type": "function", "function": {"name": name}} if name else request.tool_choice
+        )
+    fmt = request.response_format
+    if fmt is not None and fmt.type == "json_schema":
+        spec: dict[str, Any] = {"name": fmt.name, "strict": fmt.strict}
+        if fmt.json_schema is not None:
+            spec["schema"] = fmt.json_schema
+        if fmt.description:
+            spec["description"] = fmt.description
+        out["response_format"] = {"type": "json_schema", "json_schema": spec}
+    elif fmt is not None:
+        out["response_format"] = {"type": "json_object"}
     return out
 
 
@@ -114,6 +151,7 @@ class OpenAIChatModel:
         max_tokens = request.max_output_tokens or self._max_tokens
         if max_tokens:  # unset by default: the server's own limit applies
             payload["max_tokens"] = max_tokens
+        payload.update(_options(request))
         body = post_json(
             self._client,
             self._url,
