@@ -85,6 +85,15 @@ class HarnessError(Exception):
         """Extra HTTP headers for the error response."""
         return {}
 
+    def response_headers(self) -> dict[str, str]:
+        """``headers()`` and, on a 4xx, whether a retry can help (``x-should-retry``,
+        which the OpenAI and Anthropic SDKs obey: they retry every 409 and 429 unless
+        told; a 5xx is theirs to retry)."""
+        extra = self.headers()
+        if self.status < 500:
+            extra["x-should-retry"] = "true" if self.retryable else "false"
+        return extra
+
     def to_body(self) -> dict[str, Any]:
         """The JSON error body of the HTTP API: ``{"error": {"code", "message"}}``."""
         error: dict[str, Any] = {"code": self.code, "message": self.message}
@@ -152,15 +161,21 @@ class ConflictError(HarnessError):
 
 
 class SessionBusyError(ConflictError):
+    """``retry_after``: whole seconds until a retry may succeed; ``retry_after_ms`` the
+    same, finer (the OpenAI SDKs read ``retry-after-ms`` first)."""
+
     code = "session_busy"
     retryable = True
 
-    def __init__(self, message: str, *, retry_after: int) -> None:
+    def __init__(
+        self, message: str, *, retry_after: int, retry_after_ms: int | None = None
+    ) -> None:
         super().__init__(message, details={"retry_after": retry_after})
         self.retry_after = retry_after
+        self.retry_after_ms = retry_after_ms if retry_after_ms is not None else retry_after * 1000
 
     def headers(self) -> dict[str, str]:
-        return {"Retry-After": str(self.retry_after)}
+        return {"Retry-After": str(self.retry_after), "retry-after-ms": str(self.retry_after_ms)}
 
 
 class ToolCallsStateError(ConflictError):

@@ -231,5 +231,5 @@ def openai_error(exc: HarnessError) -> Answer:
     error: dict[str, Any] = {"message": exc.message, "type": kind, "code": exc.code, "param": None}
     if exc.details is not None:
         error["details"] = exc.details
-    headers = {"Content-Type": "application/json", **exc.headers()}
+    headers = {"Content-Type": "application/json", **exc.response_headers()}
     return exc.status, json.dumps({"error": error}, ensure_ascii=False), headers
