@@ -12,6 +12,7 @@
     │   └── SessionNotFoundError      404 the session has never been written
     ├── ConflictError                 409
     │   ├── SessionBusyError          409 another call holds the session lease (Retry-After)
+    │   ├── ConversationDivergedError 409 a chat's history left its session (route-internal)
     │   └── ToolCallsStateError       409 the session's turn awaits client tool results, or
     │                                     awaits none (tool_results_required, ...)
     ├── BudgetExhaustedError          429 the user's daily budget is spent (Retry-After)
@@ -45,6 +46,7 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "ContextOverflowError",
+    "ConversationDivergedError",
     "ForbiddenError",
     "HarnessError",
     "InvalidRequestError",
@@ -187,6 +189,14 @@ class ToolCallsStateError(ConflictError):
     def __init__(self, code: str, message: str, *, details: Any = None) -> None:
         super().__init__(message, details=details)
         self.code = code
+
+
+class ConversationDivergedError(ConflictError):
+    """A chat completion's conversation continues from a point its session has moved past
+    (an edited or regenerated message, another branch): the route starts a new session
+    for it instead of appending to the wrong history."""
+
+    code = "conversation_diverged"
 
 
 class BudgetExhaustedError(HarnessError):

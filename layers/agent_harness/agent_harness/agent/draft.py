@@ -33,6 +33,8 @@ class Draft:
     compacted: bool = False
     pauses: list[str] = field(default_factory=list)
     answered: list[str] = field(default_factory=list)
+    #: the request's own instructions (None: the session's persona)
+    instructions: str | None = None
     #: spend of earlier requests of this turn no write has counted (a pause written
     #: before pauses counted their spend)
     uncounted: Spend = field(default_factory=Spend)
@@ -52,5 +54,6 @@ class Draft:
             compacted=pending.compacted,
             pauses=pending.pauses,
             answered=[*pending.answered, *(call.id for call in pending.calls)],
+            instructions=pending.instructions,
             uncounted=pending_spend(pending),
         )
