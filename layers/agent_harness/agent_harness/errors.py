@@ -205,9 +205,11 @@ class BudgetExhaustedError(HarnessError):
     status = 429
     code = "budget_exhausted"
 
-    def __init__(self, message: str, *, retry_after: int) -> None:
+    def __init__(self, message: str, *, retry_after: int, retryable: bool = False) -> None:
         super().__init__(message, details={"retry_after": retry_after})
         self.retry_after = retry_after
+        # spent until midnight: final for the day; held by running turns: seconds away
+        self.retryable = retryable
 
     def headers(self) -> dict[str, str]:
         return {"Retry-After": str(self.retry_after)}
