@@ -64,6 +64,11 @@ def _turn_view(user: User, record: TurnRecord) -> str:
     if record.source == "import":
         marks.append('<span class="badge">imported</span>')
     messages = []
+    if record.instructions is not None:  # a chat completion's own system messages
+        messages.append(
+            '<li class="msg system"><span class="role">instructions</span> '
+            f"<pre>{esc(record.instructions)}</pre></li>"
+        )
     for m in record.messages:
         calls = "".join(
             '<div class="call"><span class="role">tool call</span> '

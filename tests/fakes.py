@@ -781,7 +781,8 @@ def make_runtime(
 ) -> Runtime:
     """A Runtime on in-memory fakes; ``agent``, ``memory`` and ``compaction`` replace
     those roles' models (an unset role uses the configured model, as deployed)."""
-    settings = settings or Settings(consolidation_min_gap_seconds=0)
+    # a busy session answers at once here (deployed, it is waited for a few seconds)
+    settings = settings or Settings(consolidation_min_gap_seconds=0, session_wait_seconds=0)
     clock = clock or ManualClock()
     counter = TokenCounter()
     chosen = {"agent": agent, "memory": memory, "compaction": compaction}

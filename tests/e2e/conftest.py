@@ -59,7 +59,8 @@ class Rendezvous:
 class FakeLLM:
     """Chat completions that answer ``ack: <last user message>``, or, for a user message
     with a script, its next scripted answer (tool calls included). A message containing
-    ``[slow]`` is held until ``release`` is set, to keep a session lease busy; one
+    ``[slow]`` is held until ``release`` is set, to keep a session lease busy (one with
+    ``[0.5s]`` for half a second); one
     containing ``[together]`` waits at ``together`` for others (see ``Rendezvous``).
     ``spans`` records when each request came in and was answered."""
 
@@ -118,6 +119,8 @@ class FakeLLM:
                 fake.spans.append((last, received, time.monotonic()))
 
             def answer(self, payload: dict[str, Any], last: str) -> None:
+                if "[0.5s]" in last:  # a turn that holds its session a while
+                    time.sleep(0.5)
                 if "[slow]" in last:
                     fake.slow_entered.set()
                     fake.release.wait(30)

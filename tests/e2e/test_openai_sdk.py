@@ -127,26 +127,22 @@ def test_streaming_through_the_openai_sdk(local_stack: LocalStackProcess) -> Non
     assert finishes[-1] == "stop" and chunks[-1].usage is not None
 
 
-def test_an_error_is_the_sdks_exception(local_stack: LocalStackProcess, fake_llm: FakeLLM) -> None:
+def test_an_error_is_the_sdks_exception(local_stack: LocalStackProcess) -> None:
     sdk = client(local_stack, "oai-eve")
-    question = "SDK: pause me"
-    fake_llm.script(question, [("call_p", "lookup_order", {"order_id": 1})], "done")
-    session = {"X-Session-Id": "oai-busy"}
-    sdk.chat.completions.create(
-        model="agent-harness",
-        messages=[{"role": "user", "content": question}],
-        tools=[ORDER_TOOL],
-        extra_headers=session,
-    )
 
-    with pytest.raises(openai.ConflictError) as caught:  # results are awaited
+    with pytest.raises(openai.ConflictError) as caught:  # no turn awaits these results
         sdk.chat.completions.create(
             model="agent-harness",
-            messages=[{"role": "user", "content": "something else"}],
-            extra_headers=session,
+            messages=[
+                {"role": "user", "content": "q"},
+                {"role": "assistant", "content": "a"},
+                {"role": "tool", "tool_call_id": "nope", "content": "r"},
+            ],
+            extra_headers={"X-Session-Id": "oai-never"},
         )
     assert caught.value.status_code == 409
-    assert caught.value.body["code"] == "tool_results_required"
+    assert caught.value.body["code"] == "no_pending_tool_calls"
+    assert caught.value.response.headers["x-should-retry"] == "false"
     with pytest.raises(openai.UnprocessableEntityError):
         sdk.chat.completions.create(model="agent-harness", messages=[])
     with pytest.raises(openai.AuthenticationError):

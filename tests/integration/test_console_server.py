@@ -245,6 +245,17 @@ def test_a_session_page_shows_tool_calls_and_their_results() -> None:
     assert "tool result" in page and "You use vim." in page and 'id="turn-1"' in page
 
 
+def test_a_session_page_shows_the_instructions_a_chat_turn_ran_under() -> None:
+    from agent_harness.agent.request import ChatTerms
+    from tests.fakes import ScriptedModel
+
+    rt = make_runtime(agent=ScriptedModel("Billing here."))
+    run_turn(rt, ANN, "s3", "My invoice", chat=ChatTerms(instructions="You are <billing>."))
+    with serving(Target(runtime=rt)) as server:
+        page = signed_in(server).get("/users/ann/sessions/s3").text
+    assert "instructions" in page and "You are &lt;billing&gt;." in page
+
+
 def test_a_session_whose_id_has_a_colon_is_listed_and_shown(rt) -> None:
     run_turn(rt, ANN, "chat:7", "Remember that I use tmux.")
     with serving(Target(runtime=rt)) as server:

@@ -39,8 +39,8 @@ def test_a_crashed_holders_lease_is_taken_over_after_it_expires(stack: Stack, re
         "session-lease",
         "session lease of a crashed holder, still valid: answer",
         held["statusCode"],
-        "409 with Retry-After <= 45 s",
-        held["statusCode"] == 409 and retry_after <= 45,
+        "409 with Retry-After <= 5 s (the expected wait, not the lease's 45 s left)",
+        held["statusCode"] == 409 and retry_after <= 5,
     )
     record(
         "session-lease",
@@ -49,7 +49,7 @@ def test_a_crashed_holders_lease_is_taken_over_after_it_expires(stack: Stack, re
         "200 (taken over)",
         taken["statusCode"] == 200,
     )
-    assert held["statusCode"] == 409 and 40 <= retry_after <= 45
+    assert held["statusCode"] == 409 and 1 <= retry_after <= 5
     assert taken["statusCode"] == 200
     item = stack.clients["dynamodb"].get_item(TableName=stack.table, Key=key)["Item"]
     assert item["turn"]["N"] == "1" and "lease_owner" not in item

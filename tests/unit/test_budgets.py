@@ -56,6 +56,7 @@ def test_running_turns_hold_their_estimate_so_a_concurrent_one_waits_briefly() -
         with pytest.raises(BudgetExhaustedError, match="running turns") as held:
             run_turn(rt, ANN, "s2", "at the same time")
     assert held.value.retry_after == 5
+    assert held.value.response_headers()["x-should-retry"] == "true"  # seconds away
 
 
 def test_a_failed_turn_gives_its_admission_back() -> None:
@@ -133,6 +134,7 @@ def test_over_http_a_spent_budget_is_429_with_retry_after() -> None:
     status, body, headers = call(rt, "POST", "/v1/sessions/s1/messages", {"message": "two"})
     assert status == 429 and body["error"]["code"] == "budget_exhausted"
     assert headers["Retry-After"] == str(TO_MIDNIGHT + 1)
+    assert headers["x-should-retry"] == "false"  # spent for the day: no SDK retries
     assert call(rt, "GET", "/v1/sessions/s1/messages")[1]["turns"][-1]["turn"] == 1
 
 

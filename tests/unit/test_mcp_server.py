@@ -790,3 +790,28 @@ def test_a_save_into_a_full_memory_md_is_a_tool_error_and_writes_nothing() -> No
     result = call(rt, "memory_save", {"content": "- Prefers tea"})
     assert result["isError"] is True and text(result).startswith("Error: MEMORY.md would be")
     assert rt.store.objects == before
+
+
+@pytest.mark.parametrize(
+    ("mode", "wanted"), [("dev", "X-User-Id header"), ("jwt", "a JWT as Authorization")]
+)
+def test_a_request_without_identity_is_a_json_rpc_401_with_a_bearer_challenge(
+    mode: str, wanted: str
+) -> None:
+    from agent_harness.api.routes import build_app
+    from local_stack.lambdas import context_for, http_event
+
+    rt = make_runtime(settings=Settings(auth_mode=mode))
+    ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    event = http_event("POST", "/mcp", headers=BASE, body=ping)
+
+    response = build_app(rt).resolve(event, context_for("AgentCallFunction"))
+
+    assert response["statusCode"] == 401
+    body = json.loads(response["body"])
+    assert body["jsonrpc"] == "2.0" and body["id"] is None
+    assert body["error"]["code"] == -32001 and body["error"]["message"]
+    challenge = response["headers"]["WWW-Authenticate"]
+    assert challenge.startswith('Bearer realm="agent-harness", error="invalid_request"')
+    assert wanted in challenge
+    assert rt.store.objects == {}

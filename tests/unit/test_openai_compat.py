@@ -283,3 +283,24 @@ def test_an_overlong_tool_call_id_or_model_name_is_refused_before_the_lease() ->
     status, _, _ = chat(rt, {"model": "m" * 257, "messages": tool_messages(1)}, session="s1")
     assert status == 422
     assert rt.store.objects == {} and rt.table.calls == [] and model.requests == []
+
+
+def test_a_busy_session_asks_for_a_short_retry_and_final_conflicts_for_none() -> None:
+    settings = Settings(auth_mode="dev", session_wait_seconds=0)
+    rt = make_runtime(settings=settings, agent=ScriptedModel())
+    now_ms = int(rt.clock.now().timestamp() * 1000)
+    rt.table.acquire_session_lease(ALICE, "b", "someone", now_ms, 60_000)
+
+    status, text, headers = chat(rt, {"messages": [{"role": "user", "content": "x"}]}, session="b")
+
+    assert status == 409 and json.loads(text)["error"]["code"] == "session_busy"
+    # the holder just began: a typical turn's 2 s, not the lease's 60
+    assert (headers["Retry-After"], headers["retry-after-ms"]) == ("2", "2000")
+    assert headers["x-should-retry"] == "true"
+    tool_only = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    tool_only.append({"role": "tool", "tool_call_id": "c", "content": "r"})
+    status, text, headers = chat(rt, {"messages": tool_only}, session="never")
+    assert status == 409 and json.loads(text)["error"]["code"] == "no_pending_tool_calls"
+    assert headers["x-should-retry"] == "false"
+    status, _, headers = chat(rt, {"messages": []})
+    assert status == 422 and headers["x-should-retry"] == "false"

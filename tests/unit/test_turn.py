@@ -116,8 +116,9 @@ def test_a_held_session_is_busy_and_nothing_is_written() -> None:
     with pytest.raises(SessionBusyError) as caught:
         run_turn(rt, ALICE, "s1", "hello")
 
-    assert caught.value.retry_after == 50
-    assert caught.value.headers() == {"Retry-After": "50"}
+    # held 10 s, longer than a typical turn: retry soon, not when the lease's 50 s run out
+    assert caught.value.retry_after == 1
+    assert caught.value.headers() == {"Retry-After": "1", "retry-after-ms": "500"}
     assert rt.store.objects == {} and rt.queue.post_turn == []
 
 

@@ -12,6 +12,7 @@
     │   └── SessionNotFoundError      404 the session has never been written
     ├── ConflictError                 409
     │   ├── SessionBusyError          409 another call holds the session lease (Retry-After)
+    │   ├── ConversationDivergedError 409 a chat's history left its session (route-internal)
     │   └── ToolCallsStateError       409 the session's turn awaits client tool results, or
     │                                     awaits none (tool_results_required, ...)
     ├── BudgetExhaustedError          429 the user's daily budget is spent (Retry-After)
@@ -45,6 +46,7 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "ContextOverflowError",
+    "ConversationDivergedError",
     "ForbiddenError",
     "HarnessError",
     "InvalidRequestError",
@@ -84,6 +86,15 @@ class HarnessError(Exception):
     def headers(self) -> dict[str, str]:
         """Extra HTTP headers for the error response."""
         return {}
+
+    def response_headers(self) -> dict[str, str]:
+        """``headers()`` and, on a 4xx, whether a retry can help (``x-should-retry``,
+        which the OpenAI and Anthropic SDKs obey: they retry every 409 and 429 unless
+        told; a 5xx is theirs to retry)."""
+        extra = self.headers()
+        if self.status < 500:
+            extra["x-should-retry"] = "true" if self.retryable else "false"
+        return extra
 
     def to_body(self) -> dict[str, Any]:
         """The JSON error body of the HTTP API: ``{"error": {"code", "message"}}``."""
@@ -152,15 +163,21 @@ class ConflictError(HarnessError):
 
 
 class SessionBusyError(ConflictError):
+    """``retry_after``: whole seconds until a retry may succeed; ``retry_after_ms`` the
+    same, finer (the OpenAI SDKs read ``retry-after-ms`` first)."""
+
     code = "session_busy"
     retryable = True
 
-    def __init__(self, message: str, *, retry_after: int) -> None:
+    def __init__(
+        self, message: str, *, retry_after: int, retry_after_ms: int | None = None
+    ) -> None:
         super().__init__(message, details={"retry_after": retry_after})
         self.retry_after = retry_after
+        self.retry_after_ms = retry_after_ms if retry_after_ms is not None else retry_after * 1000
 
     def headers(self) -> dict[str, str]:
-        return {"Retry-After": str(self.retry_after)}
+        return {"Retry-After": str(self.retry_after), "retry-after-ms": str(self.retry_after_ms)}
 
 
 class ToolCallsStateError(ConflictError):
@@ -174,15 +191,25 @@ class ToolCallsStateError(ConflictError):
         self.code = code
 
 
+class ConversationDivergedError(ConflictError):
+    """A chat completion's conversation continues from a point its session has moved past
+    (an edited or regenerated message, another branch): the route starts a new session
+    for it instead of appending to the wrong history."""
+
+    code = "conversation_diverged"
+
+
 class BudgetExhaustedError(HarnessError):
     """The user's budget for the day is spent (or held by their running turns)."""
 
     status = 429
     code = "budget_exhausted"
 
-    def __init__(self, message: str, *, retry_after: int) -> None:
+    def __init__(self, message: str, *, retry_after: int, retryable: bool = False) -> None:
         super().__init__(message, details={"retry_after": retry_after})
         self.retry_after = retry_after
+        # spent until midnight: final for the day; held by running turns: seconds away
+        self.retryable = retryable
 
     def headers(self) -> dict[str, str]:
         return {"Retry-After": str(self.retry_after)}

@@ -103,6 +103,9 @@ class TurnRecord(BaseModel):
     pauses: list[str] = Field(default_factory=list)
     #: the answer's format the caller asked (``json_object``, ``json_schema:<name>``)
     response_format: str | None = None
+    #: the instructions the turn ran under when its request sent its own (a chat
+    #: completion's system and developer messages); None: the session's persona
+    instructions: str | None = None
 
     def created(self) -> datetime:
         return datetime.fromisoformat(self.created_at.replace("Z", "+00:00"))
@@ -138,6 +141,8 @@ class PendingTurn(BaseModel):
     answered: list[str] = Field(default_factory=list)
     #: the client tools offered (a resume that sends none offers these again)
     tools: list[ToolSpec] = Field(default_factory=list)
+    #: the request's own instructions (a resume that sends none keeps these)
+    instructions: str | None = None
     #: MEMORY.md as the turn's first model call saw it (the prompt stays the same)
     reference: Message | None = None
     #: the lines automatic recall injected for this turn (the same on every resume)

@@ -242,8 +242,9 @@ class Settings(BaseModel):
     max_session_id_chars: int = Field(default=128, ge=1, le=128)
     max_user_id_chars: int = Field(default=256, ge=1, le=256)
     max_model_calls: int = Field(default=8, gt=0, le=64)
-    #: a busy session: wait this long for the lease before answering 409
-    session_wait_seconds: float = Field(default=0.0, ge=0, le=20)
+    #: a busy session: wait this long for the lease before answering 409 (turns of one
+    #: session queue up briefly instead of each client sleeping out a Retry-After)
+    session_wait_seconds: float = Field(default=5.0, ge=0, le=20)
     #: the agent model's context window in tokens; 0 = unknown (fixed fallbacks apply)
     model_context_window: int = Field(default=0, ge=0)
 

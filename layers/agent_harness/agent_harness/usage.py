@@ -250,6 +250,7 @@ def refuse_turn(rt: Runtime, user: User, found: Admission, check: AdmissionCheck
     raise BudgetExhaustedError(
         "the rest of today's token budget is held by this user's running turns",
         retry_after=HELD_RETRY_SECONDS,
+        retryable=True,
     )
 
 

@@ -46,6 +46,8 @@ BUILT_IN_TOOLS = frozenset(MEMORY_TOOLS)
 MAX_TOOLS = 64
 MAX_TOOLS_BYTES = 64 * 1024
 CANCELLED = "Error: cancelled by the caller"
+#: a call whose result the caller's conversation went on without (a chat completion)
+NOT_RUN = "Error: not run: the conversation went on without this result"
 
 
 class Declaration(Protocol):

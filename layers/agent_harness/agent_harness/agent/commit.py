@@ -65,6 +65,23 @@ class TurnResult:
     #: the last turn this request completed: the post-turn job covers up to it
     job_turn: int | None = None
 
+    @classmethod
+    def of(cls, record: TurnRecord, *, job_turn: int | None) -> TurnResult:
+        """A completed turn's answer, from its record (its last assistant message)."""
+        reply = next(m.content for m in reversed(record.messages) if m.role == "assistant")
+        return cls(
+            session_id=record.session_id,
+            turn=record.turn,
+            reply=reply,
+            usage=record.usage,
+            memory_tokens=record.memory.total_tokens,
+            compacted=record.compacted,
+            flush="queued",
+            model=record.model or "",
+            compaction_usage=record.compaction_usage,
+            job_turn=job_turn,
+        )
+
 
 def write_turn(rt: Runtime, user: User, record: TurnRecord) -> tuple[TurnRecord, bool]:
     """Create the turn's log object; returns the record kept and whether it is ours.

@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agent_harness.agent.loop import LoopState
+from agent_harness.agent.loop import LoopResult, LoopState
 from agent_harness.agent.spend import pending_spend
 from agent_harness.meter import Spend
 from agent_harness.models.base import Message, ToolSpec, Usage
+from agent_harness.records import TurnRecord
 
 if TYPE_CHECKING:
     from agent_harness.agent.options import TurnOptions
@@ -34,11 +35,30 @@ class Draft:
     compacted: bool = False
     pauses: list[str] = field(default_factory=list)
     answered: list[str] = field(default_factory=list)
+    #: the request's own instructions (None: the session's persona)
+    instructions: str | None = None
     #: spend of earlier requests of this turn no write has counted (a pause written
     #: before pauses counted their spend)
     uncounted: Spend = field(default_factory=Spend)
     #: the caller's options for the agent model calls (agent/options)
     options: TurnOptions | None = None
+
+    def record(self, session_id: str, result: LoopResult) -> TurnRecord:
+        """The completed turn as the thread log keeps it."""
+        return TurnRecord(
+            session_id=session_id,
+            turn=self.number,
+            created_at=self.started,
+            messages=[self.user_message, *result.messages],
+            model=result.model,
+            usage=result.usage,
+            memory=self.memory,
+            compaction_usage=self.compaction_usage,
+            compacted=self.compacted,
+            pauses=self.pauses,
+            response_format=self.options.format_label() if self.options else None,
+            instructions=self.instructions,
+        )
 
     @classmethod
     def resumed(cls, pending: PendingTurn, messages: list[Message]) -> Draft:
@@ -55,6 +75,7 @@ class Draft:
             compacted=pending.compacted,
             pauses=pending.pauses,
             answered=[*pending.answered, *(call.id for call in pending.calls)],
+            instructions=pending.instructions,
             uncounted=pending_spend(pending),
             options=pending.options,
         )

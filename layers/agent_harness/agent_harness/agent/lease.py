@@ -21,6 +21,7 @@ ownership, so a late holder can never release or commit someone else's lease.
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -56,6 +57,11 @@ __all__ = ["SessionLease", "session_lease"]
 logger = Logger(child=True)
 
 POLL_SECONDS = 0.25
+#: how long a turn usually holds its session, and the most a busy answer asks a caller
+#: to wait: Retry-After is the holder's expected remaining time, never the lease's
+#: length (that only bounds a crashed holder), so SDK clients retry in about a second
+TYPICAL_TURN_MS = 2000
+MIN_RETRY_MS, MAX_RETRY_MS = 500, 5000
 #: tries of the lease-and-admission write before giving up: each refusal but the
 #: budget's teaches the next try what it found, so two or three settle it (conflicting
 #: transactions are the table adapter's to wait out)
@@ -158,18 +164,29 @@ def _acquire(
     rt: Runtime, user: User, session_id: str, owner: str, must_exist: bool, admit: bool | None
 ) -> tuple[SessionState, AdmissionCheck | None]:
     """Take the lease; when it is held, wait up to ``session_wait_seconds`` (polling)
-    before giving the caller 409 + Retry-After."""
+    before giving the caller 409 + Retry-After (the holder's expected remaining time)."""
     waited = 0.0
     while True:
         try:
             return _take(rt, user, session_id, owner, must_exist, admit)
-        except SessionBusyError:
+        except SessionBusyError as busy:
             remaining = rt.settings.session_wait_seconds - waited
             if remaining <= 0:
-                raise
+                raise _expected_wait(rt, busy) from None
             pause = min(POLL_SECONDS, remaining)
             rt.sleep(pause)
             waited += pause
+
+
+def _expected_wait(rt: Runtime, busy: SessionBusyError) -> SessionBusyError:
+    """The 409 of a busy session: retry after the holder's expected remaining time (a
+    typical turn less what it has held, to the second the store reports), bounded."""
+    remaining_ms = busy.retry_after * 1000  # the lease's remaining time, rounded up
+    held_ms = max(0, rt.settings.session_lease_seconds * 1000 - remaining_ms)
+    wait_ms = min(max(TYPICAL_TURN_MS - held_ms, MIN_RETRY_MS), MAX_RETRY_MS, remaining_ms)
+    return SessionBusyError(
+        busy.message, retry_after=max(1, math.ceil(wait_ms / 1000)), retry_after_ms=wait_ms
+    )
 
 
 @contextmanager

@@ -9,6 +9,10 @@ the session lease released until the results come, as a new request.
     close    {"cancel": true}, or a new message once HARNESS_TOOL_RESULT_TIMEOUT_SECONDS
              have passed: each pending call is answered "Error: cancelled by the caller"
              and one last model call, without tools, gives the final answer
+    settle   a chat completion whose conversation went on (the client's conversation is
+             the truth): the turn is written as it stands, each call answered by the
+             result the request carries or as not run, with no model call; then the
+             request's message starts the next turn
 
 After a crash the two records can disagree; ``effective_pending`` says which turn is
 real: the context's, when the item names its pause or the pause it continues; none, when
@@ -24,14 +28,17 @@ from typing import TYPE_CHECKING, Any
 from agent_harness.agent.client_tools import CANCELLED, call_view, tool_result_message
 from agent_harness.clock import iso
 from agent_harness.errors import ToolCallsStateError, ValidationFailedError
+from agent_harness.records import PendingTurn
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from agent_harness.agent.client_tools import ToolResult
+    from agent_harness.agent.draft import Draft
+    from agent_harness.agent.loop import LoopResult
     from agent_harness.models.base import Message, ToolCall
     from agent_harness.ports import SessionState
-    from agent_harness.records import PendingTurn, WorkingContext
+    from agent_harness.records import WorkingContext
 
 __all__ = [
     "answer_calls",
@@ -40,8 +47,35 @@ __all__ = [
     "expired",
     "no_pending",
     "pending_details",
+    "pending_turn",
     "results_required",
 ]
+
+
+def pending_turn(pause_id: str, draft: Draft, result: LoopResult, paused_at: str) -> PendingTurn:
+    """The turn so far, as a pause saves it: the draft and the loop up to the calls."""
+    return PendingTurn(
+        pause_id=pause_id,
+        earlier=draft.pauses,
+        turn=draft.number,
+        started_at=draft.started,
+        paused_at=paused_at,
+        messages=[draft.user_message, *result.messages],
+        calls=result.pending,
+        answered=draft.answered,
+        tools=draft.client_tools,
+        instructions=draft.instructions,
+        reference=draft.reference,
+        recall=draft.recall,
+        memory=draft.memory,
+        usage=result.usage,
+        compaction_usage=draft.compaction_usage,
+        model_calls=result.model_calls,
+        model=result.model,
+        compacted=draft.compacted,
+        spend_counted=True,
+        options=draft.options,
+    )
 
 
 def effective_pending(state: SessionState, context: WorkingContext | None) -> PendingTurn | None:
@@ -119,16 +153,17 @@ def answer_calls(
     pending: PendingTurn,
     results: list[ToolResult] | None,
     evict: Callable[[ToolCall, str], str],
+    missing: str = CANCELLED,
 ) -> list[Message]:
     """The turn's messages with the pending calls answered, by the caller's results or,
-    with ``results`` None, as cancelled. Answers follow the order of the calls (the
+    for a call without one, with ``missing``. Answers follow the order of the calls (the
     results of the calls run here may already sit between them)."""
     by_id = {r.tool_call_id: r for r in results or []}
     answered = list(pending.messages)
     for call in pending.calls:
         result = by_id.get(call.id)
         if result is None:
-            answered.append(tool_result_message(call, CANCELLED))
+            answered.append(tool_result_message(call, missing))
             continue
         message = tool_result_message(call, result.content, is_error=result.is_error)
         answered.append(message.model_copy(update={"content": evict(call, message.content)}))

@@ -1,8 +1,10 @@
 """What a turn request may ask: exactly one of a new message, the results of the
-caller's tools, or a cancel, each within the configured limits."""
+caller's tools, or a cancel, each within the configured limits; a chat completion
+(``ChatTerms``) may send results and a message together."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agent_harness.errors import PayloadTooLargeError, ValidationFailedError
@@ -11,19 +13,48 @@ if TYPE_CHECKING:
     from agent_harness.agent.client_tools import ToolResult
     from agent_harness.runtime import Runtime
 
-__all__ = ["MAX_TOOL_CALL_ID_CHARS", "MAX_TOOL_RESULTS", "check_persona", "check_request"]
+__all__ = [
+    "MAX_TOOL_CALL_ID_CHARS",
+    "MAX_TOOL_RESULTS",
+    "ChatTerms",
+    "check_persona",
+    "check_request",
+]
 
 #: tool results one request may carry (a turn pauses on at most this many calls)
 MAX_TOOL_RESULTS = 128
 MAX_TOOL_CALL_ID_CHARS = 256
 
 
+@dataclass(frozen=True)
+class ChatTerms:
+    """How a chat completion meets its session: the client's conversation is the truth
+    (OpenAI's API is stateless), where our own route keeps its 409s."""
+
+    #: the request's system and developer messages, the instructions of this turn
+    #: (None: the session's persona)
+    instructions: str | None = None
+    #: a message closes a paused turn (its calls answered by the request's results or as
+    #: not run, no model call) instead of a 409; results and a message may come together
+    settle: bool = False
+    #: the session turn the client's history ends with (a derived session): a session
+    #: past it is another branch (ConversationDivergedError, nothing written)
+    at_turn: int | None = None
+
+
 def check_request(
-    rt: Runtime, message: str | None, results: list[ToolResult] | None, cancel: bool
+    rt: Runtime,
+    message: str | None,
+    results: list[ToolResult] | None,
+    cancel: bool,
+    *,
+    settle: bool = False,
 ) -> None:
-    """Exactly one of a message, tool results or a cancel, each within its limits: every
-    refusal of a turn request comes before anything is read or written."""
-    if sum((message is not None, results is not None, cancel)) != 1:
+    """Exactly one of a message, tool results or a cancel (with ``settle``, results may
+    come before a message), each within its limits: every refusal of a turn request
+    comes before anything is read or written."""
+    together = settle and message is not None and results is not None and not cancel
+    if not together and sum((message is not None, results is not None, cancel)) != 1:
         raise ValidationFailedError("send exactly one of message, tool_results or cancel")
     if message is not None:
         if not message.strip():

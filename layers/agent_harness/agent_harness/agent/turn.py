@@ -25,7 +25,9 @@ the spend so far counted (every model call is counted when its request ends, how
 ends: meter, usage.count_unfinished); the answer is
 ``requires_action`` with the calls. The results come as a new request on the same turn:
 1 lease, 2 GET context.json (MEMORY.md is reused as the turn first saw it), the loop goes
-on, then 4-7 as above, or another pause.
+on, then 4-7 as above, or another pause. A chat completion (``ChatTerms``) closes a
+paused turn its conversation went past instead of a 409 (pause: settle), and brings its
+own instructions for the system prompt.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.agent import pause
-from agent_harness.agent.client_tools import ClientTools, declare_tools
+from agent_harness.agent.client_tools import NOT_RUN, ClientTools, declare_tools
 from agent_harness.agent.commit import TurnResult, apply_saves, enqueue_post_turn, write_turn
 from agent_harness.agent.compaction import compact, shorten_old_arguments
 from agent_harness.agent.context import (
@@ -60,12 +62,13 @@ from agent_harness.agent.importer import (
 from agent_harness.agent.lease import session_lease
 from agent_harness.agent.loop import LoopResult, run_loop
 from agent_harness.agent.recall import Recall, start_recall
-from agent_harness.agent.request import check_request
+from agent_harness.agent.request import ChatTerms, check_request
 from agent_harness.agent.spend import TurnSpend
 from agent_harness.agent.toolset import turn_tools
 from agent_harness.clock import epoch_ms, iso
 from agent_harness.errors import (
     ContextOverflowError,
+    ConversationDivergedError,
     ModelOutputError,
     SessionNotFoundError,
 )
@@ -107,6 +110,7 @@ def run_turn(
     history: list[ImportedMessage] | None = None,
     persona: str | None = None,
     options: TurnOptions | None = None,
+    chat: ChatTerms | None = None,
 ) -> TurnResult:
     """A new message (with the caller's ``tools``), or the ``tool_results`` / ``cancel``
     of the turn that awaits them. Every refusal comes before anything is written.
@@ -114,9 +118,12 @@ def run_turn(
     For a session that has no turn yet, ``history`` (earlier messages the caller holds)
     becomes its first turns, as an import, and ``persona`` replaces AGENTS.md; both are
     written with the turn, so a failed model call leaves nothing. ``options`` shape the
-    agent's model calls (agent/options); a resume sent without them keeps the turn's."""
+    agent's model calls (agent/options); a resume sent without them keeps the turn's.
+    ``chat``: a chat completion's terms (its instructions, settling a paused turn, its
+    branch point)."""
+    chat = chat or ChatTerms()
     validate_session_id(session_id)
-    check_request(rt, message, tool_results, cancel)
+    check_request(rt, message, tool_results, cancel, settle=chat.settle)
     if history:
         check_history(history)
     declared = declare_tools(tools, rt.settings) if tools is not None else None
@@ -133,7 +140,7 @@ def run_turn(
             admission = lease.admission
             turn = _Turn(rt, user, session_id, lease, started)
             turn.options = options
-            result = turn.serve(message, declared, tool_results, cancel, history, persona)
+            result = turn.serve(message, declared, tool_results, cancel, history, persona, chat)
         keep_turn = result.status == "requires_action"
     except SessionNotFoundError:
         raise pause.no_pending(session_id) from None
@@ -164,6 +171,7 @@ class _Turn:
         self.etag: str | None = None
         self.last_turn = lease.state.turn
         self.completed: int | None = None  # the last turn this request wrote
+        self.instructions: str | None = None  # the request's own (None: the persona)
         self.history: list[TurnRecord] = []  # a new session's imported turns, to write
         #: every model call of this request, counted by the write that ends it
         self.spend = TurnSpend(rt, user, lease.admission)
@@ -181,7 +189,10 @@ class _Turn:
         cancel: bool,
         history: list[ImportedMessage] | None = None,
         persona: str | None = None,
+        chat: ChatTerms | None = None,
     ) -> TurnResult:
+        chat = chat or ChatTerms()
+        self.instructions = chat.instructions
         state = self.lease.state
         if message is None and state.turn == 0 and state.pause is None:
             raise pause.no_pending(self.session_id)  # a new session awaits nothing
@@ -191,10 +202,19 @@ class _Turn:
         self.context.pending = pending
         timeout = self.settings.tool_result_timeout_seconds
         if message is not None:
+            held = pending.turn if pending is not None else self.last_turn
+            if chat.at_turn is not None and chat.at_turn != held:
+                raise ConversationDivergedError(
+                    f"session {self.session_id} is at turn {held}; the conversation at "
+                    f"turn {chat.at_turn}"
+                )
             if pending is not None:
-                if not pause.expired(pending, self.started, timeout):
+                if chat.settle:  # the client's conversation went on: it is the truth
+                    self._settle(pending, results)
+                elif not pause.expired(pending, self.started, timeout):
                     raise pause.results_required(self.session_id, pending, timeout)
-                self._close(pending, commit=False)  # forgotten by the caller: closed first
+                else:
+                    self._close(pending, commit=False)  # forgotten by the caller: closed first
             if state.turn == 0 and state.pause is None and self.context.last_turn == 0:
                 self._begin(history or [], persona)
             return self._start(message, tools or [], memory, recall)
@@ -267,6 +287,7 @@ class _Turn:
             recalled = found.message
             injection = injection.model_copy(update=found.recorded())
         draft = Draft(
+            instructions=self.instructions,
             number=self.last_turn + 1,
             started=iso(self.started),
             user_message=Message(role="user", content=text),
@@ -290,6 +311,8 @@ class _Turn:
             draft.client_tools = tools
         if self.options is not None:
             draft.options = self.options
+        if self.instructions is not None:
+            draft.instructions = self.instructions
         return self._advance(draft)
 
     def _close(self, pending: PendingTurn, *, commit: bool) -> TurnResult:
@@ -297,6 +320,16 @@ class _Turn:
         draft = Draft.resumed(pending, pause.answer_calls(pending, None, lambda _, r: r))
         draft.options = None  # its closing words are no answer the caller's format binds
         return self._advance(draft, final=True, commit=commit)
+
+    def _settle(self, pending: PendingTurn, results: list[ToolResult] | None) -> None:
+        """Write the paused turn as it stands, each call answered by the caller's result
+        or as not run, without a model call: the caller's conversation went on."""
+        evict = Evictor(self.rt, self.user, self.session_id)
+        answered = pause.answer_calls(pending, results, evict, missing=NOT_RUN)
+        draft = Draft.resumed(pending, answered)
+        done = draft.loop
+        closed = LoopResult(done.messages, "", done.usage, done.model_calls, done.model)
+        self._complete(draft, closed, commit=False, settled=True)
 
     def _repeat(self, results: list[ToolResult]) -> TurnResult:
         """Results of a turn that completed: its answer again, never a second model run."""
@@ -333,8 +366,9 @@ class _Turn:
         def attempt() -> LoopResult:
             client = ClientTools(draft.client_tools) if draft.client_tools else None
             tools = None if final else turn_tools(self.rt, self.user, self.session_id, client)
+            persona = draft.instructions or self.context.agents_md
             prompt = build_messages(
-                system_prompt(self.context.agents_md, tools=self.tools_on, hooks=self.hooks_on),
+                system_prompt(persona, tools=self.tools_on, hooks=self.hooks_on),
                 draft.reference,
                 self.context,
                 draft.user_message,
@@ -369,27 +403,7 @@ class _Turn:
 
     # -- durable ends: a pause, or the completed turn -----------------------------
     def _pause(self, draft: Draft, result: LoopResult) -> TurnResult:
-        pending = PendingTurn(
-            pause_id=self.rt.new_id(),
-            earlier=draft.pauses,
-            turn=draft.number,
-            started_at=draft.started,
-            paused_at=iso(self.started),
-            messages=[draft.user_message, *result.messages],
-            calls=result.pending,
-            answered=draft.answered,
-            tools=draft.client_tools,
-            reference=draft.reference,
-            recall=draft.recall,
-            memory=draft.memory,
-            usage=result.usage,
-            compaction_usage=draft.compaction_usage,
-            model_calls=result.model_calls,
-            model=result.model,
-            compacted=draft.compacted,
-            spend_counted=True,
-            options=draft.options,
-        )
+        pending = pause.pending_turn(self.rt.new_id(), draft, result, iso(self.started))
         self.context.pending = pending
         self._write_history()
         self.etag = save_context(self.rt, self.user, self.context, self.etag)
@@ -423,22 +437,12 @@ class _Turn:
             job_turn=self.completed,
         )
 
-    def _complete(self, draft: Draft, result: LoopResult, *, commit: bool) -> TurnResult:
-        if not result.reply.strip():
+    def _complete(
+        self, draft: Draft, result: LoopResult, *, commit: bool, settled: bool = False
+    ) -> TurnResult:
+        if not result.reply.strip() and not settled:  # a settled turn ends with its calls
             raise ModelOutputError(f"{result.model} returned an empty reply")
-        record = TurnRecord(
-            session_id=self.session_id,
-            turn=draft.number,
-            created_at=draft.started,
-            messages=[draft.user_message, *result.messages],
-            model=result.model,
-            usage=result.usage,
-            memory=draft.memory,
-            compaction_usage=draft.compaction_usage,
-            compacted=draft.compacted,
-            pauses=draft.pauses,
-            response_format=draft.options.format_label() if draft.options else None,
-        )
+        record = draft.record(self.session_id, result)
         self._write_history()
         record, fresh = write_turn(self.rt, self.user, record)
         apply_saves(self.rt, self.user, record, fresh)
@@ -476,16 +480,4 @@ class _Turn:
         return self._result(record)
 
     def _result(self, record: TurnRecord) -> TurnResult:
-        reply = next(m.content for m in reversed(record.messages) if m.role == "assistant")
-        return TurnResult(
-            session_id=self.session_id,
-            turn=record.turn,
-            reply=reply,
-            usage=record.usage,
-            memory_tokens=record.memory.total_tokens,
-            compacted=record.compacted,
-            flush="queued",
-            model=record.model or "",
-            compaction_usage=record.compaction_usage,
-            job_turn=self.completed,
-        )
+        return TurnResult.of(record, job_turn=self.completed)

@@ -1,18 +1,27 @@
 """The agent with memory behind OpenAI's chat API: POST /v1/chat/completions, GET /v1/models.
 
-    X-Session-Id          names the session (none: a new session per request, named in
-                          the answer's X-Session-Id header)
+The client's conversation is the truth, as in OpenAI's stateless API:
+
+    X-Session-Id          pins the session; without it, the session whose last reply the
+                          request's last assistant message is (api/chat_sessions), else a
+                          new one; the answer's X-Session-Id header names it
     messages              the session holds the history, so only what follows the last
                           assistant message is new:
-      user messages   ->  a new turn (their text); a session with no turn yet imports the
-                          earlier messages first (no model call), and takes the system
-                          messages as its persona
       tool messages   ->  the tool_results of the turn paused on the app's tool calls
-    tools                 the app's own tools (agent/client_tools): a call of one ends the
+      user messages   ->  a new turn (their text). A turn still paused is closed first,
+                          without a model call: its calls answered by the tool messages
+                          before them, the rest as not run. A session with no turn yet
+                          imports the earlier messages first (no model call)
+      system/developer -> the instructions of this turn (the system prompt, memory
+                          guidance kept, stored in the turn); a new session keeps them as
+                          its persona, for requests that send none
+    tools                 the app's own tools (agent/client_tools), less the stack's own
+                          (an agent given the stack's /mcp too): a call of one ends the
                           answer with finish_reason "tool_calls"
     stream: true          the same answer as chat.completion.chunk events and [DONE], in
                           one buffered response (API Gateway does not stream)
-    errors                {"error": {"message", "type", "code"}}, our status codes
+    errors                {"error": {"message", "type", "code"}}, our status codes, and
+                          x-should-retry (false when retrying cannot help)
 
 Everything else is ``run_turn``: MEMORY.md injection, memory tools, compaction, eviction,
 the post-turn flush. ``response_format``, ``tool_choice`` and the sampling options reach
@@ -22,16 +31,23 @@ the agent model as ``TurnOptions`` (api/openai_options); ``n`` other than 1 is r
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent_harness.agent.client_tools import ToolResult
+from agent_harness.agent.client_tools import BUILT_IN_TOOLS, ToolResult
 from agent_harness.agent.importer import MAX_MESSAGES, ImportedMessage
-from agent_harness.agent.request import check_persona
+from agent_harness.agent.request import ChatTerms, check_persona
+from agent_harness.api.chat_sessions import find_place, remember_place, reply_digest
 from agent_harness.api.openai_options import check_content_parts, turn_options
 from agent_harness.api.schemas import ToolDeclaration  # noqa: TC001 (pydantic reads it)
-from agent_harness.errors import HarnessError, InvalidRequestError, ValidationFailedError
+from agent_harness.errors import (
+    ConversationDivergedError,
+    HarnessError,
+    InvalidRequestError,
+    ValidationFailedError,
+)
 from agent_harness.utf8 import require_encodable
 
 if TYPE_CHECKING:
@@ -44,6 +60,8 @@ __all__ = ["MODEL_ID", "chat_completion", "list_models", "openai_error"]
 
 MODEL_ID = "agent-harness"
 STREAM_PIECE = 200  # characters of the reply per streamed chunk
+#: the stack's own tools, its MCP server's included (``record_conversation``)
+OWN_TOOLS = BUILT_IN_TOOLS | {"record_conversation"}
 Answer = tuple[int, str, dict[str, str]]  # status, body, headers (with the content type)
 
 
@@ -122,46 +140,93 @@ def _parse(raw: str, model: str) -> tuple[ChatBody, TurnOptions | None]:
     return body, turn_options(data, [t.name for t in body.tools or []])
 
 
-def chat_completion(rt: Runtime, user: User, session_id: str | None, raw: str) -> Answer:
-    """One chat completion: the request's new messages as a turn of ``session_id`` (a
-    new session when None)."""
+@dataclass
+class _Request:
+    """A chat completion's messages as a turn sees them."""
+
+    instructions: str | None  # the system and developer messages
+    history: list[ImportedMessage]  # up to the last assistant message (a new session's)
+    last: ChatMessage | None  # the last assistant message: where the conversation is
+    asked: list[str]  # the user messages after it
+    results: list[ToolResult]  # the tool messages after it
+
+
+def _split(body: ChatBody) -> _Request:
+    at = max((i for i, m in enumerate(body.messages) if m.role == "assistant"), default=-1)
+    earlier, new = body.messages[: at + 1], body.messages[at + 1 :]
+    told = [m.text() for m in body.messages if m.role in ("system", "developer")]
+    instructions = "\n\n".join(told) if any(t.strip() for t in told) else None
+    history = [
+        ImportedMessage(role=m.role, content=m.text())
+        for m in earlier
+        if m.role in ("user", "assistant") and m.text().strip()
+    ]
+    return _Request(
+        instructions=instructions,
+        history=history,
+        last=earlier[-1] if earlier else None,
+        asked=[m.text() for m in new if m.role == "user"],
+        results=[ToolResult(m.tool_call_id or "", m.text()) for m in new if m.role == "tool"],
+    )
+
+
+def _caller_tools(body: ChatBody) -> list[ToolDeclaration] | None:
+    """The app's tools, less those that are the stack's own: an agent given both the
+    stack as its model and the stack's /mcp as a tool server declares memory_search
+    and the rest again (bare, or as ``<server>__<tool>``); the server's own run."""
+    if body.tool_choice == "none" or body.tools is None:
+        return None
+    return [t for t in body.tools if t.name.rsplit("__", 1)[-1] not in OWN_TOOLS]
+
+
+def _turn(
+    rt: Runtime,
+    user: User,
+    session_id: str,
+    body: ChatBody,
+    asked: _Request,
+    at: int | None,
+    options: TurnOptions | None,
+) -> TurnResult:
     from agent_harness.agent.turn import run_turn
 
-    body, options = _parse(raw, rt.settings.agent_model)
-    session_id = session_id or f"chat-{rt.new_id()}"
-    last = max((i for i, m in enumerate(body.messages) if m.role == "assistant"), default=-1)
-    earlier, new = body.messages[: last + 1], body.messages[last + 1 :]
-    asked = [m.text() for m in new if m.role == "user"]
-    answered = [m for m in new if m.role == "tool"]
-    tools = None if body.tool_choice == "none" else body.tools
-    if answered and asked:
-        raise ValidationFailedError("send the tool results, then the next user message")
-    if answered:
-        results = [ToolResult(m.tool_call_id or "", m.text()) for m in answered]
-        result = run_turn(rt, user, session_id, tools=tools, tool_results=results, options=options)
-    elif asked:
-        persona = "\n\n".join(m.text() for m in body.messages if m.role in ("system", "developer"))
-        check_persona(rt, persona)
-        history = [
-            ImportedMessage(role=m.role, content=m.text())
-            for m in earlier
-            if m.role in ("user", "assistant") and m.text().strip()
-        ]
-        result = run_turn(
-            rt,
-            user,
-            session_id,
-            "\n\n".join(asked),
-            tools=tools,
-            history=history,
-            persona=persona or None,
-            options=options,
+    terms = ChatTerms(instructions=asked.instructions, settle=True, at_turn=at)
+    tools = _caller_tools(body)
+    if not asked.asked:  # tool messages only: the paused turn's results
+        results = asked.results
+        return run_turn(
+            rt, user, session_id, tools=tools, tool_results=results, chat=terms, options=options
         )
-    else:
+    return run_turn(
+        rt,
+        user,
+        session_id,
+        "\n\n".join(asked.asked),
+        tools=tools,
+        tool_results=asked.results or None,
+        history=asked.history,
+        persona=asked.instructions,
+        chat=terms,
+        options=options,
+    )
+
+
+def chat_completion(rt: Runtime, user: User, session_id: str | None, raw: str) -> Answer:
+    """One chat completion: the request's new messages as a turn of ``session_id``, or,
+    without one, of the session the conversation continues (api/chat_sessions)."""
+    body, options = _parse(raw, rt.settings.agent_model)
+    asked = _split(body)
+    if not asked.asked and not asked.results:
         raise ValidationFailedError("no new user or tool message after the last assistant one")
+    check_persona(rt, asked.instructions)
+    if session_id is not None:  # pinned by the caller
+        result = _turn(rt, user, session_id, body, asked, None, options)
+    else:
+        result = _continue(rt, user, body, asked, options)
+        remember_place(rt, user, result)
     created = int(rt.clock.now().timestamp())
     answer = _completion(result, body.model, f"chatcmpl-{rt.new_id()}", created)
-    headers = {"X-Session-Id": session_id}
+    headers = {"X-Session-Id": result.session_id}
     if body.stream:
         usage = bool((body.stream_options or {}).get("include_usage"))
         headers["Content-Type"] = "text/event-stream"
@@ -169,6 +234,23 @@ def chat_completion(rt: Runtime, user: User, session_id: str | None, raw: str) -
         return 200, _events(answer, usage), headers
     headers["Content-Type"] = "application/json"
     return 200, json.dumps(answer, ensure_ascii=False), headers
+
+
+def _continue(
+    rt: Runtime, user: User, body: ChatBody, asked: _Request, options: TurnOptions | None
+) -> TurnResult:
+    """The session whose reply the conversation's last assistant message is, still at
+    that turn; else a new one (its history imported)."""
+    place = None
+    if asked.last is not None:
+        ids = [call.id for call in asked.last.tool_calls or []]
+        place = find_place(rt, user, reply_digest(user, asked.last.text(), ids))
+    if place is not None:
+        try:
+            return _turn(rt, user, place.session_id, body, asked, place.turn, options)
+        except ConversationDivergedError:
+            pass  # another branch of the conversation: a session of its own
+    return _turn(rt, user, f"chat-{rt.new_id()}", body, asked, None, options)
 
 
 def _completion(result: TurnResult, model: str, answer_id: str, created: int) -> dict[str, Any]:
@@ -236,5 +318,5 @@ def openai_error(exc: HarnessError) -> Answer:
     error: dict[str, Any] = {"message": exc.message, "type": kind, "code": exc.code, "param": None}
     if exc.details is not None:
         error["details"] = exc.details
-    headers = {"Content-Type": "application/json", **exc.headers()}
+    headers = {"Content-Type": "application/json", **exc.response_headers()}
     return exc.status, json.dumps({"error": error}, ensure_ascii=False), headers

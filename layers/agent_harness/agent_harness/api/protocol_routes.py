@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler import content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from agent_harness.api.http import Http, json_response, text_response
-from agent_harness.errors import HarnessError, InvalidRequestError
+from agent_harness.errors import HarnessError, InvalidRequestError, UnauthorizedError
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import Response
@@ -63,13 +63,18 @@ def protocol_routes(rt: Runtime) -> Router:
     def mcp() -> Response[str]:
         """The MCP server (Streamable HTTP, stateless, JSON answers): memory as tools."""
         from agent_harness.api.origins import refusal
-        from agent_harness.mcp.server import handle_http
+        from agent_harness.mcp.server import handle_http, unauthenticated
 
         # before identity: a page of another web origin learns nothing, not even a 401
         refused = refusal(http.headers(), rt.settings.allowed_origins)
         if refused is not None:
             return json_response(refused.status, refused.rpc_body())
-        user = http.user()
+        try:
+            user = http.user()
+        except UnauthorizedError as exc:
+            dev = rt.settings.auth_mode == "dev"
+            status, payload, headers = unauthenticated(exc.message, dev_mode=dev)
+            return json_response(status, payload, headers)
         try:
             text = http.raw_body()
         except InvalidRequestError:

@@ -51,7 +51,7 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
     def harness_error(exc: HarnessError) -> Response[str]:
         if exc.status >= 500:
             logger.warning("request failed", extra={"code": exc.code, "error": exc.message})
-        return json_response(exc.status, exc.to_body(), exc.headers())
+        return json_response(exc.status, exc.to_body(), exc.response_headers())
 
     @app.exception_handler(Exception)  # type: ignore[untyped-decorator]  # Powertools' is unannotated
     def unexpected_error(exc: Exception) -> Response[str]:

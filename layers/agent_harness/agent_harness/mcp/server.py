@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
-__all__ = ["HANDSHAKE_VERSIONS", "MODERN_VERSIONS", "RpcFault", "handle_http"]
+__all__ = ["HANDSHAKE_VERSIONS", "MODERN_VERSIONS", "RpcFault", "handle_http", "unauthenticated"]
 
 logger = Logger(child=True)
 
@@ -325,6 +325,25 @@ def _accepts_json(accept: str) -> bool:
 def _is_json(content_type: str) -> bool:
     kinds = content_type.split(";")[0].split(",")
     return any(kind.strip().lower() == "application/json" for kind in kinds)
+
+
+#: the JSON-RPC code of a request without identity (the SDKs' servers use -32001 too)
+UNAUTHENTICATED = -32001
+
+
+def unauthenticated(message: str, *, dev_mode: bool) -> Reply:
+    """A request without identity: 401 with a JSON-RPC error (what MCP clients show) and
+    a ``WWW-Authenticate`` challenge saying what to send (RFC 6750; the MCP
+    authorization spec's resource metadata is for OAuth servers, which this is not)."""
+    wanted = (
+        "send the user id in the X-User-Id header (dev mode)"
+        if dev_mode
+        else "send a JWT as Authorization: Bearer <token>"
+    )
+    challenge = (
+        f'Bearer realm="agent-harness", error="invalid_request", error_description="{wanted}"'
+    )
+    return 401, RpcFault(UNAUTHENTICATED, message).answer(None), {"WWW-Authenticate": challenge}
 
 
 def _refuse(status: int, code: int, message: str) -> Reply:
