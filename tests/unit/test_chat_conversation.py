@@ -109,6 +109,21 @@ def test_an_edited_conversation_or_a_new_chat_gets_a_session_of_its_own() -> Non
     assert rt.table.get_session(ALICE, first["X-Session-Id"]).turn == 2  # left as it was
 
 
+def test_two_chats_whose_replies_read_alike_keep_their_own_sessions() -> None:
+    rt, _ = runtime("Hello! How can I help?", "Hello! How can I help?", "A.", "B.")
+    chat_a = [{"role": "user", "content": "hi, about my order"}]
+    chat_b = [{"role": "user", "content": "hi, about my invoice"}]
+    _, _, first_a = chat(rt, {"messages": chat_a})
+    _, _, first_b = chat(rt, {"messages": chat_b})
+    greeting = {"role": "assistant", "content": "Hello! How can I help?"}
+
+    _, _, next_a = chat(rt, {"messages": [*chat_a, greeting, {"role": "user", "content": "a"}]})
+    _, _, next_b = chat(rt, {"messages": [*chat_b, greeting, {"role": "user", "content": "b"}]})
+
+    assert next_a["X-Session-Id"] == first_a["X-Session-Id"]
+    assert next_b["X-Session-Id"] == first_b["X-Session-Id"] != first_a["X-Session-Id"]
+
+
 def test_each_requests_instructions_reach_the_model_and_none_means_the_persona() -> None:
     rt, model = runtime("a", "b", "c")
     first = [{"role": "system", "content": "You are the triage agent."}]

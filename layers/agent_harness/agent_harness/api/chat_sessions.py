@@ -1,13 +1,16 @@
 """Which session a chat completion without ``X-Session-Id`` continues.
 
 OpenAI's chat API is stateless: each request carries the whole conversation. The
-session it continues is the one whose last answer the request's last assistant message
-is, so a growing conversation keeps one session and nothing is imported twice:
+session it continues is the one that gave the request's last assistant message, after
+the same conversation, so a growing conversation keeps one session and nothing is
+imported twice:
 
-    after a turn        chats/<digest of (user, the reply)>.json := {session, turn}
-                        (the reply: its text, or the ids of its tool calls)
-    the next request    its last assistant message -> that object -> the session, which
-                        must still be at that turn (ChatTerms.at_turn)
+    after a turn        chats/<digest of (user, the conversation up to the reply)>.json
+                        := {session, turn}; each message counts by its role and its
+                        text (an assistant's tool calls by their ids, a tool result by
+                        its call id); system and developer messages do not count
+    the next request    its messages up to its last assistant one -> that object -> the
+                        session, which must still be at that turn (ChatTerms.at_turn)
     no assistant yet    a new conversation: a new session ("hi" twice is two chats)
     no object, or the   another branch (an edited or regenerated message) or a
     session moved on    conversation begun elsewhere: a new session, its history imported
@@ -32,7 +35,10 @@ if TYPE_CHECKING:
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
-__all__ = ["ChatPlace", "find_place", "remember_place", "reply_digest"]
+__all__ = ["ChatPlace", "Shape", "conversation_digest", "find_place", "remember_place", "shape"]
+
+#: a message as the digest sees it: its role and what identifies it
+Shape = tuple[str, object]
 
 logger = Logger(child=True)
 
@@ -46,13 +52,23 @@ class ChatPlace(BaseModel):
     turn: int
 
 
-def reply_digest(user: User, content: str | None, call_ids: list[str]) -> str:
-    """A reply as a client sends it back: tool calls by their ids (clients re-serialise
-    arguments, and their text may be empty or null), else the text, stripped."""
-    shape: object = sorted(call_ids) if call_ids else (content or "").strip()
+def shape(role: str, content: str | None, call_ids: list[str], call_id: str | None) -> Shape:
+    """A message as a client sends it back: an assistant's tool calls by their ids
+    (clients re-serialise arguments, and the text may be empty or null), a tool result
+    by the call it answers, anything else by its text, stripped."""
+    if role == "assistant" and call_ids:
+        return role, sorted(call_ids)
+    if role == "tool":
+        return role, call_id or ""
+    return role, (content or "").strip()
+
+
+def conversation_digest(user: User, conversation: list[Shape]) -> str:
+    """The whole conversation up to a reply: two chats whose replies read alike ("Hello!
+    How can I help?") still have their own sessions."""
     # the user is in the digest though the namespace is per user already: no two users
     # could ever share a conversation's session even if paths were mixed up
-    raw = json.dumps([user.key, shape], ensure_ascii=False, sort_keys=True)
+    raw = json.dumps([user.key, conversation], ensure_ascii=False, sort_keys=True)
     return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
@@ -66,11 +82,13 @@ def find_place(rt: Runtime, user: User, digest: str) -> ChatPlace | None:
         return None  # edited by hand: the conversation starts a new session
 
 
-def remember_place(rt: Runtime, user: User, result: TurnResult) -> None:
-    """After a turn: its reply names its session. Best effort: a lost write costs the
-    next request a new session (its history imported), never a wrong one."""
+def remember_place(rt: Runtime, user: User, asked: list[Shape], result: TurnResult) -> None:
+    """After a turn: the conversation (``asked``, the request's) and its reply name the
+    session. Best effort: a lost write costs the next request a new session (its history
+    imported), never a wrong one."""
     ids = [call.id for call in result.tool_calls]
-    digest = reply_digest(user, result.reply, ids)
+    conversation = [*asked, shape("assistant", result.reply, ids, None)]
+    digest = conversation_digest(user, conversation)
     place = ChatPlace(session_id=result.session_id, turn=result.turn)
     try:
         rt.store.put(user, chat_path(digest), place.model_dump_json())

@@ -39,7 +39,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agent_harness.agent.client_tools import BUILT_IN_TOOLS, ToolResult
 from agent_harness.agent.importer import MAX_MESSAGES, ImportedMessage
 from agent_harness.agent.request import ChatTerms, check_persona
-from agent_harness.api.chat_sessions import find_place, remember_place, reply_digest
+from agent_harness.api.chat_sessions import (
+    Shape,
+    conversation_digest,
+    find_place,
+    remember_place,
+    shape,
+)
 from agent_harness.api.openai_options import check_content_parts, turn_options
 from agent_harness.api.schemas import ToolDeclaration  # noqa: TC001 (pydantic reads it)
 from agent_harness.errors import (
@@ -149,6 +155,7 @@ class _Request:
     last: ChatMessage | None  # the last assistant message: where the conversation is
     asked: list[str]  # the user messages after it
     results: list[ToolResult]  # the tool messages after it
+    at: int  # the last assistant message's index (-1: none yet)
 
 
 def _split(body: ChatBody) -> _Request:
@@ -167,7 +174,18 @@ def _split(body: ChatBody) -> _Request:
         last=earlier[-1] if earlier else None,
         asked=[m.text() for m in new if m.role == "user"],
         results=[ToolResult(m.tool_call_id or "", m.text()) for m in new if m.role == "tool"],
+        at=at,
     )
+
+
+def _shapes(messages: list[ChatMessage]) -> list[Shape]:
+    """The conversation as api/chat_sessions keys it (instructions left out: a handoff
+    changes them, not the conversation)."""
+    return [
+        shape(m.role, m.text(), [c.id for c in m.tool_calls or []], m.tool_call_id)
+        for m in messages
+        if m.role in ("user", "assistant", "tool")
+    ]
 
 
 def _caller_tools(body: ChatBody) -> list[ToolDeclaration] | None:
@@ -223,7 +241,7 @@ def chat_completion(rt: Runtime, user: User, session_id: str | None, raw: str) -
         result = _turn(rt, user, session_id, body, asked, None, options)
     else:
         result = _continue(rt, user, body, asked, options)
-        remember_place(rt, user, result)
+        remember_place(rt, user, _shapes(body.messages), result)
     created = int(rt.clock.now().timestamp())
     answer = _completion(result, body.model, f"chatcmpl-{rt.new_id()}", created)
     headers = {"X-Session-Id": result.session_id}
@@ -243,8 +261,8 @@ def _continue(
     that turn; else a new one (its history imported)."""
     place = None
     if asked.last is not None:
-        ids = [call.id for call in asked.last.tool_calls or []]
-        place = find_place(rt, user, reply_digest(user, asked.last.text(), ids))
+        earlier = body.messages[: asked.at + 1]
+        place = find_place(rt, user, conversation_digest(user, _shapes(earlier)))
     if place is not None:
         try:
             return _turn(rt, user, place.session_id, body, asked, place.turn, options)
