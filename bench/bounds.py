@@ -9,36 +9,20 @@ lays out the figures it records. The same figures are in
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bench.common import ROOT
+from bench.common import pytest_report
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 TITLE = "Bounds: model calls counted, budgets closed, requests within the timeout"
 TEST = "tests/reliability/test_bounds.py"
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp:
-        report = Path(tmp) / "bounds.json"
-        env = {**os.environ, "RELIABILITY_REPORT": str(report)}
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", TEST],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if not report.is_file():
-            raise RuntimeError(f"the bounds tests wrote no report:\n{done.stdout[-2000:]}")
-        figures: list[dict[str, Any]] = json.loads(report.read_text())
-    return {"figures": figures, "passed": done.returncode == 0}
+    figures, passed = pytest_report(TEST, "RELIABILITY_REPORT")
+    return {"figures": figures, "passed": passed}
 
 
 def _group(result: dict[str, Any], prefix: str) -> list[dict[str, Any]]:

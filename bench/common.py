@@ -146,3 +146,24 @@ def switched(**changes: Any) -> Iterator[None]:
             setattr(module, name, value)
         if cached:
             text._word_terms.cache_clear()
+
+
+def pytest_report(test: str, variable: str) -> tuple[Any, bool]:
+    """Run ``test`` in a fresh pytest with ``variable`` naming a file for its report;
+    returns the report (JSON) and whether the tests passed."""
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test],
+            cwd=ROOT,
+            env={**os.environ, variable: str(report)},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if not report.is_file():
+            raise RuntimeError(f"{test} wrote no report:\n{done.stdout[-2000:]}")
+        return json.loads(report.read_text()), done.returncode == 0

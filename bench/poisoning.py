@@ -8,15 +8,12 @@ matrix it reports. The same figures are in ``bench/results/reliability.json`` af
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bench.common import ROOT
+from bench.common import pytest_report
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 TITLE = "Poisoning: attacks on memory through every entry point"
 TEST = "tests/reliability/test_poisoning.py::test_no_attack_poisons_memory_through_any_entry_point"
@@ -30,22 +27,8 @@ SHORT = {
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp:
-        report = Path(tmp) / "poisoning.json"
-        env = {**os.environ, "POISONING_REPORT": str(report)}
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", TEST],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if not report.is_file():
-            raise RuntimeError(f"the poisoning suite wrote no report:\n{done.stdout[-2000:]}")
-        result: dict[str, Any] = json.loads(report.read_text())
-    result["passed"] = done.returncode == 0
-    return result
+    result, passed = pytest_report(TEST, "POISONING_REPORT")
+    return {**result, "passed": passed}
 
 
 def _totals(cells: list[dict[str, int]]) -> dict[str, int]:
