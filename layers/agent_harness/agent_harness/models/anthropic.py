@@ -13,7 +13,7 @@ import httpx
 
 from agent_harness.errors import ModelOutputError
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
-from agent_harness.models.convert import alternating_turns, history_tools
+from agent_harness.models.convert import alternating_turns, history_tools, sampling
 from agent_harness.models.http import ErrorBody, call_timeout, post_json
 from agent_harness.models.structured import answered, offer
 
@@ -76,7 +76,7 @@ class AnthropicChatModel:
         }
         if system:
             payload["system"] = system
-        payload.update(_sampling(request))
+        payload.update(sampling(request, top_p="top_p", stop="stop_sequences"))
         plan = offer(request)  # response_format is emulated with a forced answer tool
         tools = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
@@ -137,18 +137,6 @@ class AnthropicChatModel:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelOutputError(f"{self.name} returned a malformed message") from exc
-
-
-def _sampling(request: ChatRequest) -> dict[str, Any]:
-    """The Messages API's sampling fields; it has no seed (ignored, docs/models.md)."""
-    out: dict[str, Any] = {}
-    if request.temperature is not None:
-        out["temperature"] = min(request.temperature, 1.0)  # Anthropic's range is 0-1
-    if request.top_p is not None:
-        out["top_p"] = request.top_p
-    if request.stop:
-        out["stop_sequences"] = request.stop
-    return out
 
 
 def _not_offered(name: str) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from agent_harness.errors import (
     ModelUnavailableError,
 )
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
-from agent_harness.models.convert import alternating_turns, history_tools
+from agent_harness.models.convert import alternating_turns, history_tools, sampling
 from agent_harness.models.http import OVERFLOW_PHRASES
 from agent_harness.models.structured import answered, offer
 
@@ -84,17 +84,9 @@ def _block(part: Part) -> dict[str, Any]:
 
 
 def _inference(request: ChatRequest, max_tokens: int | None) -> dict[str, Any]:
-    """Converse's inferenceConfig; it has no seed (ignored, docs/models.md)."""
-    out: dict[str, Any] = {}
-    if max_tokens:
-        out["maxTokens"] = max_tokens
-    if request.temperature is not None:
-        out["temperature"] = min(request.temperature, 1.0)  # Converse's range is 0-1
-    if request.top_p is not None:
-        out["topP"] = request.top_p
-    if request.stop:
-        out["stopSequences"] = request.stop
-    return out
+    """Converse's inferenceConfig."""
+    out = sampling(request, top_p="topP", stop="stopSequences")
+    return {"maxTokens": max_tokens, **out} if max_tokens else out
 
 
 class BedrockChatModel:

@@ -6,6 +6,7 @@ turns with typed content blocks (Anthropic Messages, Bedrock Converse).
     assistant tool calls       -> tool_use parts
     tool results               -> tool_result parts in a *user* turn
     consecutive same-role turns are merged; the first turn is a user turn
+    sampling options           -> each API's names (both take temperature 0-1, no seed)
 """
 
 from __future__ import annotations
@@ -15,9 +16,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from agent_harness.models.base import Message
+    from agent_harness.models.base import ChatRequest, Message
 
-__all__ = ["Part", "Turn", "alternating_turns", "history_tools", "parse_arguments"]
+__all__ = [
+    "Part",
+    "Turn",
+    "alternating_turns",
+    "history_tools",
+    "parse_arguments",
+    "sampling",
+]
 
 
 @dataclass(frozen=True)
@@ -78,3 +86,17 @@ def history_tools(turns: list[Turn]) -> list[str]:
     Bedrock refuse a history with tool blocks unless tools are declared, even on a call
     that offers none (the loop's last call)."""
     return list(dict.fromkeys(p.name for t in turns for p in t.parts if p.kind == "tool_use"))
+
+
+def sampling(request: ChatRequest, *, top_p: str, stop: str) -> dict[str, Any]:
+    """The request's sampling options under an API's names for top_p and the stop
+    sequences; the temperature is capped at 1 (both APIs' range is 0-1) and the seed is
+    left out (neither has one: docs/models.md)."""
+    out: dict[str, Any] = {}
+    if request.temperature is not None:
+        out["temperature"] = min(request.temperature, 1.0)
+    if request.top_p is not None:
+        out[top_p] = request.top_p
+    if request.stop:
+        out[stop] = request.stop
+    return out
