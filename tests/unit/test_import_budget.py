@@ -108,7 +108,7 @@ def test_any_budget_caps_the_memory_model_unless_the_operator_says_otherwise() -
     assert stack_budget(said_so).memory_tokens == 0
 
 
-def test_an_imports_flush_waits_once_the_default_memory_budget_is_spent() -> None:
+def test_an_imports_flush_waits_once_the_memory_budget_is_spent() -> None:
     memory = ScriptedModel(*(["- [user] The user likes tea."] * 3))
     rt = make_runtime(
         settings=Settings(user_daily_tokens=10**9, user_daily_memory_tokens=20), memory=memory

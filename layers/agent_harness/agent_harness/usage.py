@@ -304,19 +304,20 @@ def count_unfinished(
     user: User,
     spend: Spend,
     admission: AdmissionCheck | None,
-    unbilled: UsageDelta | None,
+    held: UsageDelta | None,
     *,
     keep_turn: bool = False,
 ) -> None:
     """A request that ends without the write that counts it (failed, out of time, a
-    budget spent mid-turn): the calls it made are counted now, in one write. A turn that
+    budget spent mid-turn): the calls it made, and a turn it completed without a write of
+    its own (``held``), are counted now, in one write. A turn that
     called the model keeps its admission (it did the work a turn is counted for);
     one that made no call gives it back."""
-    if spend.empty() and unbilled is None:
+    if spend.empty() and held is None:
         if admission is not None:
             release_turn(rt, user, admission, keep_turn=keep_turn)
         return
-    delta = combine(unbilled, turn_delta(rt, spend, completed=False, admission=admission))
+    delta = combine(held, turn_delta(rt, spend, completed=False, admission=admission))
     try:
         rt.table.add_usage(user, delta)
     except HarnessError as exc:  # the original error matters; the log keeps the spend

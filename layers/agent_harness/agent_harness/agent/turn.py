@@ -138,8 +138,7 @@ def run_turn(
     try:
         with session_lease(rt, user, session_id, must_exist=message is None, admit=admit) as lease:
             admission = lease.admission
-            turn = _Turn(rt, user, session_id, lease, started)
-            turn.options = options
+            turn = _Turn(rt, user, session_id, lease, started, options)
             result = turn.serve(message, declared, tool_results, cancel, history, persona, chat)
         keep_turn = result.status == "requires_action"
     except SessionNotFoundError:
@@ -157,12 +156,17 @@ def run_turn(
 class _Turn:
     """One request on a session whose lease it holds."""
 
-    options: TurnOptions | None = None  # the request's, for a new turn or a resume
-
     def __init__(
-        self, rt: Runtime, user: User, session_id: str, lease: SessionLease, started: datetime
+        self,
+        rt: Runtime,
+        user: User,
+        session_id: str,
+        lease: SessionLease,
+        started: datetime,
+        options: TurnOptions | None,
     ) -> None:
         self.rt, self.user, self.session_id = rt, user, session_id
+        self.options = options  # the request's, for a new turn or a resume
         self.lease, self.started = lease, started
         self.settings = rt.settings
         self.tools_on = not self.settings.disable_memory_tools
