@@ -12,7 +12,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
@@ -43,6 +43,7 @@ from agent_harness.ports import (
     LeaseAdmission,
     ObjectInfo,
     PauseMark,
+    Place,
     SessionState,
     StoredObject,
     UsageDelta,
@@ -317,6 +318,8 @@ class MemoryTable:
         self.imported: dict[tuple[str, str], int] = {}
         #: user key -> the operator's budget override
         self.overrides: dict[str, Budget] = {}
+        #: (user key, place key) -> the place (the P#<key> items)
+        self.places: dict[tuple[str, str], Place] = {}
         self.lock = threading.Lock()
         self.calls: list[str] = []
 
@@ -392,6 +395,7 @@ class MemoryTable:
         now_iso: str,
         *,
         usage: UsageDelta | None = None,
+        places: Sequence[Place] = (),
     ) -> None:
         self.calls.append("commit_turn")
         if usage is not None:
@@ -404,6 +408,7 @@ class MemoryTable:
             item.lease_owner = None
             if usage is not None and not usage.empty():
                 self._add_usage(user, usage)
+            self.places.update({(user.key, p.key): p for p in places})
 
     def pause_turn(
         self,
@@ -414,6 +419,7 @@ class MemoryTable:
         turn: int,
         *,
         usage: UsageDelta | None = None,
+        places: Sequence[Place] = (),
     ) -> None:
         self.calls.append("pause_turn")
         if usage is not None:
@@ -426,6 +432,7 @@ class MemoryTable:
             item.lease_owner = None
             if usage is not None and not usage.empty():
                 self._add_usage(user, usage)
+            self.places.update({(user.key, p.key): p for p in places})
 
     def release_session_lease(self, user: User, session_id: str, owner: str) -> None:
         self.calls.append("release_session_lease")
@@ -433,6 +440,10 @@ class MemoryTable:
             item = self.sessions.get((user.key, session_id))
             if item and item.lease_owner == owner:
                 item.lease_owner = None
+
+    def get_place(self, user: User, key: str) -> Place | None:
+        self.calls.append("get_place")
+        return self.places.get((user.key, key))
 
     def get_session(self, user: User, session_id: str) -> SessionState | None:
         self.calls.append("get_session")
@@ -567,7 +578,10 @@ class MemoryTable:
                 self.imported.pop(k, None)
             had_override = self.overrides.pop(user.key, None) is not None
             had_user = self.users.pop(user.key, None) is not None
-            return len(doomed) + len(days) + int(had_user) + int(had_override)
+            places = [k for k in self.places if k[0] == user.key]
+            for k in places:
+                del self.places[k]
+            return len(doomed) + len(days) + int(had_user) + int(had_override) + len(places)
 
     def add_usage(self, user: User, delta: UsageDelta) -> None:
         """Records a call only when it writes (an empty delta makes no request)."""

@@ -6,6 +6,9 @@
     pk = U#<user key>  sk = D#<day>       the user's usage that day (YYYY-MM-DD in
                                           HARNESS_TIMEZONE): tokens and model calls per
                                           role, turns, and the running token total
+    pk = U#<user key>  sk = P#<key>       a place: the session and turn a chat
+                                          completion's reply or a stored response ended
+                                          (api/chat_sessions), with an expires_at TTL
 
 Idempotency records of post-turn jobs live in the same user partition. The sparse
 ``due-index`` GSI is keyed by a shard (``due#k`` for consolidation, ``flush#k`` for
@@ -21,6 +24,7 @@ __all__ = [
     "DUE_INDEX",
     "USER_SK",
     "due_shard",
+    "place_sk",
     "session_id_of",
     "session_sk",
     "shard_name",
@@ -37,6 +41,7 @@ BUDGET_SK = "BUDGET"
 _USER = "U#"
 _SESSION = "S#"
 _USAGE = "D#"
+_PLACE = "P#"
 
 
 def user_pk(user_key: str) -> str:
@@ -59,6 +64,10 @@ def session_id_of(sk: str) -> str:
 def usage_sk(day: str) -> str:
     """The item of one day's usage (``day``: YYYY-MM-DD); sorts by day in the partition."""
     return f"{_USAGE}{day}"
+
+
+def place_sk(key: str) -> str:
+    return f"{_PLACE}{key}"
 
 
 def usage_day_of(sk: str) -> str:

@@ -9,8 +9,6 @@ and recognise paths only through these names, so a layout change is one edit her
     memory/archive/YYYY-MM-DD.md             ledgers past the retention, still searchable
     sessions/<s>/turns/<n>.json              a turn's messages, create-only (the thread log)
     sessions/<s>/context.json                a session's compacted context
-    chats/<digest>.json                      the session a chat completion's reply ended,
-                                             to continue it without X-Session-Id
     tool-results/<s>/<call>-<sha>.txt        an evicted tool result, content-addressed
     index/threads/YYYY-MM.jsonl              derived thread-search segments, rebuildable
     index/ranked/<files>-YYYY-MM.json        derived ranked-index snapshots, rebuildable
@@ -35,7 +33,6 @@ __all__ = [
     "USER_ROOT",
     "archive_day",
     "archive_path",
-    "chat_path",
     "context_path",
     "ledger_date",
     "ledger_day",
@@ -105,10 +102,6 @@ def turn_path(session_id: str, turn: int) -> str:
 
 def context_path(session_id: str) -> str:
     return f"sessions/{session_id}/context.json"
-
-
-def chat_path(digest: str) -> str:
-    return f"chats/{digest}.json"
 
 
 def tool_result_path(session_id: str, call_id: str, digest: str) -> str:

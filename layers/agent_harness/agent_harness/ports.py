@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -228,6 +228,18 @@ class PauseMark:
 
 
 @dataclass(frozen=True)
+class Place:
+    """Where a reply of a stateless client's conversation was given (api/chat_sessions):
+    written by the write that ends the turn, so it never names a turn that was not."""
+
+    key: str  # "chat:<digest>" or "resp:<response id>"
+    session_id: str
+    turn: int
+    expires_at: int  # epoch seconds; later, a reader treats it as missing (TTL is lazy)
+    body: str | None = None  # a stored response object (JSON), for GET /v1/responses/{id}
+
+
+@dataclass(frozen=True)
 class SessionState:
     turn: int = 0
     flush_cursor: int = 0
@@ -349,10 +361,11 @@ class SessionTable(Protocol):
         now_iso: str,
         *,
         usage: UsageDelta | None = None,
+        places: Sequence[Place] = (),
     ) -> None:
         """Record ``turn``, clear any pause mark and release the lease, atomically; with a
-        non-empty ``usage``, add it to the user's day in the same atomic write (neither
-        happens when the lease was lost: ``ConflictError``)."""
+        non-empty ``usage``, add it to the user's day, and put ``places``, in the same
+        atomic write (nothing happens when the lease was lost: ``ConflictError``)."""
         ...
 
     def pause_turn(
@@ -364,9 +377,15 @@ class SessionTable(Protocol):
         turn: int,
         *,
         usage: UsageDelta | None = None,
+        places: Sequence[Place] = (),
     ) -> None:
         """Mark the turn paused and release the lease; with a non-empty ``usage``, add it
-        to the user's day in the same atomic write, as ``commit_turn`` does."""
+        to the user's day and put ``places`` in the same atomic write, as ``commit_turn``
+        does."""
+        ...
+
+    def get_place(self, user: User, key: str) -> Place | None:
+        """The place under ``key`` (expired or not: the reader judges), None if none."""
         ...
 
     def release_session_lease(self, user: User, session_id: str, owner: str) -> None: ...

@@ -46,10 +46,10 @@ from agent_harness.usage import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
     from agent_harness.ids import User
-    from agent_harness.ports import AdmissionCheck, PauseMark, UsageDelta
+    from agent_harness.ports import AdmissionCheck, PauseMark, Place, UsageDelta
     from agent_harness.runtime import Runtime
 
 __all__ = ["SessionLease", "session_lease"]
@@ -83,22 +83,33 @@ class SessionLease:
     admission: AdmissionCheck | None = None
     committed: bool = False
 
-    def commit(self, turn: int, usage: UsageDelta | None = None) -> None:
+    def commit(
+        self, turn: int, usage: UsageDelta | None = None, places: Sequence[Place] = ()
+    ) -> None:
         """Record ``turn`` as the session's last turn and release, in one conditional write
-        (with ``usage``: the user's spend counted in the same write)."""
+        (with ``usage``: the user's spend counted, and ``places`` put, in the same write)."""
+        now = iso(self.rt.clock.now())
         self.rt.table.commit_turn(
-            self.user, self.session_id, self.owner, turn, iso(self.rt.clock.now()), usage=usage
+            self.user, self.session_id, self.owner, turn, now, usage=usage, places=places
         )
         self.committed = True
         _remember(self.rt, self.user, self.session_id, replace(self.state, turn=turn, pause=None))
         if usage is not None:
             learn_turn_cost(self.rt, self.user, usage)
 
-    def pause(self, mark: PauseMark, turn: int, usage: UsageDelta | None = None) -> None:
+    def pause(
+        self,
+        mark: PauseMark,
+        turn: int,
+        usage: UsageDelta | None = None,
+        places: Sequence[Place] = (),
+    ) -> None:
         """Commit a pause for client tool results (``turn``: the last completed turn) and
-        release, in one conditional write (with ``usage``: the spend so far counted in
-        the same write)."""
-        self.rt.table.pause_turn(self.user, self.session_id, self.owner, mark, turn, usage=usage)
+        release, in one conditional write (with ``usage``: the spend so far counted, and
+        ``places`` put, in the same write)."""
+        self.rt.table.pause_turn(
+            self.user, self.session_id, self.owner, mark, turn, usage=usage, places=places
+        )
         self.committed = True
         _remember(self.rt, self.user, self.session_id, replace(self.state, turn=turn, pause=mark))
 

@@ -10,7 +10,11 @@ from typing import TYPE_CHECKING
 from agent_harness.errors import PayloadTooLargeError, ValidationFailedError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from agent_harness.agent.client_tools import ToolResult
+    from agent_harness.agent.commit import TurnResult
+    from agent_harness.ports import Place
     from agent_harness.runtime import Runtime
 
 __all__ = [
@@ -40,6 +44,9 @@ class ChatTerms:
     #: the session turn the client's history ends with (a derived session): a session
     #: past it is another branch (ConversationDivergedError, nothing written)
     at_turn: int | None = None
+    #: where the conversation reached, from the turn's answer: put by the write that
+    #: ends the turn (commit or pause), so a lost place never names an unwritten turn
+    places: Callable[[TurnResult], Sequence[Place]] | None = None
 
 
 def check_request(

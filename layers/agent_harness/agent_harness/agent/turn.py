@@ -10,8 +10,9 @@
     4 S3 PUT                sessions/<s>/turns/<n>.json, create-only (the thread log)
       (the turn's memory_save calls are applied here)
     5 S3 PUT                context.json, If-Match / If-None-Match
-    6 DynamoDB write        turn := n, lease released and the turn's spend counted, in
-                            one conditional TransactWriteItems
+    6 DynamoDB write        turn := n, lease released and the turn's spend counted (and
+                            a stateless client's place: ChatTerms.places), in one
+                            conditional TransactWriteItems
     7 SQS SendMessage       post-turn job (FlushQueue, group = user)
 
 Seven AWS requests (docs/design.md#budgets); steps 4, 7 and the saves are
@@ -89,7 +90,7 @@ if TYPE_CHECKING:
     from agent_harness.agent.lease import SessionLease
     from agent_harness.agent.options import TurnOptions
     from agent_harness.ids import User
-    from agent_harness.ports import SessionState, StoredObject
+    from agent_harness.ports import Place, SessionState, StoredObject
     from agent_harness.runtime import Runtime
 
 __all__ = ["run_turn"]
@@ -176,6 +177,7 @@ class _Turn:
         self.last_turn = lease.state.turn
         self.completed: int | None = None  # the last turn this request wrote
         self.instructions: str | None = None  # the request's own (None: the persona)
+        self.chat = ChatTerms()
         self.history: list[TurnRecord] = []  # a new session's imported turns, to write
         #: every model call of this request, counted by the write that ends it
         self.spend = TurnSpend(rt, user, lease.admission)
@@ -195,7 +197,7 @@ class _Turn:
         persona: str | None = None,
         chat: ChatTerms | None = None,
     ) -> TurnResult:
-        chat = chat or ChatTerms()
+        chat = self.chat = chat or ChatTerms()
         self.instructions = chat.instructions
         state = self.lease.state
         if message is None and state.turn == 0 and state.pause is None:
@@ -412,21 +414,7 @@ class _Turn:
         self._write_history()
         self.etag = save_context(self.rt, self.user, self.context, self.etag)
         mark = PauseMark(pending.pause_id, pending.turn, epoch_ms(self.started))
-        # the spend so far is counted by the pause's write, and the admission's estimate
-        # given back (its resume is admitted on its own, not counted as a new turn)
-        self.lease.pause(mark, self.last_turn, self.spend.delta(draft.uncounted, completed=False))
-        self.spend.written()
-        draft.uncounted = Spend()
-        metrics.add_metric("TurnPauses", MetricUnit.Count, 1)
-        logger.info(
-            "turn paused for client tools",
-            extra={
-                "session_id": self.session_id,
-                "turn": pending.turn,
-                "calls": len(pending.calls),
-            },
-        )
-        return TurnResult(
+        paused = TurnResult(
             session_id=self.session_id,
             turn=pending.turn,
             reply=None,
@@ -440,6 +428,16 @@ class _Turn:
             tool_calls=result.pending,
             job_turn=self.completed,
         )
+        # the spend so far is counted by the pause's write, and the admission's estimate
+        # given back (its resume is admitted on its own, not counted as a new turn)
+        spent = self.spend.delta(draft.uncounted, completed=False)
+        self.lease.pause(mark, self.last_turn, spent, self.places(paused))
+        self.spend.written()
+        draft.uncounted = Spend()
+        metrics.add_metric("TurnPauses", MetricUnit.Count, 1)
+        where = {"session_id": self.session_id, "turn": pending.turn}
+        logger.info("turn paused for client tools", extra=where | {"calls": len(pending.calls)})
+        return paused
 
     def _complete(
         self, draft: Draft, result: LoopResult, *, commit: bool, settled: bool = False
@@ -459,8 +457,10 @@ class _Turn:
         # what this call spent, even where an earlier, crashed call wrote the record; a
         # paused turn closed late was counted when it began: this call's admission is
         # for the turn that follows
+        done = self._result(record)
         if commit:
-            self.lease.commit(record.turn, self.spend.delta(draft.uncounted, completed=True))
+            spent = self.spend.delta(draft.uncounted, completed=True)
+            self.lease.commit(record.turn, spent, self.places(done))
             self.spend.written()
         else:
             self.spend.hold_completed(draft.uncounted)
@@ -481,7 +481,11 @@ class _Turn:
                 "memory_tokens": draft.memory.total_tokens,
             },
         )
-        return self._result(record)
+        return done
+
+    def places(self, result: TurnResult) -> Sequence[Place]:
+        """Where a stateless client's conversation reached, put by the turn's end."""
+        return self.chat.places(result) if self.chat.places is not None else ()
 
     def _result(self, record: TurnRecord) -> TurnResult:
         return TurnResult.of(record, job_turn=self.completed)

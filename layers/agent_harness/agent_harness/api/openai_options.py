@@ -70,8 +70,9 @@ def turn_options(data: dict[str, Any], tool_names: Iterable[str] | None) -> Turn
         raise ValidationFailedError(f"{where}: {first['msg']}") from exc
 
 
-def check_content_parts(messages: object, model: str) -> None:
-    """Refuse content parts that are not text (a 400 naming the agent model)."""
+def check_content_parts(messages: object, model: str, *, where: str | None = None) -> None:
+    """Refuse content parts that are not text (a 400 naming the agent model); ``where``
+    names the message in the error (default ``messages.<index>``)."""
     if not isinstance(messages, list):
         return
     for index, message in enumerate(messages):
@@ -81,8 +82,9 @@ def check_content_parts(messages: object, model: str) -> None:
         for part in content:
             kind = part.get("type") if isinstance(part, dict) else None
             if kind is not None and kind not in _TEXT_PARTS:
+                label = where or f"messages.{index}"
                 raise InvalidRequestError(
-                    f"messages.{index}: {kind} content parts are not supported: only text "
+                    f"{label}: {kind} content parts are not supported: only text "
                     f"reaches the agent model ({model}); send the text, or describe the "
                     "image in words"
                 )

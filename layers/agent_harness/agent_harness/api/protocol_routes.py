@@ -1,4 +1,5 @@
-"""Memory for other agents: the OpenAI-compatible chat API and the MCP server. Their
+"""Memory for other agents: the OpenAI-compatible chat and responses APIs and the MCP
+server. Their
 errors keep each protocol's own shape (OpenAI's error object, JSON-RPC)."""
 
 from __future__ import annotations
@@ -46,6 +47,34 @@ def protocol_routes(rt: Runtime) -> Router:
         except HarnessError as exc:
             if exc.status >= 500:
                 logger.warning("request failed", extra={"code": exc.code, "error": exc.message})
+            answer = openai_error(exc)
+        return _openai_answer(answer)
+
+    @router.post("/v1/responses")
+    def responses() -> Response[str]:
+        """OpenAI's Responses API over the agent with memory; errors in OpenAI's shape."""
+        from agent_harness.api.openai_compat import openai_error
+        from agent_harness.api.responses import create_response
+
+        try:
+            user = http.user()
+            named = http.header("x-session-id")
+            session_id = http.session(named) if named else None
+            answer = create_response(rt, user, session_id, http.raw_body())
+        except HarnessError as exc:
+            if exc.status >= 500:
+                logger.warning("request failed", extra={"code": exc.code, "error": exc.message})
+            answer = openai_error(exc)
+        return _openai_answer(answer)
+
+    @router.get("/v1/responses/<response_id>")
+    def response(response_id: str) -> Response[str]:
+        from agent_harness.api.openai_compat import openai_error
+        from agent_harness.api.responses import get_response
+
+        try:
+            answer = get_response(rt, http.user(), response_id)
+        except HarnessError as exc:
             answer = openai_error(exc)
         return _openai_answer(answer)
 

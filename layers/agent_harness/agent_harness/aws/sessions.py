@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from agent_harness.aws.dynamo import DynamoItems, is_condition_failure, n_, plain, s_, session_state
+from agent_harness.aws.place_items import place_item, place_key, place_of
 from agent_harness.aws.usage_items import (
     LIMITS,
     admission_of,
@@ -30,8 +31,10 @@ from agent_harness.ports import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from agent_harness.ids import User
-    from agent_harness.ports import PauseMark, SessionState, UsageDelta
+    from agent_harness.ports import PauseMark, Place, SessionState, UsageDelta
 
 __all__ = ["DynamoSessionTable"]
 
@@ -197,11 +200,13 @@ class DynamoSessionTable(DynamoItems):
         now_iso: str,
         *,
         usage: UsageDelta | None = None,
+        places: Sequence[Place] = (),
     ) -> None:
         """Record ``turn`` as the session's last turn, clear any pause mark and release the
-        lease, atomically. With a non-empty ``usage``, one TransactWriteItems does that
-        and adds the usage to the user's day, so both happen or neither (still one
-        request; botocore's ClientRequestToken makes a retried transaction count once)."""
+        lease, atomically. With a non-empty ``usage`` or ``places``, one
+        TransactWriteItems does that, adds the usage to the user's day and puts the
+        places, so all happen or none (still one request; botocore's ClientRequestToken
+        makes a retried transaction count once)."""
         if usage is not None:
             check_usage(usage)
         session = {
@@ -213,7 +218,7 @@ class DynamoSessionTable(DynamoItems):
             "ConditionExpression": "lease_owner = :o",
             "ExpressionAttributeValues": {":t": n_(turn), ":now": s_(now_iso), ":o": s_(owner)},
         }
-        self._end_lease(user, session_id, session, usage, "committing the turn")
+        self._end_lease(user, session_id, session, usage, places, "committing the turn")
 
     def pause_turn(
         self,
@@ -224,10 +229,11 @@ class DynamoSessionTable(DynamoItems):
         turn: int,
         *,
         usage: UsageDelta | None = None,
+        places: Sequence[Place] = (),
     ) -> None:
         """Mark the session's turn paused for client tool results, record ``turn`` as its
         last completed turn, and release the lease, in one conditional write (with the
-        pause's spend, one transaction): the pause is committed by this write."""
+        pause's spend or places, one transaction): the pause is committed by this write."""
         if usage is not None:
             check_usage(usage)
         session = {
@@ -245,7 +251,7 @@ class DynamoSessionTable(DynamoItems):
                 ":o": s_(owner),
             },
         }
-        self._end_lease(user, session_id, session, usage, "pausing the turn")
+        self._end_lease(user, session_id, session, usage, places, "pausing the turn")
 
     def _end_lease(
         self,
@@ -253,13 +259,15 @@ class DynamoSessionTable(DynamoItems):
         session_id: str,
         session: dict[str, Any],
         usage: UsageDelta | None,
+        places: Sequence[Place],
         what: str,
     ) -> None:
         """The session's update conditioned on the lease, alone or in one transaction with
-        ``usage`` (both happen or neither; botocore's ClientRequestToken makes a retried
-        transaction count once)."""
+        ``usage`` and ``places`` (all happen or none; botocore's ClientRequestToken makes
+        a retried transaction count once)."""
         lost = f"the lease on session {session_id} was lost"
-        if usage is None or usage.empty():
+        spent = usage is not None and not usage.empty()
+        if not spent and not places:
             try:
                 self._update(**session)
             except ClientError as exc:
@@ -267,14 +275,13 @@ class DynamoSessionTable(DynamoItems):
                     raise ConflictError(lost) from exc
                 raise StoreError(f"{what} failed") from exc
             return
-        spend = {"Key": self._usage_key(user, usage.day), **usage_update(usage)}
+        items: list[dict[str, Any]] = [{"Update": {"TableName": self._table, **session}}]
+        if usage is not None and spent:
+            spend = {"Key": self._usage_key(user, usage.day), **usage_update(usage)}
+            items.append({"Update": {"TableName": self._table, **spend}})
+        items += [{"Put": {"TableName": self._table, "Item": place_item(user, p)}} for p in places]
         try:
-            self._transact(
-                [
-                    {"Update": {"TableName": self._table, **session}},
-                    {"Update": {"TableName": self._table, **spend}},
-                ]
-            )
+            self._transact(items)
         except ClientError as exc:
             reasons = exc.response.get("CancellationReasons") or [{}]
             if reasons[0].get("Code") == "ConditionalCheckFailed":
@@ -285,6 +292,16 @@ class DynamoSessionTable(DynamoItems):
 
     def release_session_lease(self, user: User, session_id: str, owner: str) -> None:
         self._release(self._session_key(user, session_id), "lease", owner, "session")
+
+    def get_place(self, user: User, key: str) -> Place | None:
+        try:
+            resp = self._ddb.get_item(
+                TableName=self._table, Key=place_key(user, key), ConsistentRead=True
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("reading the conversation's place failed") from exc
+        item = resp.get("Item")
+        return place_of(key, item) if item else None
 
     def get_session(self, user: User, session_id: str) -> SessionState | None:
         try:
