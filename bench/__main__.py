@@ -31,6 +31,7 @@ NAMES = (
     "cold_start",
     "hot_path",
     "tool_calls",
+    "openai_routes",
     "memory_search",
     "flush_tokens",
     "compaction_tokens",

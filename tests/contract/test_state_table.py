@@ -31,6 +31,7 @@ from agent_harness.ports import (
     ImportCheck,
     LeaseAdmission,
     PauseMark,
+    Place,
     SessionState,
     StateTable,
     UsageDelta,
@@ -217,6 +218,43 @@ def test_pause_turn_by_a_non_holder_is_a_conflict_and_changes_nothing(
     assert table.get_session(ALICE, "s1") == SessionState()
     with pytest.raises(SessionBusyError):
         table.acquire_session_lease(ALICE, "s1", "c", T0 + 1, LEASE)
+
+
+# -- places: where a stateless client's conversation reached -------------------------------
+
+
+def test_a_commit_puts_its_places_with_the_turn(table: StateTable) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    chat = Place("chat:abc", "s1", 1, expires_at=2_000_000_000)
+    stored = Place("resp:resp_1", "s1", 1, 2_000_000_000, body='{"id": "resp_1", "é": 1}')
+    table.commit_turn(ALICE, "s1", "a", 1, NOW, usage=SPEND, places=[chat, stored])
+
+    assert table.get_place(ALICE, "chat:abc") == chat
+    assert table.get_place(ALICE, "resp:resp_1") == stored
+    assert table.get_place(BOB, "chat:abc") is None  # another user's partition
+    assert table.get_session(ALICE, "s1").turn == 1
+
+
+def test_a_pause_puts_its_places_and_a_lost_lease_puts_none(table: StateTable) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    place = Place("chat:p", "s1", 0, expires_at=2_000_000_000)
+    with pytest.raises(ConflictError):
+        table.pause_turn(ALICE, "s1", "b", PauseMark("p-1", 1, T0), 0, places=[place])
+    assert table.get_place(ALICE, "chat:p") is None
+    with pytest.raises(ConflictError):
+        table.commit_turn(ALICE, "s1", "b", 1, NOW, places=[place])
+    assert table.get_place(ALICE, "chat:p") is None
+
+    table.pause_turn(ALICE, "s1", "a", PauseMark("p-1", 1, T0), 0, places=[place])
+    assert table.get_place(ALICE, "chat:p") == place
+
+
+def test_forgetting_a_user_deletes_their_places(table: StateTable) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    table.commit_turn(ALICE, "s1", "a", 1, NOW, places=[Place("chat:x", "s1", 1, 2_000_000_000)])
+
+    assert table.purge_user(ALICE) == 2  # the session and the place
+    assert table.get_place(ALICE, "chat:x") is None
 
 
 # -- flush and index cursors ---------------------------------------------------------------

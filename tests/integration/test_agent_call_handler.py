@@ -577,3 +577,29 @@ def test_a_client_tool_round_trip_pauses_and_resumes_with_few_aws_requests(stack
         # the pause and its spend: one transaction
         ["UpdateItem", "GetObject", "GetObject", "ListObjectsV2", "PutObject", "TransactWriteItems"]
     )
+
+
+def test_a_response_is_answered_kept_with_its_turn_and_fetched_by_its_id(stack: Stack) -> None:
+    app = stack.handler(FN)
+
+    response = stack.invoke(app, load_event("agent_call_responses.json"), FN)
+
+    assert response["statusCode"] == 200, response["body"]
+    created = body(response)
+    assert created["object"] == "response" and created["status"] == "completed"
+    assert created["instructions"] == "You are a travel assistant."
+    assert created["output"][0]["content"][0]["text"].startswith("[offline model]")
+    session = response["headers"]["X-Session-Id"]
+    record = json.loads(stack.text(f"users/alice/sessions/{session}/turns/00000001.json"))
+    assert record["instructions"] == "You are a travel assistant."
+    [message] = stack.receive("FlushQueue")  # the memory's flush, as for any turn
+    assert json.loads(message["Body"])["session_id"] == session
+
+    get = load_event("agent_call_get_usage.json")
+    get["rawPath"] = get["requestContext"]["http"]["path"] = f"/v1/responses/{created['id']}"
+    get["routeKey"] = get["requestContext"]["routeKey"] = "GET /v1/responses/{response_id}"
+    get["rawQueryString"] = ""
+    get["pathParameters"] = {"response_id": created["id"]}
+    fetched = stack.invoke(app, get, FN)
+    assert fetched["statusCode"] == 200 and body(fetched) == created
+    assert stack.invoke(app, as_user(get, "mallory"), FN)["statusCode"] == 404

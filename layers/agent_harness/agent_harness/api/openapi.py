@@ -66,6 +66,7 @@ def _ok(description: str, status: str = "200") -> dict[str, Any]:
 def openapi_document() -> dict[str, Any]:
     from agent_harness.agent.importer import ImportBody
     from agent_harness.api.openai_compat import ChatBody
+    from agent_harness.api.responses import ResponsesBody
     from agent_harness.api.schemas import (
         BudgetBody,
         MemoryPutBody,
@@ -207,6 +208,28 @@ def openapi_document() -> dict[str, Any]:
                 "(X-Session-Id names the session)",
                 _ok("a chat.completion, or its chunks with stream: true"),
                 requestBody=body(ChatBody),
+            ),
+        },
+        "/v1/responses": {
+            "post": op(
+                "OpenAI-compatible response (the Responses API) over the agent with memory "
+                "(previous_response_id or X-Session-Id names the session)",
+                _ok("a response, or its events with stream: true"),
+                requestBody=body(ResponsesBody),
+            ),
+        },
+        "/v1/responses/{response_id}": {
+            "get": op(
+                "A stored response, as it was created",
+                _ok("a response"),
+                parameters=[
+                    {
+                        "name": "response_id",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string", "pattern": "^resp_[A-Za-z0-9_-]{1,64}$"},
+                    }
+                ],
             ),
         },
         "/v1/models": {"get": op("The model this API serves", _ok("a model list"))},
