@@ -169,8 +169,9 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
             "",
             "A conversation sent whole costs one `GetItem` (its place) over a turn, and so "
             "does `previous_response_id` (the stored response is a place too); "
-            "`X-Session-Id` costs nothing. The place a request leaves, and a stored response, are items of the "
-            "`TransactWriteItems` that ends the turn: no request of their own. A branch "
+            "`X-Session-Id` costs nothing. The place a request leaves, and a stored "
+            "response, are items of the `TransactWriteItems` that ends the turn: no request "
+            "of their own. A branch "
             "(the conversation's session has moved past its last assistant message) starts "
             "a session of its own and imports the history into it, once: the LIST of its "
             "turn numbers and the writes of the imported turns.",
