@@ -50,7 +50,8 @@ weird_text = st.one_of(
 fields = st.sampled_from(
     [
         "message", "messages", "query", "match_mode", "limit", "content", "version_id", "role",
-        "model", "tools", "tool_results", "cancel", "stream", "n",
+        "model", "tools", "tool_results", "cancel", "stream", "n", "input", "instructions",
+        "previous_response_id", "store", "text", "tool_choice", "metadata",
     ]
 )  # fmt: skip
 chat_messages = st.lists(
@@ -65,6 +66,43 @@ chat_messages = st.lists(
     max_size=4,
 )
 shaped = st.dictionaries(fields, st.one_of(weird_text, json_values, st.integers()), max_size=4)
+#: the Responses API's input items: messages, function calls and their outputs, others
+response_items = st.lists(
+    st.one_of(
+        st.fixed_dictionaries(
+            {"role": st.sampled_from(["system", "developer", "user", "assistant", "tool"])},
+            optional={
+                "type": st.sampled_from(["message", "x"]),
+                "content": st.one_of(
+                    weird_text,
+                    json_values,
+                    st.lists(
+                        st.fixed_dictionaries(
+                            {"type": st.sampled_from(["input_text", "input_image", "x"])},
+                            optional={"text": weird_text},
+                        ),
+                        max_size=2,
+                    ),
+                ),
+            },
+        ),
+        st.fixed_dictionaries(
+            {
+                "type": st.sampled_from(
+                    ["function_call", "function_call_output", "item_reference", "reasoning"]
+                )
+            },
+            optional={
+                "call_id": st.one_of(st.text(max_size=5), json_values),
+                "name": st.one_of(weird_text, json_values),
+                "arguments": st.one_of(weird_text, json_values),
+                "output": st.one_of(weird_text, json_values),
+                "id": st.text(max_size=8),
+            },
+        ),
+    ),
+    max_size=4,
+)
 bodies = st.one_of(
     st.binary(max_size=300),  # anything, invalid UTF-8 included
     json_values.map(lambda v: json.dumps(v).encode()),
@@ -89,6 +127,27 @@ bodies = st.one_of(
         {"model": st.text(max_size=8), "messages": chat_messages},
         optional={"stream": json_values, "n": st.integers(), "tools": json_values},
     ).map(lambda v: json.dumps(v).encode()),
+    st.fixed_dictionaries(
+        {"input": st.one_of(weird_text, response_items)},
+        optional={
+            "instructions": st.one_of(weird_text, json_values),
+            "tools": json_values,
+            "tool_choice": json_values,
+            "text": st.one_of(
+                json_values,
+                st.fixed_dictionaries(
+                    {"format": st.one_of(json_values, st.just({"type": "json_schema"}))}
+                ),
+            ),
+            "previous_response_id": st.one_of(
+                weird_text, st.just("resp_id-1"), st.text(max_size=70).map(lambda t: "resp_" + t)
+            ),
+            "store": json_values,
+            "stream": json_values,
+            "metadata": json_values,
+            "max_output_tokens": json_values,
+        },
+    ).map(lambda v: json.dumps(v).encode()),
 )
 segments = st.one_of(weird_text, st.text(max_size=300)).map(
     lambda s: quote(s, safe="", errors="surrogatepass")  # a lone surrogate: bytes no UTF-8 has
@@ -108,6 +167,8 @@ routes = st.sampled_from(
         ("POST", "/v1/memory/consolidate"),
         ("PATCH", "/v1/memory"),
         ("POST", "/v1/chat/completions"),
+        ("POST", "/v1/responses"),
+        ("GET", "/v1/responses/{}"),
         ("GET", "/v1/models"),
         ("POST", "/mcp"),
         ("GET", "/mcp"),
@@ -227,6 +288,12 @@ SURROGATE_REQUESTS = [
         "/v1/chat/completions",
         {"messages": [{"role": "user", "content": "hi"}, {"role": "system", "content": "\udbff"}]},
         "messages.1.content",
+    ),
+    ("/v1/responses", {"input": "hi", "instructions": "be \udfff"}, "instructions"),
+    (
+        "/v1/responses",
+        {"input": [{"type": "function_call_output", "call_id": "c", "output": "\ud800"}]},
+        "input.0.output",
     ),
 ]
 

@@ -2,7 +2,8 @@
 key-safe (JWT subs like ``auth0|123``, unicode, slashes, dots, percent signs), do everything
 in any order: messages, memory_save, PUT, search, thread search, versions, rollback to
 another user's version id, memory_get with crafted paths, forget, chat completions on a
-session of the same name, MCP reads and searches. Every storage request made for an action
+session of the same name, MCP reads and searches, responses (every stored response's id
+tried, by GET and as previous_response_id). Every storage request made for an action
 names the acting user's key, and no response carries another user's data. Hypothesis
 generates the sequences (in-process app on the fakes)."""
 
@@ -28,7 +29,7 @@ from tests.fakes import make_runtime
 USERS = ["alice", "auth0|5f7c1e", "ユーザー", "a/b", "..", "alice/../bob", "bob%2F", "bob"]
 ACTIONS = [
     "message", "save", "put", "get", "search", "sessions_search", "versions",
-    "rollback", "ledger", "memory_get", "forget", "chat", "mcp",
+    "rollback", "ledger", "memory_get", "forget", "chat", "mcp", "responses",
 ]  # fmt: skip
 CRAFTED = [
     "MEMORY.md",
@@ -125,6 +126,14 @@ def act(rt, n: int, action: str, crafted: str) -> str:
             {"model": "m", "messages": [{"role": "user", "content": "What is my code word?"}]},
             {"x-session-id": "chat1"},
         )
+    if action == "responses":  # a stored response, then everyone's ids tried (the fake's
+        # ids count up: resp_id-<k>), as GET and as previous_response_id
+        made = request(
+            rt, "POST", "/v1/responses", user, {"input": f"My code word is {mark}. Say it."}
+        )
+        tried = [request(rt, "GET", f"/v1/responses/resp_id-{k}", user) for k in range(1, 30)]
+        follow = {"input": "What did I say?", "previous_response_id": f"resp_id-{n + 1}"}
+        return made + "".join(tried) + request(rt, "POST", "/v1/responses", user, follow)
     if action == "mcp":  # the MCP server: read, then search for everyone's marker
         calls = [("memory_read", {})] + [
             ("memory_search", {"query": f"marker{m}x"}) for m in range(len(USERS))
@@ -166,6 +175,7 @@ def run_steps(steps: list[tuple[int, str, str]]) -> list[str]:
     rt.table = Recorder(rt.table, seen)  # type: ignore[assignment]
     answers = []
     for n, action, crafted in steps:
+        Metrics().clear_metrics()  # each step is an invocation, whose metrics are its own
         seen.clear()
         answer = act(rt, n, action, crafted)
         own = User.from_id(USERS[n]).key
@@ -202,7 +212,7 @@ def check_sequence(steps) -> None:
     run_steps(steps)
 
 
-SEARCHES = ("search", "sessions_search", "mcp")
+SEARCHES = ("search", "sessions_search", "mcp", "responses")
 
 
 def test_each_user_finds_their_own_marker_where_the_others_find_none() -> None:
