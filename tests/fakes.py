@@ -445,6 +445,11 @@ class MemoryTable:
         self.calls.append("get_place")
         return self.places.get((user.key, key))
 
+    def delete_place(self, user: User, key: str) -> bool:
+        self.calls.append("delete_place")
+        with self.lock:
+            return self.places.pop((user.key, key), None) is not None
+
     def get_session(self, user: User, session_id: str) -> SessionState | None:
         self.calls.append("get_session")
         item = self.sessions.get((user.key, session_id))

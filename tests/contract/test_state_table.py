@@ -249,6 +249,16 @@ def test_a_pause_puts_its_places_and_a_lost_lease_puts_none(table: StateTable) -
     assert table.get_place(ALICE, "chat:p") == place
 
 
+def test_a_deleted_place_is_gone_and_deleting_it_again_says_so(table: StateTable) -> None:
+    table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
+    table.commit_turn(ALICE, "s1", "a", 1, NOW, places=[Place("resp:r", "s1", 1, 2_000_000_000)])
+
+    assert table.delete_place(BOB, "resp:r") is False  # another user's: untouched
+    assert table.delete_place(ALICE, "resp:r") is True
+    assert table.get_place(ALICE, "resp:r") is None
+    assert table.delete_place(ALICE, "resp:r") is False
+
+
 def test_forgetting_a_user_deletes_their_places(table: StateTable) -> None:
     table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
     table.commit_turn(ALICE, "s1", "a", 1, NOW, places=[Place("chat:x", "s1", 1, 2_000_000_000)])

@@ -27,6 +27,7 @@ TABLE_WRITES = {
     "pause_turn",
     "mark_consolidation_due",
     "purge_user",
+    "delete_place",
 }
 outcomes = {"requests": 0, "5xx": 0, "refused": 0, "refused_with_writes": 0, "bad_errors": 0}
 
@@ -169,6 +170,7 @@ routes = st.sampled_from(
         ("POST", "/v1/chat/completions"),
         ("POST", "/v1/responses"),
         ("GET", "/v1/responses/{}"),
+        ("DELETE", "/v1/responses/{}"),
         ("GET", "/v1/models"),
         ("POST", "/mcp"),
         ("GET", "/mcp"),

@@ -304,3 +304,21 @@ def test_a_request_without_identity_is_a_401_in_openais_shape() -> None:
     status, answer, _ = respond(rt, {"input": "hi"}, user=None)
 
     assert status == 401 and answer["error"]["type"] == "authentication_error"
+
+
+def test_a_deleted_response_is_no_longer_found_and_its_session_stays() -> None:
+    rt, _ = runtime("Kept a moment.")
+    _, made, headers = respond(rt, {"input": "one"})
+
+    event = http_event("DELETE", f"/v1/responses/{made['id']}", headers={"x-user-id": "mallory"})
+    foreign = build_app(rt).resolve(event, context_for("AgentCallFunction"))
+    assert foreign["statusCode"] == 404 and fetch(rt, made["id"])[0] == 200
+    event = http_event("DELETE", f"/v1/responses/{made['id']}", headers={"x-user-id": "alice"})
+    deleted = build_app(rt).resolve(event, context_for("AgentCallFunction"))
+
+    assert deleted["statusCode"] == 200
+    assert json.loads(deleted["body"]) == {"id": made["id"], "object": "response", "deleted": True}
+    assert fetch(rt, made["id"])[0] == 404
+    again = build_app(rt).resolve(event, context_for("AgentCallFunction"))
+    assert again["statusCode"] == 404
+    assert rt.table.get_session(ALICE, headers["X-Session-Id"]).turn == 1

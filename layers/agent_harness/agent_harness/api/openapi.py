@@ -219,18 +219,16 @@ def openapi_document() -> dict[str, Any]:
             ),
         },
         "/v1/responses/{response_id}": {
-            "get": op(
-                "A stored response, as it was created",
-                _ok("a response"),
-                parameters=[
-                    {
-                        "name": "response_id",
-                        "in": "path",
-                        "required": True,
-                        "schema": {"type": "string", "pattern": "^resp_[A-Za-z0-9_-]{1,64}$"},
-                    }
-                ],
-            ),
+            "parameters": [
+                {
+                    "name": "response_id",
+                    "in": "path",
+                    "required": True,
+                    "schema": {"type": "string", "pattern": "^resp_[A-Za-z0-9_-]{1,64}$"},
+                }
+            ],
+            "get": op("A stored response, as it was created", _ok("a response")),
+            "delete": op("Forget a stored response", _ok('{"id", "object", "deleted": true}')),
         },
         "/v1/models": {"get": op("The model this API serves", _ok("a model list"))},
         "/mcp": {

@@ -15,8 +15,11 @@ from agent_harness.api.http import Http, json_response, text_response
 from agent_harness.errors import HarnessError, InvalidRequestError, UnauthorizedError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from aws_lambda_powertools.event_handler import Response
 
+    from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
 __all__ = ["protocol_routes"]
@@ -69,11 +72,23 @@ def protocol_routes(rt: Runtime) -> Router:
 
     @router.get("/v1/responses/<response_id>")
     def response(response_id: str) -> Response[str]:
-        from agent_harness.api.openai_compat import openai_error
         from agent_harness.api.responses import get_response
 
+        return _stored_response(get_response, response_id)
+
+    @router.delete("/v1/responses/<response_id>")
+    def forget_response(response_id: str) -> Response[str]:
+        from agent_harness.api.responses import delete_response
+
+        return _stored_response(delete_response, response_id)
+
+    def _stored_response(
+        serve: Callable[[Runtime, User, str], tuple[int, str, dict[str, str]]], response_id: str
+    ) -> Response[str]:
+        from agent_harness.api.openai_compat import openai_error
+
         try:
-            answer = get_response(rt, http.user(), response_id)
+            answer = serve(rt, http.user(), response_id)
         except HarnessError as exc:
             answer = openai_error(exc)
         return _openai_answer(answer)

@@ -16,8 +16,9 @@ injection, recall, the memory tools and the flush work alike:
     tool_choice, text.format, temperature, top_p, max_output_tokens
                           reach the agent model as ``TurnOptions`` (api/openai_options)
     store (default true)  the response is kept PLACE_DAYS days, in the transaction that
-                          ends the turn: GET answers it, previous_response_id finds it;
-                          with false, neither (the turn is still the session's memory)
+                          ends the turn: GET answers it, previous_response_id finds it,
+                          DELETE forgets it; with false, none of them (the turn is still
+                          the session's memory)
     stream: true          OpenAI's events in one buffered answer (API Gateway does not
                           stream)
     errors                OpenAI's error object, with our status codes (openai_error)
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
-__all__ = ["FORK_TURNS", "create_response", "get_response"]
+__all__ = ["FORK_TURNS", "create_response", "delete_response", "get_response"]
 
 #: the turns of a session a fork from one of its earlier responses carries over
 FORK_TURNS = 200
@@ -291,3 +292,14 @@ def get_response(rt: Runtime, user: User, response_id: str) -> Answer:
         raise ResponseNotFoundError(f"No response found with id '{response_id}'.")
     headers = {"Content-Type": "application/json", "X-Session-Id": place.session_id}
     return 200, place.body, headers
+
+
+def delete_response(rt: Runtime, user: User, response_id: str) -> Answer:
+    """Forget a stored response: GET and previous_response_id no longer find it (the
+    turn stays the session's; DELETE /v1/sessions/... and forgetting the user remove
+    that)."""
+    place = _stored(rt, user, response_id)
+    if place is None or not rt.table.delete_place(user, f"resp:{response_id}"):
+        raise ResponseNotFoundError(f"No response found with id '{response_id}'.")
+    answer = {"id": response_id, "object": "response", "deleted": True}
+    return 200, json.dumps(answer), {"Content-Type": "application/json"}

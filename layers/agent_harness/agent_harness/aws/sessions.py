@@ -303,6 +303,15 @@ class DynamoSessionTable(DynamoItems):
         item = resp.get("Item")
         return place_of(key, item) if item else None
 
+    def delete_place(self, user: User, key: str) -> bool:
+        try:
+            resp = self._ddb.delete_item(
+                TableName=self._table, Key=place_key(user, key), ReturnValues="ALL_OLD"
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("deleting the conversation's place failed") from exc
+        return bool(resp.get("Attributes"))
+
     def get_session(self, user: User, session_id: str) -> SessionState | None:
         try:
             resp = self._ddb.get_item(
