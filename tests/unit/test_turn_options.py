@@ -134,6 +134,15 @@ def test_an_invalid_formatted_answer_gets_one_corrective_retry_not_kept() -> Non
     assert result.model_calls == 2 and result.usage.input_tokens == 20
 
 
+def test_an_invalid_answer_at_the_turns_last_call_gets_no_retry_past_the_cap() -> None:
+    model = ScriptedModel(tool_call("memory_search"), '{"city": "Oslo"}', '{"unused": 1}')
+    options = TurnOptions(response_format=STRICT)
+    with pytest.raises(ModelOutputError) as caught:
+        run_loop(model, START, tools=Box(), max_calls=2, options=options, caller=CALLER)
+    assert len(model.requests) == 2  # HARNESS_MAX_MODEL_CALLS holds: no third, corrective call
+    assert caught.value.code == "model_output_invalid" and "no model call left" in str(caught.value)
+
+
 def test_a_second_invalid_answer_is_model_output_invalid() -> None:
     model = ScriptedModel("not json", "[1, 2]")
     options = TurnOptions(response_format=ResponseFormat(type="json_object"))

@@ -107,7 +107,7 @@ def run_loop(
             continue
         if not message.tool_calls and opts.response_format is not None:
             message, spent, retries = formatted_answer(
-                model, request, message, opts.response_format
+                model, request, message, opts.response_format, may_retry=not last
             )
             usage += spent
             added.append(message)

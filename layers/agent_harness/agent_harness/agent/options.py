@@ -137,14 +137,26 @@ def _problems(text: str, fmt: ResponseFormat) -> tuple[str, list[str]]:
 
 
 def formatted_answer(
-    model: ChatModel, request: ChatRequest, answer: Message, fmt: ResponseFormat
+    model: ChatModel,
+    request: ChatRequest,
+    answer: Message,
+    fmt: ResponseFormat,
+    *,
+    may_retry: bool = True,
 ) -> tuple[Message, Usage, int]:
     """The final answer as ``fmt`` asks: as it is when valid, else after one corrective
-    call (not kept in the turn: only the valid answer is). Returns the answer, the
-    retry's usage and the calls made (0 or 1); a second invalid answer is a 502."""
+    call (not kept in the turn: only the valid answer is), if ``may_retry`` (the turn's
+    HARNESS_MAX_MODEL_CALLS not reached). Returns the answer, the retry's usage and the
+    calls made (0 or 1); an invalid answer that may not be retried, or a second one, is
+    a 502."""
     clean, problems = _problems(answer.content, fmt)
     if not problems:
         return answer.model_copy(update={"content": clean}), Usage(), 0
+    if not may_retry:
+        raise ModelOutputError(
+            f"the answer does not match response_format ({'; '.join(problems)}) and the "
+            "turn has no model call left for a corrective retry (HARNESS_MAX_MODEL_CALLS)"
+        )
     wanted = "a JSON object" if fmt.type == "json_object" else f"JSON valid against {fmt.name}"
     if fmt.json_schema is not None:
         wanted += " (schema: " + json.dumps(fmt.json_schema, ensure_ascii=False)[:4000] + ")"
