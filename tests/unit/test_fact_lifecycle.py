@@ -25,6 +25,7 @@ def test_an_id_is_the_day_and_the_words_whatever_the_tag_marks_case_and_spacing(
     assert L.startswith("2026-11-02.") and len(L) == len("2026-11-02.") + 8
     assert ledger_fact_id("2026-11-02", "[user]   the user LIVES in lisbon.  ") == L
     assert ledger_fact_id("2026-11-02", f"{LISBON} (until 2027-01-01)") == L
+    assert ledger_fact_id("2026-11-02", f"- [user] {LISBON}") == L
     assert ledger_fact_id("2026-11-03", LISBON) != L
 
 

@@ -17,6 +17,7 @@ from agent_harness import __version__
 from agent_harness.errors import ModelAuthError, ModelTimeoutError, StoreError
 from agent_harness.ids import User
 from agent_harness.mcp.server import HANDSHAKE_VERSIONS, handle_http
+from agent_harness.memory.facts.lifecycle import ledger_fact_id
 from agent_harness.memory.jobs.flush import run_post_turn_job
 from agent_harness.settings import Settings
 from tests.fakes import make_runtime
@@ -465,7 +466,12 @@ def test_input_schemas_carry_the_routes_names_and_limits() -> None:
         1,
         200,
     )
-    assert tools["thread_search"]["inputSchema"] == search
+    threads = tools["thread_search"]["inputSchema"]
+    lifecycle = {"include_superseded", "as_of"}  # memory_search's own: facts have lives
+    assert set(search["properties"]) - set(threads["properties"]) == lifecycle
+    assert {k: v for k, v in search["properties"].items() if k not in lifecycle} == threads[
+        "properties"
+    ]
     assert set(tools["memory_save"]["inputSchema"]["properties"]) == {
         "content",
         "timestamp",
@@ -482,6 +488,10 @@ def test_input_schemas_carry_the_routes_names_and_limits() -> None:
 
 
 # -- the tools -------------------------------------------------------------------------------
+#: a hit's lifecycle fields when it is no ledger fact (MEMORY.md): none (nulls are left out)
+UNDATED = {"recheck": []}
+
+
 def conforms(rt, tool: str, result: dict) -> dict:
     """structuredContent as the tool's outputSchema describes it."""
     assert result["isError"] is False, text(result)
@@ -506,16 +516,19 @@ def test_memory_save_then_memory_search_finds_the_fact_with_its_source(era) -> N
 
     found = call(rt, "memory_search", {"query": "aisle"}, era=era)
     AISLE = "- [save:mcp] Prefers aisle seats"
+    fact = ledger_fact_id("2026-11-30", AISLE)
     assert conforms(rt, "memory_search", found) == {
         "hits": [
-            {"path": "MEMORY.md", "line": 1, "text": AISLE, "authority": "save:mcp"},
-            {"path": "memory/2026-11-30.md", "line": 4, "text": AISLE, "authority": "save:mcp"},
+            {"path": "MEMORY.md", "line": 1, "text": AISLE, "authority": "save:mcp"} | UNDATED,
+            {"path": "memory/2026-11-30.md", "line": 4, "text": AISLE, "authority": "save:mcp"}
+            | UNDATED
+            | {"fact_id": fact, "state": "current"},
         ],
         "match_mode": "phrase",
     }
     assert text(found).splitlines()[1:] == [
         f"Source: MEMORY.md#1: {AISLE}",
-        f"Source: memory/2026-11-30.md#4: {AISLE}",
+        f"Source: memory/2026-11-30.md#4 (fact {fact}): {AISLE}",
     ]
     ranked = call(rt, "memory_search", {"query": "tea", "match_mode": "ranked", "limit": 1})
     assert [h["text"] for h in ranked["structuredContent"]["hits"]] == [
@@ -535,7 +548,7 @@ def test_a_blank_query_finds_nothing_and_says_so() -> None:
     found = call(rt, "memory_search", {"query": "x"})
     assert text(found).startswith("Found ")
     hit = {"path": "MEMORY.md", "line": 1, "text": "- [save:mcp] x", "authority": "save:mcp"}
-    assert found["structuredContent"]["hits"][0] == hit
+    assert found["structuredContent"]["hits"][0] == hit | UNDATED
 
 
 @pytest.mark.parametrize(

@@ -101,6 +101,11 @@ class _SearchArgs(BaseModel):
     matchMode: str | None = None  # the tool's public argument name
     limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
 
+
+class _MemorySearchArgs(_SearchArgs):
+    includeSuperseded: bool = False
+    asOf: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+
     @field_validator("matchMode")
     @classmethod
     def _mode(cls, value: str | None) -> str | None:
@@ -137,6 +142,20 @@ SEARCH_SCHEMA: dict[str, Any] = {
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
     },
     "required": ["query"],
+}
+MEMORY_SEARCH_SCHEMA: dict[str, Any] = {
+    **SEARCH_SCHEMA,
+    "properties": {
+        **SEARCH_SCHEMA["properties"],
+        "includeSuperseded": {
+            "type": "boolean",
+            "description": "also facts no longer current, labelled (default false)",
+        },
+        "asOf": {
+            "type": "string",
+            "description": "YYYY-MM-DD: what was current on that day",
+        },
+    },
 }
 GET_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -183,9 +202,11 @@ class MemoryTools:
                 "memory_search",
                 "Search long-term memory (MEMORY.md and the daily ledgers memory/*.md) "
                 "line by line. Use it before answering about earlier conversations, "
-                "decisions, dates, people or preferences. Hits read "
-                "'Source: <path>#<line>: <text>'.",
-                SEARCH_SCHEMA,
+                "decisions, dates, people or preferences. Only current facts: a fact "
+                "superseded, retracted or expired is left out unless includeSuperseded. "
+                "Hits read 'Source: <path>#<line> (fact <id>): <text>'; a hit marked "
+                "possibly outdated depends on a fact that changed.",
+                MEMORY_SEARCH_SCHEMA,
                 self.search,
             ),
             Tool(
@@ -225,7 +246,20 @@ class MemoryTools:
         return render(query, run(self.rt, self.user, query, mode, args.limit, self.rt.search_cache))
 
     def search(self, arguments: dict[str, Any]) -> str:
-        return self._search(arguments, search_memory, format_hits)
+        args = _MemorySearchArgs.model_validate(arguments)
+        query = args.query or ""
+        mode = parse_match_mode(args.matchMode)
+        hits = search_memory(
+            self.rt,
+            self.user,
+            query,
+            mode,
+            args.limit,
+            self.rt.search_cache,
+            include_superseded=args.includeSuperseded,
+            as_of=args.asOf,
+        )
+        return format_hits(query, hits)
 
     def thread_search(self, arguments: dict[str, Any]) -> str:
         from agent_harness.memory.threads import format_thread_hits, search_threads

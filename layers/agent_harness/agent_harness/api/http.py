@@ -49,6 +49,10 @@ def text_response(
     return Response(status_code=status, content_type=content_type, body=text, headers=headers or {})
 
 
+#: hit fields shown only when set: a ranked score, a ledger fact's id and lifecycle
+_OPTIONAL = ("score", "fact_id", "state", "by", "at", "recheck")
+
+
 def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response[str]:
     text = json.dumps(body, ensure_ascii=False)
     return text_response(status, content_types.APPLICATION_JSON, text, headers)
@@ -158,17 +162,27 @@ class Http:
             )
         return raw
 
-    def search(self, run: Callable[..., list[Any]], fields: tuple[str, ...]) -> Response[str]:
+    def search(
+        self,
+        run: Callable[..., list[Any]],
+        fields: tuple[str, ...],
+        body: type[SearchBody] = SearchBody,
+        **extra: str,
+    ) -> Response[str]:
         """A search route (memory or threads): blank queries say so; hits carry
-        ``fields`` (and the score when ranked)."""
+        ``fields`` (and the score when ranked, the others when set); ``extra`` names the
+        arguments of ``run`` that are fields of ``body``."""
         user = self.user()
-        request = self.body(SearchBody)
+        request = self.body(body)
         query = request.query or ""
         if not query.strip():
             return json_response(200, {"hits": [], "message": "no query provided"})
-        hits = run(self._rt, user, query, request.match_mode, request.limit, self._rt.search_cache)
+        given = {arg: getattr(request, name) for arg, name in extra.items()}
+        limit, cache = request.limit, self._rt.search_cache
+        hits = run(self._rt, user, query, request.match_mode, limit, cache, **given)
         rows = [
-            {f: getattr(h, f) for f in fields} | ({"score": h.score} if h.score is not None else {})
+            {f: getattr(h, f) for f in fields}
+            | {f: v for f in _OPTIONAL if (v := getattr(h, f, None)) not in (None, ())}
             for h in hits
         ]
         return json_response(200, {"hits": rows, "match_mode": request.match_mode})

@@ -14,6 +14,7 @@ from agent_harness.api.schemas import (
     BudgetBody,
     MemoryPutBody,
     MemorySaveBody,
+    MemorySearchBody,
     ReviewBody,
     RollbackBody,
 )
@@ -124,7 +125,9 @@ def memory_routes(rt: Runtime) -> Router:
     def memory_search() -> Response[str]:
         from agent_harness.memory.search import search_memory
 
-        return http.search(search_memory, ("path", "line", "text", "authority"))
+        fields = ("path", "line", "text", "authority")
+        lifecycle = {"include_superseded": "include_superseded", "as_of": "as_of"}
+        return http.search(search_memory, fields, MemorySearchBody, **lifecycle)
 
     @router.post("/v1/memory/save")
     def memory_save() -> Response[str]:

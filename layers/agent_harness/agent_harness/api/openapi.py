@@ -71,6 +71,7 @@ def openapi_document() -> dict[str, Any]:
         BudgetBody,
         MemoryPutBody,
         MemorySaveBody,
+        MemorySearchBody,
         MessageBody,
         ReviewBody,
         RollbackBody,
@@ -160,7 +161,7 @@ def openapi_document() -> dict[str, Any]:
             "get": op("One day's ledger", _ok("the ledger")),
         },
         "/v1/memory/search": {
-            "post": op("Search memory", _ok("hits"), requestBody=body(SearchBody)),
+            "post": op("Search memory", _ok("hits"), requestBody=body(MemorySearchBody)),
         },
         "/v1/memory/save": {
             "post": op("Save facts", _ok("saved"), requestBody=body(MemorySaveBody)),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -29,6 +30,7 @@ from agent_harness.memory.engine.index import (
 __all__ = [
     "MemoryPutBody",
     "MemorySaveBody",
+    "MemorySearchBody",
     "MessageBody",
     "ReviewBody",
     "RollbackBody",
@@ -177,6 +179,21 @@ class SearchBody(_Body):
     @classmethod
     def _mode(cls, value: Any) -> Mode:
         return parse_match_mode(value)
+
+
+class MemorySearchBody(SearchBody):
+    """memory_search's: current facts only, unless ``include_superseded``; ``as_of`` a day
+    (YYYY-MM-DD) answers from the ledgers as they stood at its end."""
+
+    include_superseded: StrictBool = False
+    as_of: StrictStr | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+
+    @field_validator("as_of")
+    @classmethod
+    def _day(cls, value: str | None) -> str | None:
+        if value is not None:
+            date.fromisoformat(value)  # 2026-02-30 is no day
+        return value
 
 
 #: how many turns one save may name as its source

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, create_model
 
-from agent_harness.api.schemas import MemorySaveBody, SearchBody
+from agent_harness.api.schemas import MemorySaveBody, MemorySearchBody, SearchBody
 from agent_harness.errors import HarnessError
 from agent_harness.ids import SESSION_ID_PATTERN, validate_session_id
 from agent_harness.memory import files
@@ -76,17 +76,27 @@ _AFTER_RECORDING = {
 
 
 # -- handlers: each one's name and docstring (title, description) are its tool's ----------
-def _memory_search(rt: Runtime, user: User, args: SearchBody) -> Output:
+def _memory_search(rt: Runtime, user: User, args: MemorySearchBody) -> Output:
     """Search memory
 
     Search the user's long-term memory (MEMORY.md and the daily ledgers
     memory/YYYY-MM-DD.md) line by line. Use it before answering about earlier
-    conversations, preferences, decisions, people or dates. Each hit is one line,
-    'Source: <path>#<line>: <text>'; read around it with memory_get."""
+    conversations, preferences, decisions, people or dates. Only current facts, unless
+    include_superseded. Each hit is one line, 'Source: <path>#<line> (fact <id>): <text>';
+    read around it with memory_get, correct a wrong fact by its id with memory_correct."""
     from agent_harness.memory.search import format_hits, search_memory
 
     query, mode = args.query or "", parse_match_mode(args.match_mode)  # null: phrase
-    hits = search_memory(rt, user, query, mode, args.limit, rt.search_cache)
+    hits = search_memory(
+        rt,
+        user,
+        query,
+        mode,
+        args.limit,
+        rt.search_cache,
+        include_superseded=args.include_superseded,
+        as_of=args.as_of,
+    )
     return format_hits(query, hits), {"hits": hits, "match_mode": mode}
 
 
@@ -196,6 +206,15 @@ _SEARCH: dict[str, dict[str, Any]] = {
     },
     "limit": {"description": "the most hits to return"},
 }
+#: memory_search's own: the fact lifecycle
+_MEMORY_SEARCH: dict[str, dict[str, Any]] = {
+    **_SEARCH,
+    "include_superseded": {
+        "description": "also return facts no longer current (superseded, retracted, "
+        "expired), each labelled with when and by what"
+    },
+    "as_of": {"description": "a day, YYYY-MM-DD: what memory held as current on that day"},
+}
 _SAVE: dict[str, dict[str, Any]] = {
     "content": {"description": "one fact per line, e.g. '- Prefers aisle seats'"},
     "timestamp": {"description": "when they were learned, with a UTC offset (default: now)"},
@@ -228,7 +247,7 @@ def tools() -> dict[str, _Tool]:
     return {
         tool.name: tool
         for tool in (
-            _Tool(SearchBody, _memory_search, memory_hits, False, _SEARCH),
+            _Tool(MemorySearchBody, _memory_search, memory_hits, False, _MEMORY_SEARCH),
             _Tool(MemoryGetArgs, _memory_get, None, False, {}),
             _Tool(NoArgs, _memory_read, document, False, {}),
             _Tool(MemorySaveBody, _memory_save, saved, True, _SAVE),

@@ -4,6 +4,14 @@ A thin service over the engine (``memory.engine.index``: the match modes and ran
 reader (``memory.engine.corpus``). Results keep file then line order for phrase/all/any
 (MEMORY.md first, then memory/** by path, archive included); ``ranked`` is best first.
 
+Current facts only (memory.engine.truth): a superseded, retracted or expired ledger fact,
+a retraction record, and a MEMORY.md line that restates a retired fact are left out;
+``include_superseded`` keeps them, each labelled with its state, by what and when.
+``as_of`` (a day) answers from the ledgers as they stood at its end: facts recorded
+later are not there, and what was current then is (MEMORY.md, which has no days, is left
+out). Every ledger hit carries its fact id, for memory_correct; a current fact whose
+ground changed (one it depends on was retired) carries ``recheck``: possibly outdated.
+
 Reading (docs/design.md#budgets): one GET of MEMORY.md, one LIST of memory/, concurrent
 GETs of the ledgers whose ETag is not in the warm per-container cache. A ranked query
 over ledgers that name turns also reads the thread-search segments the same way (one
@@ -20,43 +28,103 @@ from agent_harness.memory.engine import index
 from agent_harness.memory.engine.cache import building
 from agent_harness.memory.engine.corpus import load_memory_files, load_turn_texts
 from agent_harness.memory.engine.index import Hit, Mode, search_files
+from agent_harness.memory.engine.truth import Truth, day_of_path, truth_of
 from agent_harness.memory.facts.authority import parse_fact
+from agent_harness.memory.facts.ledger import day_of
+from agent_harness.paths import MEMORY_FILE
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
     from agent_harness.memory.engine.cache import MemoryIndexCache
     from agent_harness.runtime import Runtime
 
-__all__ = ["format_hits", "search_memory"]
+__all__ = ["format_hits", "label", "search_memory"]
+
+#: at most this many hits more are ranked, to fill ``limit`` once retired ones are out
+OVERFETCH = 200
 
 
 def search_memory(
-    rt: Runtime, user: User, query: str, mode: Mode, limit: int, cache: MemoryIndexCache
+    rt: Runtime,
+    user: User,
+    query: str,
+    mode: Mode,
+    limit: int,
+    cache: MemoryIndexCache,
+    *,
+    include_superseded: bool = False,
+    as_of: str | None = None,
 ) -> list[Hit]:
     if not query or not query.strip():
         return []
     with building():  # a cold query fills the cache; its joins are kept there too
         files = load_memory_files(rt, user, cache)
+        if as_of is not None:
+            files = [(p, f) for p, f in files if (day_of_path(p) or "9") <= as_of]
+        today = as_of or day_of(rt.clock.now(), rt.settings.zone)
+        truth = truth_of(files, today)
         turns = None
         weight = index.SOURCE_WEIGHT  # read at call time: the benchmark's ablation switches it
         if mode == "ranked" and weight and any(f.linked_groups() for _, f in files):
             turns = load_turn_texts(rt, user, cache)
-        hits = search_files(files, query, mode, limit, turns, weight)
-    return [replace(h, authority=_authority(h.text)) for h in hits]
+        retired = len(truth.life.facts) - len(truth.life.of_state("current"))
+        wanted = limit + (0 if include_superseded else min(retired, OVERFETCH))
+        hits = search_files(files, query, mode, wanted, turns, weight)
+    labelled = (_labelled(h, truth) for h in hits)
+    kept = [h for h in labelled if include_superseded or h.state in (None, "current")]
+    return kept[:limit]
 
 
-def _authority(text: str) -> str | None:
-    fact = parse_fact(text)
-    return fact.authority if fact is not None else None
+def _labelled(hit: Hit, truth: Truth) -> Hit:
+    parsed = parse_fact(hit.text)
+    authority = parsed.authority if parsed is not None else None
+    if hit.path == MEMORY_FILE:
+        gone = truth.restated(hit.text)
+        if gone is None:
+            return replace(hit, authority=authority)
+        status = truth.life.status[gone.id]
+        state, by, at = status.state, status.by, status.at
+        return replace(hit, authority=authority, fact_id=gone.id, state=state, by=by, at=at)
+    fact = truth.fact(hit.path, hit.text)
+    if fact is None:
+        return replace(hit, authority=authority)
+    status = truth.life.status[fact.id]
+    state = "record" if fact.is_record else status.state
+    return replace(
+        hit,
+        authority=authority,
+        fact_id=fact.id,
+        state=state,
+        by=status.by,
+        at=status.at,
+        recheck=tuple(status.recheck),
+    )
+
+
+def label(hit: Hit) -> str:
+    """What a hit's fact id and state say, for a reader: ``(fact <id>)``, and when it is
+    not current, since when and by what."""
+    if hit.fact_id is None:
+        return ""
+    if hit.state in (None, "current"):
+        note = f" (fact {hit.fact_id}"
+        if hit.recheck:
+            note += f"; possibly outdated: {', '.join(hit.recheck)} changed"
+        return note + ")"
+    if hit.state == "record":
+        return f" (record {hit.fact_id})"
+    when = f" {hit.at}" if hit.at else ""
+    by = f" by {hit.by}" if hit.by else ""
+    return f" (fact {hit.fact_id}: {hit.state}{when}{by}; no longer current)"
 
 
 def format_hits(query: str, hits: list[Hit]) -> str:
-    """The tool's text answer: ``Source: <path>#<line>: <text>`` per hit (a fact's text
-    starts with its authority, ``[user] ...``)."""
+    """The tool's text answer: ``Source: <path>#<line> (fact <id>): <text>`` per hit (a
+    fact's text starts with its authority, ``[user] ...``)."""
     if not query or not query.strip():
         return "No query provided"
     if not hits:
         return f"No matching memories found for: {query}"
     noun = "match" if len(hits) == 1 else "matches"
-    rows = [f"Source: {h.path}#{h.line}: {h.text.strip()}" for h in hits]
+    rows = [f"Source: {h.path}#{h.line}{label(h)}: {h.text.strip()}" for h in hits]
     return f"Found {len(hits)} {noun} for: {query}\n" + "\n".join(rows)

@@ -82,7 +82,7 @@ _IGNORED = frozenset(
         "most say said user 我 的 是 了 吗 什么 "
     ).split()
 )
-_SOURCE_HIT = re.compile(r"^Source: (\S+#\d+): (.*)$", re.MULTILINE)
+_SOURCE_HIT = re.compile(r"^Source: (\S+#\d+)(?: \([^)]*\))?: (.*)$", re.MULTILINE)
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _QUESTION = re.compile(
     r"\?|？|^\s*(?:what|which|who|when|where|why|how|do|does|did|is|are|am|can|could)\b",

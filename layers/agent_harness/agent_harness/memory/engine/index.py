@@ -103,6 +103,14 @@ class Hit:
     score: float | None = None
     #: who the fact's words come from (memory.facts.authority; memory_search sets it)
     authority: str | None = None
+    #: a ledger fact's id and where it stands (memory.engine.truth; memory_search sets
+    #: them): current, superseded, retracted, expired, or record; by what and when
+    fact_id: str | None = None
+    state: str | None = None
+    by: str | None = None
+    at: str | None = None
+    #: the retired facts this current one depended on: it may be outdated
+    recheck: tuple[str, ...] = ()
 
 
 class LinkedTexts(Protocol):

@@ -144,9 +144,11 @@ def render_marks(text: str, marks: Marks) -> str:
 
 
 def ledger_fact_id(day: str, text: str) -> str:
-    """The id of the fact ``text`` (its words: tag, marks, case and spacing aside) in the
-    ledger of ``day``."""
-    words = " ".join(strip_tags(split_marks(strip_tags(text))[0]).casefold().split())
+    """The id of the fact ``text`` (a line or its text: bullet, tag, marks, case and
+    spacing aside) in the ledger of ``day``."""
+    fact = parse_fact(text)
+    body = fact.text if fact is not None else text
+    words = " ".join(strip_tags(split_marks(strip_tags(body))[0]).casefold().split())
     return f"{day}.{hashlib.sha256(words.encode()).hexdigest()[:8]}"
 
 
