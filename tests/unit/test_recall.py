@@ -241,3 +241,74 @@ def test_the_budget_caps_the_whole_recall_message_frame_included(budget: int) ->
     # one does, so it is not stopped at 60 lines
     assert budget - tokens < 40 + budget // 25
     assert len(record["memory"]["recalled"]) > (60 if budget == 4000 else 0)
+
+
+# -- the current truth ---------------------------------------------------------------------
+MOVED = (
+    "\n## Flush — 2026-03-20T10:00:00Z\n> source: session=new turns=2 model=offline\n"
+    "- Alice's sister Maria moved to Lisbon (supersedes {porto})\n"
+)
+
+
+def test_recall_shows_the_fact_that_replaced_a_superseded_one_and_not_the_old_one() -> None:
+    from agent_harness.memory.facts.lifecycle import ledger_fact_id
+
+    rt, model = runtime()
+    porto = ledger_fact_id(
+        "2026-03-02", "Alice's sister Maria lives in Porto and visits every August"
+    )
+    rt.store.put(ALICE, "memory/2026-03-20.md", MOVED.format(porto=porto), create_only=True)
+    rt.store.put(
+        ALICE, "MEMORY.md", "- Alice's sister Maria lives in Porto and visits every August\n"
+    )
+
+    run_turn(rt, ALICE, "fresh", "Where does my sister Maria live?")
+
+    [request] = model.requests
+    block = recalled_block(request) or ""
+    assert "Maria moved to Lisbon" in block and "Porto" not in block
+    # MEMORY.md still says Porto until the next consolidation: the injection leaves it out
+    assert "Porto" in rt.store.text(ALICE, "MEMORY.md")
+    assert not any("Porto" in m.content for m in request.messages)
+
+
+def test_a_fact_whose_ground_changed_is_recalled_labelled_possibly_outdated() -> None:
+    from agent_harness.memory.facts.lifecycle import ledger_fact_id
+
+    rt, model = runtime()
+    porto = ledger_fact_id(
+        "2026-03-02", "Alice's sister Maria lives in Porto and visits every August"
+    )
+    visit = "- Alice plans to visit Maria in Porto in May (depends {porto})\n"
+    rt.store.put(
+        ALICE,
+        "memory/2026-03-10.md",
+        "\n## Flush — 2026-03-10T10:00:00Z\n" + visit.format(porto=porto),
+        create_only=True,
+    )
+    rt.store.put(ALICE, "memory/2026-03-20.md", MOVED.format(porto=porto), create_only=True)
+
+    run_turn(rt, ALICE, "fresh", "When do I visit Maria in May?")
+
+    block = recalled_block(model.requests[0]) or ""
+    assert "visit Maria in Porto in May" in block
+    assert "possibly outdated: a fact it depends on changed" in block
+
+
+def test_of_two_unmarked_facts_about_one_thing_the_newer_is_recalled_first() -> None:
+    old = "\n## Flush — 2026-01-05T10:00:00Z\n- Alice's gym membership is at FitOne downtown\n"
+    new = "\n## Flush — 2026-02-05T10:00:00Z\n- Alice's gym membership is at PowerHouse now\n"
+    found = files(**{"memory/2026-01-05.md": old, "memory/2026-02-05.md": new})
+    from agent_harness.memory.engine.truth import truth_of
+
+    lines = select_lines(
+        found,
+        "Which gym membership does Alice have? FitOne downtown?",
+        shown="",
+        counter=TokenCounter(),
+        max_tokens=500,
+        min_score=0,
+        truth=truth_of(found, "2026-03-01"),
+    )
+
+    assert [line.day for line in lines[:2]] == ["2026-02-05", "2026-01-05"]

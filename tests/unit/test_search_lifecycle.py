@@ -132,3 +132,27 @@ def test_a_bad_as_of_is_a_422_and_a_fact_said_again_after_it_was_retired_is_curr
         "MEMORY.md",
         "memory/2026-11-28.md",
     }
+
+
+def test_the_injection_keeps_a_persons_own_line_unless_the_user_or_an_operator_retired_it() -> None:
+    from agent_harness.memory.engine.file_index import FileIndex
+    from agent_harness.memory.engine.truth import truth_of
+
+    lisbon = ledger_fact_id("2026-11-02", LISBON)
+    ledgers = {
+        "memory/2026-11-02.md": f"\n## Flush — 2026-11-02T09:00:00Z\n- [assistant] {LISBON}\n",
+        "memory/2026-11-20.md": "\n## Memory Save — 2026-11-20T10:00:00Z\n"
+        f"- [save:agent] {BERLIN} (supersedes {lisbon})\n",
+    }
+    files = [(p, FileIndex.build(t)) for p, t in ledgers.items()]
+    truth = truth_of(files, "2026-11-30")
+    memory_md = f"- [operator] {LISBON}\n- [assistant] {LISBON}\n- [user] Likes tea.\n"
+
+    assert truth.current_memory(memory_md) == f"- [operator] {LISBON}\n- [user] Likes tea.\n"
+    by_user = {
+        **ledgers,
+        "memory/2026-11-20.md": "\n## Flush — 2026-11-20T10:00:00Z\n"
+        f"- [user] {BERLIN} (supersedes {lisbon})\n",
+    }
+    truth = truth_of([(p, FileIndex.build(t)) for p, t in by_user.items()], "2026-11-30")
+    assert truth.current_memory(memory_md) == "- [user] Likes tea.\n"

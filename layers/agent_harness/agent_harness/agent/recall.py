@@ -11,7 +11,8 @@ month changed since (after a turn, the current month's)."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,8 +31,10 @@ from agent_harness.memory.engine.corpus import (
     load_segments,
 )
 from agent_harness.memory.engine.segments import record_text
+from agent_harness.memory.engine.truth import truth_of
 from agent_harness.memory.facts.authority import fact_id
 from agent_harness.memory.facts.gate import Policy
+from agent_harness.memory.facts.ledger import day_of
 from agent_harness.memory.recall import (
     MESSAGE_CHARS,
     PastMessages,
@@ -88,6 +91,20 @@ class Recall:
         self._ledgers = _READERS.submit(read, load_ledgers, joint, LEDGER_DIR)
         self._segments = _READERS.submit(read, load_segments, joint, SEGMENT_DIR)
 
+    def current_memory(self, memory: StoredObject | None, loaded_at: str) -> StoredObject | None:
+        """MEMORY.md as the turn injects it: without lines that restate a fact since
+        superseded, retracted or expired (memory.engine.truth), from the ledgers this
+        recall reads anyway. A failed read leaves MEMORY.md as stored."""
+        if memory is None:
+            return None
+        try:
+            files = self._ledgers.result()
+        except HarnessError:
+            return memory  # message() reports the failure
+        day = day_of(datetime.fromisoformat(loaded_at), self._rt.settings.zone)
+        current = truth_of(files, day).current_memory(memory.content)
+        return memory if current == memory.content else replace(memory, content=current)
+
     def message(
         self,
         memory: StoredObject | None,
@@ -109,10 +126,12 @@ class Recall:
             logger.warning("recall skipped: reading the ledgers failed", extra={"error": str(exc)})
             metrics.add_metric("RecallFailures", MetricUnit.Count, 1)
             return RecallResult(None, 0, [], RecallReport())
+        settings = self._rt.settings
+        truth = truth_of(files, day_of(datetime.fromisoformat(loaded_at), settings.zone))
         if memory is not None:
             files = [(memory.path, index_read(self._rt.search_cache, self._user, memory)), *files]
         shown = markup.extract(reference.content, markup.MEMORY) or "" if reference else ""
-        settings, counter = self._rt.settings, self._rt.counter
+        counter = self._rt.counter
         budget = settings.recall_max_tokens  # the whole message: frame and lines
         report = RecallReport()
         with building():  # a cold ranking indexes the files once, for the cache
@@ -127,6 +146,7 @@ class Recall:
                 messages=messages,
                 in_context=[text, *map(record_text, context)],
                 report=report,
+                truth=truth,
             )
         message, tokens = recall_reference(lines, counter, loaded_at)
         while lines and tokens > budget:  # lines counted apart can tokenize a bit longer

@@ -282,6 +282,8 @@ class _Turn:
         self, text: str, tools: list[ToolSpec], memory: StoredObject | None, recall: Recall | None
     ) -> TurnResult:
         reference, injection, recalled = None, MemoryInjection(), None
+        if recall is not None:  # MEMORY.md lags the ledgers: no retired fact is injected
+            memory = recall.current_memory(memory, iso(self.started))
         if self.tools_on or self.hooks_on:
             reference, injection = memory_reference(
                 memory, self.rt.counter, self.settings.consolidation_max_tokens, iso(self.started)

@@ -7,7 +7,9 @@ hit's state costs no request.
                        retraction or confirmation, which states no fact)
     a MEMORY.md line -> the retired fact it restates, if any (the same words, or the
                        same distinctive words): curated memory lags the ledgers until
-                       the next consolidation, and no reader shows a retired fact
+                       the next consolidation, and no reader shows a retired fact; the
+                       injection drops such lines (``current_memory``), a person's own
+                       kept unless the user or an operator retired the fact
 
 Built once per set of loaded files and day (the files are the per-container cache's, one
 object per ETag), so a warm container pays for it once per ledger change.
@@ -19,7 +21,13 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agent_harness.memory.facts.authority import distinctive, parse_fact, strip_tags
+from agent_harness.memory.facts.authority import (
+    OPERATOR,
+    USER,
+    distinctive,
+    parse_fact,
+    strip_tags,
+)
 from agent_harness.memory.facts.lifecycle import (
     LedgerFact,
     Lifecycle,
@@ -88,6 +96,32 @@ class Truth:
         if found is None or _words(found.text) in self._current_words:
             return None
         return found
+
+    def stale(self, text: str) -> list[int]:
+        """The lines of a MEMORY.md ``text`` (0-based) that restate a retired fact. A
+        person's own line (``[operator]``) stays unless the user or an operator retired
+        the fact: an edit outranks what a model or a tool later claimed."""
+        out = []
+        for number, line in enumerate(text.splitlines()):
+            gone = self.restated(line)
+            if gone is None:
+                continue
+            parsed = parse_fact(line)
+            if parsed is not None and parsed.authority == OPERATOR:
+                by = self.life.status[gone.id].by
+                retirer = self.life.facts[by].authority if by in self.life.facts else None
+                if retirer not in (OPERATOR, USER):
+                    continue
+            out.append(number)
+        return out
+
+    def current_memory(self, text: str) -> str:
+        """MEMORY.md's ``text`` without its stale lines (``stale``)."""
+        drop = set(self.stale(text))
+        if not drop:
+            return text
+        kept = [line for n, line in enumerate(text.splitlines()) if n not in drop]
+        return "\n".join(kept) + ("\n" if text.endswith("\n") else "")
 
 
 def truth_of(files: list[tuple[str, FileIndex]], on: str | None) -> Truth:
