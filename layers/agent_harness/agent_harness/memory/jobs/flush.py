@@ -61,11 +61,16 @@ from agent_harness.memory.facts.ledger import (
     render_section,
 )
 from agent_harness.memory.facts.lifecycle import Marks, render_marks, split_marks, strip_marks
-from agent_harness.memory.jobs.prompts import flush_messages, render_conversation
+from agent_harness.memory.jobs.prompts import (
+    FLUSH_CONTEXT_CHARS,
+    flush_messages,
+    render_conversation,
+)
 from agent_harness.memory.jobs.related import (
     checked_marks,
     load_ledger_texts,
     related_facts,
+    without_shown,
 )
 from agent_harness.memory.review import hold
 from agent_harness.memory.threads import index_turns
@@ -339,13 +344,17 @@ def _flush_chunk(
     settings = rt.settings
     model = rt.models.for_role("memory")
     shown = related_facts(rt, ledgers, day, ledger, _window_words(todo))
+    # a fact of the day shown with its id is left out of the day's ledger, which gives
+    # up the room it took: the request grows by the ids, not by the facts
+    view, moved = without_shown(ledger, day, shown)
     messages = flush_messages(
         render_conversation(todo),
         memory_md,
-        ledger,
+        view,
         day=day,
         zone=settings.timezone,
         prompt=settings.flush_prompt,
+        context_chars=max(0, FLUSH_CONTEXT_CHARS - moved),
         current=[(f.id, f.text) for f in shown.facts],
     )
     reply = model.complete(ChatRequest(messages=messages, purpose="flush"))

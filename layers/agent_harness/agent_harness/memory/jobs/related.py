@@ -27,21 +27,32 @@ from aws_lambda_powertools.metrics import MetricUnit
 from agent_harness.memory.engine.corpus import load_ledgers
 from agent_harness.memory.engine.file_index import FileIndex
 from agent_harness.memory.engine.index import rank
+from agent_harness.memory.facts.authority import parse_fact
 from agent_harness.memory.facts.authority import rank as authority_rank
-from agent_harness.memory.facts.lifecycle import LedgerFact, Marks, lifecycle_of
+from agent_harness.memory.facts.lifecycle import LedgerFact, Marks, ledger_fact_id, lifecycle_of
 from agent_harness.paths import ledger_date
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
-__all__ = ["RELATED_TOKENS", "Shown", "checked_marks", "load_ledger_texts", "related_facts"]
+__all__ = [
+    "NEWEST_FACTS",
+    "RELATED_TOKENS",
+    "Shown",
+    "checked_marks",
+    "load_ledger_texts",
+    "related_facts",
+    "without_shown",
+]
 
 logger = Logger(child=True)
 metrics = Metrics()
 
 #: the shown facts' text stays within this many tokens (the runtime's counter)
-RELATED_TOKENS = 600
+RELATED_TOKENS = 450
+#: the newest current facts shown even when they share no word with the turns
+NEWEST_FACTS = 3
 
 
 @dataclass(frozen=True)
@@ -86,10 +97,13 @@ def related_facts(
     if not current:
         return Shown()
     index = FileIndex.from_lines([f.text for f in current], sum(len(f.text) for f in current))
+    ranked = [current[hit.line - 1] for hit in rank([("", index)], window, limit=len(current))]
+    # then the newest: what changes a fact often shares no word with it ("I moved to
+    # Berlin" and "lives in Lisbon")
+    newest = sorted(current, key=lambda f: (f.recorded, f.day, f.line), reverse=True)
     chosen: list[LedgerFact] = []
     spent = 0
-    for hit in rank([("", index)], window, limit=len(current)):
-        fact = current[hit.line - 1]
+    for fact in dict.fromkeys([*ranked, *newest[:NEWEST_FACTS]]):
         cost = rt.counter.count(f"[{fact.id}] {fact.text}")
         if spent + cost > RELATED_TOKENS:
             continue
@@ -98,6 +112,21 @@ def related_facts(
         if len(chosen) >= limit:
             break
     return Shown(chosen)
+
+
+def without_shown(ledger: str, day: str, shown: Shown) -> tuple[str, int]:
+    """The day's ledger without the lines of the facts ``shown`` (a fact is shown once,
+    with its id), and the characters those lines took."""
+    ids = set(shown.by_id())
+    kept: list[str] = []
+    removed = 0
+    for line in ledger.split("\n"):
+        fact = parse_fact(line)
+        if fact is not None and ledger_fact_id(day, fact.text) in ids:
+            removed += len(line) + 1
+        else:
+            kept.append(line)
+    return "\n".join(kept), removed
 
 
 def _day(value: str | None) -> str | None:
