@@ -9,10 +9,10 @@
                           window's words, best first
                        -> at most HARNESS_FLUSH_RELATED_FACTS, within RELATED_TOKENS
 
-The model may answer marks naming these ids only (docs/design.md#the-flushs-lifecycle-
-contract); ``checked_marks`` keeps of an answer's marks those naming a shown fact that
-the line's authority may retire (the rule ``lifecycle_of`` applies when reading), so the
-ledger carries no mark it would refuse.
+The model may answer marks naming these ids only (the contract:
+docs/design.md#the-flushs-lifecycle-contract); ``checked_marks`` keeps of an answer's
+marks those naming a shown fact that the line's authority may retire (the rule
+``lifecycle_of`` applies when reading), so the ledger carries no mark it would refuse.
 """
 
 from __future__ import annotations
