@@ -270,3 +270,29 @@ def test_a_warm_flush_reads_the_other_days_ledgers_from_the_cache() -> None:
     ledger_gets = [p for kind, p in rt.store.calls if kind == "get" and p.startswith("memory/")]
     assert set(ledger_gets) == {f"memory/{DAY}.md"}  # only the day's, which changed
     assert [p for p in listed if p.startswith("memory")] == ["memory/"]  # one LIST
+
+
+def test_a_custom_flush_prompt_gets_the_block_and_the_same_checks() -> None:
+    memory = ScriptedModel(f"- The user lives in Berlin. (supersedes {LISBON_ID})")
+    custom = "Write facts as bullets, or NO_REPLY."
+    rt = make_runtime(memory=memory, settings=Settings(flush_prompt=custom))
+    seed(rt, f"- [user] {LISBON}")
+    add_turn(rt, 1, "I live in Berlin.")
+    flush(rt, 1)
+
+    assert memory.requests[0].messages[0].content == custom
+    assert f"[{LISBON_ID}] {LISBON}" in shown_block(memory)
+    assert lifecycle_of(ledgers(rt)).status[LISBON_ID].state == "superseded"
+
+
+def test_the_offline_model_retracts_what_the_user_does_not_do_anymore() -> None:
+    rt = make_runtime()
+    seed(rt, "- [user] User said: I drink coffee every morning.", f"- [user] {LISBON}")
+    add_turn(rt, 1, "I don't drink coffee anymore.")
+    flush(rt, 1)
+
+    life = lifecycle_of(ledgers(rt))
+    coffee = ledger_fact_id(EARLIER, "User said: I drink coffee every morning.")
+    assert life.status[coffee].state == "retracted" and life.current(LISBON_ID)
+    today = rt.store.text(ALICE, f"memory/{DAY}.md") or ""
+    assert today.count("coffee") == 1  # the retraction, not also a fact "I don't drink..."
