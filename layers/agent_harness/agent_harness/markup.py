@@ -17,6 +17,7 @@ __all__ = ["TAGS", "extract", "inert", "message", "read_messages", "wrap"]
 CONVERSATION = "conversation"
 MEMORY_MD = "memory_md"
 LEDGER_TODAY = "ledger_today"
+CURRENT_FACTS = "current_facts"
 CURRENT_MEMORY = "current_memory"
 NEW_ENTRIES = "new_ledger_entries"
 HARNESS_CONTEXT = "harness_context"
@@ -28,8 +29,8 @@ SUMMARY = "conversation_summary"
 PREVIOUS_SUMMARY = "previous_summary"
 #: every tag a prompt or an injected message uses
 TAGS = (
-    CONVERSATION, MEMORY_MD, LEDGER_TODAY, CURRENT_MEMORY, NEW_ENTRIES, HARNESS_CONTEXT,
-    MEMORY, RECALLED, MESSAGES, MESSAGE, SUMMARY, PREVIOUS_SUMMARY,
+    CONVERSATION, MEMORY_MD, LEDGER_TODAY, CURRENT_FACTS, CURRENT_MEMORY, NEW_ENTRIES,
+    HARNESS_CONTEXT, MEMORY, RECALLED, MESSAGES, MESSAGE, SUMMARY, PREVIOUS_SUMMARY,
 )  # fmt: skip
 
 

@@ -99,6 +99,7 @@ ENV: dict[str, str] = {
     "consolidation_max_input_bytes": "HARNESS_CONSOLIDATION_MAX_INPUT_BYTES",
     "flush_trigger": "HARNESS_FLUSH_TRIGGER",
     "flush_prompt": "HARNESS_FLUSH_PROMPT",
+    "flush_related_facts": "HARNESS_FLUSH_RELATED_FACTS",
     "consolidation_prompt": "HARNESS_CONSOLIDATION_PROMPT",
     "redact_pii": "HARNESS_REDACT_PII",
     "instruction_facts": "HARNESS_INSTRUCTION_FACTS",
@@ -221,6 +222,9 @@ class Settings(BaseModel):
     flush_trigger: str = "always"
     #: custom flush system prompt (no placeholders; must name the NO_REPLY sentinel)
     flush_prompt: str | None = None
+    #: the user's current facts most related to a flush's turns shown to the memory
+    #: model with their ids, so it may supersede or retract them (0: none shown)
+    flush_related_facts: int = Field(default=30, ge=0, le=200)
     #: custom consolidation prompt: exactly one {max_tokens} and one {max_chars}
     consolidation_prompt: str | None = None
     #: PII removed from flushed facts: "none" or a comma list of "email", "phone"

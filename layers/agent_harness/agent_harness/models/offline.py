@@ -13,7 +13,10 @@ It reads the same prompts a real model gets and behaves by purpose:
     flush        extracts first-person durable statements ("I prefer…", "remember…",
                  "we decided…", "我喜欢…", "记住…") of the user's messages as
                  ``- User said: …`` bullets, and of tool results as ``- A tool result
-                 (<name>) said: …`` (a naive reader: the gate judges them), or NO_REPLY
+                 (<name>) said: …`` (a naive reader: the gate judges them), or NO_REPLY;
+                 never one of the current facts it is shown; on the user's explicit
+                 cues ("I moved to …", "I no longer …", "forget that …") it answers
+                 lifecycle marks naming them (models.offline_marks)
     consolidate  merges new ledger bullets into MEMORY.md by normalised de-duplication
     compact      summarises extractively (the first sentence of each message, after the
                  points of the previous summary; the newest 40 points)
@@ -44,6 +47,7 @@ from agent_harness.models.base import (
     forced_tool,
 )
 from agent_harness.models.instance import minimal_instance
+from agent_harness.models.offline_marks import lifecycle_bullets, shown_facts
 from agent_harness.text import WORD, fold, tokens
 
 if TYPE_CHECKING:
@@ -366,7 +370,12 @@ class OfflineChatModel:
             )
             if block
         )
-        facts = extract_facts(conversation, known)
+        shown = shown_facts(prompt)
+        known += "".join(f"\n{text}" for _, text in shown)  # never restated
+        cues = lifecycle_bullets(conversation, shown)
+        cued = {normalise(sentence) for sentence, _ in cues}
+        facts = [f for f in extract_facts(conversation, known) if normalise(f) not in cued]
+        facts += [bullet for _, lines in cues for bullet in lines]
         return "\n".join(facts) if facts else NO_REPLY
 
     @staticmethod

@@ -27,6 +27,7 @@ from agent_harness.clock import iso
 from agent_harness.errors import ModelOutputError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from datetime import datetime
     from zoneinfo import ZoneInfo
 
@@ -219,20 +220,26 @@ def clean_bullets(output: str) -> list[str]:
     return bullets[:MAX_BULLETS]
 
 
-def _fact_key(bullet: str) -> str:
-    """A fact's words, its bullet and tag aside (the same statement twice is one)."""
+def _fact_key(bullet: str, words: Callable[[str], str] | None = None) -> str:
+    """A fact's words, its bullet and tag aside (the same statement twice is one);
+    ``words`` maps the rest to the words compared (the flush: its lifecycle marks aside)."""
     body = _TAG.sub("", bullet.removeprefix("- "), count=1)
+    if words is not None:
+        body = words(body)
     return " ".join(body.casefold().split()).rstrip(".!")
 
 
-def new_facts(bullets: list[str], ledger: str) -> list[str]:
+def new_facts(
+    bullets: list[str], ledger: str, *, words: Callable[[str], str] | None = None
+) -> list[str]:
     """``bullets`` without those the day's ledger already holds verbatim (case and
-    spacing aside) and without repeats among themselves: the same statement made twice
-    (a retried call, a message sent again) lands once."""
-    seen = {_fact_key(line) for line in ledger.splitlines() if line.startswith("- ")}
+    spacing aside; ``words``: compared on what it keeps of each line, tag aside) and
+    without repeats among themselves: the same statement made twice (a retried call, a
+    message sent again) lands once."""
+    seen = {_fact_key(line, words) for line in ledger.splitlines() if line.startswith("- ")}
     kept: list[str] = []
     for bullet in bullets:
-        key = _fact_key(bullet)
+        key = _fact_key(bullet, words)
         if key not in seen:
             seen.add(key)
             kept.append(bullet)

@@ -10,9 +10,12 @@
       -> index turns I+1..N into index/threads/YYYY-MM.jsonl          S3 CAS append
       -> per ledger day (the day of each turn, in the configured zone), 40 turns a call:
            skip turns a section already covers (source line)          idempotency
-           memory model: flush prompt                                  LLM (memory role)
+           the user's current facts most related to the turns          memory.jobs.related
+             (every ledger once a job: cached, one LIST, GETs of changes)  S3 LIST, GETs
+           memory model: flush prompt, those facts with their ids       LLM (memory role)
            each fact's authority: whose words in the turns support it   deterministic
-           the gate: structure, secrets, PII, instructions, claims      memory.facts.gate
+           its marks: only shown ids its authority may retire           lifecycle contract
+           the gate on the text without marks; marks re-attached        memory.facts.gate
            held lines -> review/queue.jsonl                            S3 CAS (if any)
            append "## Flush — <time>" + source + "- [authority] fact"  S3 CAS append
       -> cursor := N (never backwards); user marked due                DynamoDB
@@ -42,8 +45,13 @@ from agent_harness.ids import User, validate_session_id
 from agent_harness.jobs import PostTurnJob
 from agent_harness.keys import shard_name
 from agent_harness.memory.engine.corpus import refresh_snapshots
-from agent_harness.memory.facts.authority import attribute, disown, message_authority
-from agent_harness.memory.facts.gate import Candidate, Policy, admit
+from agent_harness.memory.facts.authority import (
+    attribute,
+    disown,
+    message_authority,
+    parse_fact,
+)
+from agent_harness.memory.facts.gate import Admitted, Candidate, Policy, admit
 from agent_harness.memory.facts.ledger import (
     Source,
     clean_bullets,
@@ -52,7 +60,18 @@ from agent_harness.memory.facts.ledger import (
     new_facts,
     render_section,
 )
-from agent_harness.memory.jobs.prompts import flush_messages, render_conversation
+from agent_harness.memory.facts.lifecycle import Marks, render_marks, split_marks, strip_marks
+from agent_harness.memory.jobs.prompts import (
+    FLUSH_CONTEXT_CHARS,
+    flush_messages,
+    render_conversation,
+)
+from agent_harness.memory.jobs.related import (
+    checked_marks,
+    load_ledger_texts,
+    related_facts,
+    without_shown,
+)
 from agent_harness.memory.review import hold
 from agent_harness.memory.threads import index_turns
 from agent_harness.models.base import ChatRequest
@@ -275,6 +294,7 @@ def flush_turns(
     settings = rt.settings
     outcome = FlushOutcome("flushed", turns=[r.turn for r in records])
     memory_md: str | None = None
+    ledgers: dict[str, str] | None = None
     for day, group in groupby(records, key=lambda r: day_of(r.created(), settings.zone)):
         day_turns = list(group)
         for start in range(0, len(day_turns), TURNS_PER_CALL):
@@ -282,7 +302,9 @@ def flush_turns(
             if memory_md is None:
                 existing = rt.store.get(user, MEMORY_FILE)
                 memory_md = existing.content if existing else ""
-            facts = _flush_chunk(rt, user, session_id, day, chunk, memory_md)
+            if ledgers is None:
+                ledgers = load_ledger_texts(rt, user)
+            facts = _flush_chunk(rt, user, session_id, day, chunk, memory_md, ledgers)
             if facts:
                 outcome.facts += facts
                 if day not in outcome.days:
@@ -302,9 +324,16 @@ def flush_turns(
 
 
 def _flush_chunk(
-    rt: Runtime, user: User, session_id: str, day: str, chunk: list[TurnRecord], memory_md: str
+    rt: Runtime,
+    user: User,
+    session_id: str,
+    day: str,
+    chunk: list[TurnRecord],
+    memory_md: str,
+    ledgers: dict[str, str],
 ) -> int:
-    """Extract and append one chunk of one day's turns. Returns the facts appended."""
+    """Extract and append one chunk of one day's turns (shown the current facts of
+    ``ledgers`` most related to them). Returns the facts appended."""
     path = ledger_path(day)
     current = rt.store.get(user, path)
     ledger = current.content if current else ""
@@ -314,25 +343,35 @@ def _flush_chunk(
 
     settings = rt.settings
     model = rt.models.for_role("memory")
+    shown = related_facts(rt, ledgers, day, ledger, _window_words(todo))
+    # a fact of the day shown with its id is left out of the day's ledger, which gives
+    # up the room it took: the request grows by the ids, not by the facts
+    view, moved = without_shown(ledger, day, shown)
     messages = flush_messages(
         render_conversation(todo),
         memory_md,
-        ledger,
+        view,
         day=day,
         zone=settings.timezone,
         prompt=settings.flush_prompt,
+        context_chars=max(0, FLUSH_CONTEXT_CHARS - moved),
+        current=[(f.id, f.text) for f in shown.facts],
     )
     reply = model.complete(ChatRequest(messages=messages, purpose="flush"))
     record_spend(rt, user, "memory", reply.usage)
     bullets = clean_bullets(reply.message.content)  # raises ModelOutputError when malformed
     said = _said_by(todo)
-    candidates = []
+    candidates: list[tuple[Candidate, Marks]] = []
     for bullet in bullets:
-        # who said it is decided from the messages, never taken on the model's word
-        body = bullet.removeprefix("- ")
-        authority = attribute(body, said)
-        candidates.append(Candidate(disown(body, authority), authority))
-    admitted = admit(candidates, Policy.of(settings))
+        # who said it is decided from the messages, never taken on the model's word: on
+        # the fact's text, a retraction's on its why, marks aside
+        text, marks = split_marks(bullet.removeprefix("- "))
+        authority = attribute(text, said)
+        kept = checked_marks(marks, shown, authority)
+        if marks.is_record() and not kept.retracts:
+            continue  # a retraction of nothing it may retire (or a confirmation): no line
+        candidates.append((Candidate(disown(text, authority), authority), kept))
+    admitted = _admit_marked(candidates, Policy.of(settings))
     for name, count in admitted.counts.items():
         if count:
             metrics.add_metric(f"FlushCheck_{name}", MetricUnit.Count, count)
@@ -353,12 +392,34 @@ def _flush_chunk(
         # re-checked after every lost race: a concurrent duplicate may have landed
         if covered_turns(existing, session_id) & set(turns):
             return None
-        written[:] = new_facts(bullets, existing)
+        written[:] = new_facts(bullets, existing, words=strip_marks)
         if not written:
             return None
         return render_section("Flush", rt.clock.now(), settings.zone, written, source.render())
 
     return len(written) if rt.store.append(user, path, build) else 0
+
+
+def _admit_marked(candidates: list[tuple[Candidate, Marks]], policy: Policy) -> Admitted:
+    """Each candidate through the gate on its text alone, then its checked marks
+    re-attached to the line admitted (``render_marks``)."""
+    out = Admitted()
+    for candidate, marks in candidates:
+        one = admit([candidate], policy)
+        out.held += one.held
+        out.counts.update(one.counts)
+        for line in one.lines:
+            fact = parse_fact(line)
+            if fact is None or fact.authority is None:
+                out.lines.append(line)
+            else:
+                out.lines.append(f"- [{fact.authority}] {render_marks(fact.text, marks)}")
+    return out
+
+
+def _window_words(records: list[TurnRecord]) -> str:
+    """What the turns say (every message's text): the query for the related facts."""
+    return "\n".join(m.content for r in records for m in r.messages if m.role != "system")
 
 
 def _said_by(records: list[TurnRecord]) -> dict[str, str]:
