@@ -99,9 +99,11 @@ def _call(out: list[ChatMessage], index: int, item: dict[str, Any]) -> None:
     last = out[-1] if out else None
     if last is not None and last.role == "assistant":
         merged = [*(c.model_dump() for c in last.tool_calls or []), call]
-        out[-1] = ChatMessage(role="assistant", content=last.content, tool_calls=merged)
+        out[-1] = ChatMessage.model_validate(
+            {"role": "assistant", "content": last.content, "tool_calls": merged}
+        )
     else:
-        out.append(ChatMessage(role="assistant", content=None, tool_calls=[call]))
+        out.append(ChatMessage.model_validate({"role": "assistant", "tool_calls": [call]}))
 
 
 def _output(index: int, item: dict[str, Any], model: str) -> ChatMessage:

@@ -89,12 +89,11 @@ def _labelled(hit: Hit, truth: Truth) -> Hit:
     if fact is None:
         return replace(hit, authority=authority)
     status = truth.life.status[fact.id]
-    state = "record" if fact.is_record else status.state
     return replace(
         hit,
         authority=authority,
         fact_id=fact.id,
-        state=state,
+        state="record" if fact.is_record else status.state,
         by=status.by,
         at=status.at,
         recheck=tuple(status.recheck),

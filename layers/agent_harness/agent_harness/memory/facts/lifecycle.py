@@ -230,15 +230,16 @@ class Lifecycle:
 
 
 def _facts_of(day: str, text: str) -> Iterable[LedgerFact]:
-    recorded, turns = day, ()
+    recorded = day
+    turns_of: tuple[tuple[str, int], ...] = ()
     for number, line in enumerate(text.splitlines(), start=1):
         header = parse_header(line)
         if header is not None:
-            recorded, turns = header[1], ()
+            recorded, turns_of = header[1], ()
             continue
         source = parse_source(line)
         if source is not None:
-            turns = tuple((source.session_id, t) for t in source.turns)
+            turns_of = tuple((source.session_id, t) for t in source.turns)
             continue
         fact = parse_fact(line)
         if fact is None:
@@ -254,7 +255,7 @@ def _facts_of(day: str, text: str) -> Iterable[LedgerFact]:
             authority=fact.authority,
             recorded=recorded,
             marks=marks,
-            turns=turns,
+            turns=turns_of,
         )
 
 

@@ -5,9 +5,15 @@
     ConsolidationJob --consolidate-->
         user lease (DynamoDB, conditional)                   one run per user at a time
         LIST memory/ ; new = ledger[consumed:] per day       the per-file watermark
-        nothing new -> done, no model call
-        memory model: consolidation prompt                    LLM (memory role)
+        the lifecycle of every ledger (memory.engine.truth)  LIST/GETs, cached
+        nothing new -> done, no model call (MEMORY.md lines restating a retired fact
+                       are still dropped, deterministically)
+        memory model: consolidation prompt, the new entries    LLM (memory role)
+                       as current facts only, and the MEMORY.md
+                       lines no longer true named for removal
         the answer checked: authorities, the gate, precedence  memory.facts.precedence
+        then no line restating a retired fact (a person's own  memory.engine.truth
+                       kept unless the user or an operator retired it)
         PUT MEMORY.md If-Match (412: a human edited it -> re-merge onto their version)
         retention: consolidated ledgers past the retention move to memory/archive/
         ranked-index snapshots of every month brought up to date  derived, best effort
@@ -39,7 +45,9 @@ from agent_harness.errors import (
 from agent_harness.ids import User
 from agent_harness.jobs import ConsolidationJob
 from agent_harness.keys import shard_name
-from agent_harness.memory.engine.corpus import refresh_snapshots
+from agent_harness.memory.engine.corpus import load_ledgers, refresh_snapshots
+from agent_harness.memory.engine.truth import Truth, truth_of
+from agent_harness.memory.facts.authority import fact_line, parse_fact
 from agent_harness.memory.facts.gate import Admitted, Policy
 from agent_harness.memory.facts.ledger import day_of
 from agent_harness.memory.facts.precedence import merge_checked
@@ -54,6 +62,7 @@ from agent_harness.ports import UserState
 from agent_harness.usage import memory_budget_exhausted, record_spend
 
 if TYPE_CHECKING:
+    from agent_harness.ports import StoredObject
     from agent_harness.runtime import Runtime
 
 __all__ = [
@@ -164,6 +173,38 @@ def _archive(rt: Runtime, user: User, sizes: dict[str, int], consumed: dict[str,
     return moved
 
 
+def current_entries(day: str, text: str, truth: Truth) -> str:
+    """New ledger bytes of ``day`` as the consolidation merges them: current facts only,
+    without their lifecycle marks (MEMORY.md keeps facts, the ledgers their story);
+    retired facts and records (retractions, confirmations) left out."""
+    path = ledger_path(day)
+    kept = []
+    for line in text.splitlines():
+        fact = truth.fact(path, line)
+        if fact is None:
+            kept.append(line)
+        elif not fact.is_record and truth.life.current(fact.id):
+            parsed = parse_fact(line)
+            kept.append(fact_line(parsed.authority if parsed else None, fact.text))
+    return "\n".join(kept)
+
+
+def _drop_stale(rt: Runtime, user: User, current: StoredObject | None, truth: Truth) -> None:
+    """MEMORY.md without the lines that restate a retired fact, when it has any: no model
+    call (an expired trip needs none). A person's edit meanwhile wins: a 412 leaves it
+    for the next run."""
+    if current is None:
+        return
+    document = truth.current_memory(current.content)
+    if document == current.content:
+        return
+    try:
+        rt.store.put(user, MEMORY_FILE, document, if_match=current.etag, writer="consolidation")
+    except PreconditionFailedError:
+        logger.info("MEMORY.md changed while dropping retired facts; the next run does it")
+    metrics.add_metric("RetiredFactsDropped", MetricUnit.Count, 1)
+
+
 def _run(
     rt: Runtime, user: User, owner: str, state: UserState, force: bool
 ) -> ConsolidationOutcome:
@@ -202,7 +243,11 @@ def _run(
     never_had_memory = current is None and not sizes and state == UserState()
     if never_had_memory and rt.table.abandon_consolidation(user, owner):
         return ConsolidationOutcome("nothing_new")
+    truth = truth_of(
+        load_ledgers(rt, user, rt.search_cache, rt.listings), day_of(now, settings.zone)
+    )
     if not pending:
+        _drop_stale(rt, user, current, truth)
         _archive(rt, user, sizes, consumed)
         rt.table.complete_consolidation(user, owner, consumed, state.due_seq, iso(now))
         return ConsolidationOutcome("nothing_new")
@@ -232,9 +277,14 @@ def _run(
     outcome = ConsolidationOutcome(
         "consolidated", days=[day for day, _ in parts], bytes_read=sum(len(t) for _, t in parts)
     )
-    entries = "\n\n".join(f"### {day}\n{text.strip()}" for day, text in parts if text.strip())
+    entries = "\n\n".join(
+        f"### {day}\n{kept}"
+        for day, text in parts
+        if (kept := current_entries(day, text, truth).strip())
+    )
     if not entries:
-        outcome.status = "nothing_new"  # only whitespace arrived: no model call
+        outcome.status = "nothing_new"  # only whitespace or retired facts: no model call
+        _drop_stale(rt, user, current, truth)
     else:
         model = rt.models.for_role("memory")
         admitted: Admitted | None = None
@@ -254,6 +304,7 @@ def _run(
                         since=state.last_consolidated_at,
                         rebuild=rebuild,
                         prompt=settings.consolidation_prompt,
+                        retired=[current_text.splitlines()[n] for n in truth.stale(current_text)],
                     ),
                     purpose="consolidate",
                 )
@@ -266,6 +317,8 @@ def _run(
                 entries=entries,
                 policy=Policy.of(settings),
             )
+            # whatever the model kept, and precedence restored: no retired fact stays
+            document = truth.current_memory(document)
             if not document.strip():
                 raise ModelOutputError("nothing of the consolidation answer passed the gate")
             if len(document) > cap:  # the facts precedence kept pushed it over

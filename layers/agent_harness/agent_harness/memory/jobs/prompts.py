@@ -247,7 +247,10 @@ def consolidation_messages(
     since: str | None,
     rebuild: bool = False,
     prompt: str | None = None,
+    retired: list[str] | None = None,
 ) -> list[Message]:
+    """``retired``: MEMORY.md lines that state a fact since superseded, retracted or
+    expired, named for removal (a deterministic check removes them after, too)."""
     system = render_template(
         prompt or CONSOLIDATION_PROMPT, max_tokens=max_tokens, max_chars=max_tokens * 4
     )
@@ -262,6 +265,13 @@ def consolidation_messages(
         + f"\n\n{header}:\n"
         + markup.wrap(markup.NEW_ENTRIES, entries)
     )
+    if retired:
+        gone = "\n".join(markup.inert(line) for line in retired)
+        user += (
+            "\n\nNo longer true (superseded, retracted or expired since they were "
+            "written): leave these lines out of MEMORY.md:\n"
+            + markup.wrap(markup.RETIRED_FACTS, gone)
+        )
     return [Message(role="system", content=system), Message(role="user", content=user)]
 
 
