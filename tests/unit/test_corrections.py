@@ -31,8 +31,8 @@ L, B, P = (ledger_fact_id(DAY, t) for t in (LISBON, BIKE, PARCEL))
 TODAY = "2026-11-30"  # the fake clock's day
 
 
-def seeded(user: User = ALICE, **settings: object):
-    rt = make_runtime(settings=Settings(auth_mode="dev", **settings))
+def seeded(user: User = ALICE, agent: object | None = None, **settings: object):
+    rt = make_runtime(settings=Settings(auth_mode="dev", **settings), agent=agent)
     ledger = "\n".join(
         [
             "",
@@ -118,8 +118,10 @@ def test_correcting_to_words_already_stated_today_still_retires_the_fact() -> No
     rt.store.append(
         ALICE,
         f"memory/{TODAY}.md",
-        lambda _: "\n## Memory Save — 2026-11-30T08:00:00Z\n> source: api via=memory_save\n"
-        "- [save:api] The user lives in Berlin.\n",
+        lambda _: (
+            "\n## Memory Save — 2026-11-30T08:00:00Z\n> source: api via=memory_save\n"
+            "- [save:api] The user lives in Berlin.\n"
+        ),
     )
     done = correct_fact(
         rt, ALICE, L, "The user lives in Berlin.", authority="operator", writer="cli", via="x"

@@ -67,6 +67,7 @@ __all__ = [
     "CorrectionHeldError",
     "FactNotCurrentError",
     "FactNotFoundError",
+    "check_correction",
     "correct_fact",
     "fact_view",
     "find_fact",
@@ -172,7 +173,8 @@ def who_may_retire(authority: str | None) -> str:
     return f"an authority ranked at least as {authority or 'untagged'}"
 
 
-def _check(fact: LedgerFact, life: Lifecycle, authority: str) -> None:
+def check_correction(fact: LedgerFact, life: Lifecycle, authority: str) -> None:
+    """Raise unless ``authority`` may retire ``fact`` now (409, 403: see the module)."""
     status = life.status[fact.id]
     if fact.is_record:
         raise FactNotCurrentError(
@@ -181,7 +183,9 @@ def _check(fact: LedgerFact, life: Lifecycle, authority: str) -> None:
     if status.state != "current":
         by = f" by {status.by}" if status.by else ""
         at = f" on {status.at}" if status.at else ""
-        raise FactNotCurrentError(f"fact {fact.id} is {status.state}{by}{at}: correct the current one")
+        raise FactNotCurrentError(
+            f"fact {fact.id} is {status.state}{by}{at}: correct the current one"
+        )
     if rank(authority) < rank(fact.authority):
         who = who_may_retire(fact.authority).replace("{id}", fact.id)
         raise AuthorityTooLowError(
@@ -248,7 +252,7 @@ def correct_fact(
     if by is not None and not by.strip():
         raise ValidationFailedError("by: the corrected text must not be blank (omit it to retract)")
     fact, life = find_fact(rt, user, fact_id)
-    _check(fact, life, authority)
+    check_correction(fact, life, authority)
     source = provenance or saved_by(writer, via)
     text = by if by is not None else ((reason or "").strip() or DEFAULT_REASON)
     body = _admitted_text(rt, user, text, authority, source_fields(source) or source)
