@@ -27,6 +27,7 @@ from console.page import (
     user_url,
 )
 from console.views import existing_user, fact_html, user_of
+from console.views_facts import fact_link
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -71,7 +72,10 @@ def ledgers_page(ctx: Ctx, user: User) -> Page:
         if s.origin is not None:
             href = user_url(user.id, "sessions", s.origin.session_id)
             source = link(f"{href}#turn-{s.origin.turns[0]}", s.source or "")
-        lines = "".join(f'<li id="L{n}" value="{n}">{fact_html(text)}</li>' for n, text in s.lines)
+        lines = "".join(
+            f'<li id="L{n}" value="{n}">{fact_html(text)}{fact_link(user, day, text)}</li>'
+            for n, text in s.lines
+        )
         kind = esc(s.kind or "(before the first section)")
         rendered.append(
             f'<article class="section{" merged" if s.merged else ""}">'
