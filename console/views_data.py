@@ -161,7 +161,7 @@ def _mode_column(ctx: Ctx, user: User, query: str, mode: Mode) -> str:
     memory_items = (
         "".join(
             f'<li><span class="score">{score_text(h.score)}</span> '
-            f"{source_link(user, h.path, h.line)} {_hit_text(h)}</li>"
+            f"{source_link(user, h.path, h.line)} {_hit_text(h)}{_fact_of(user, h)}</li>"
             for h in hits
         )
         or '<li class="none">no match</li>'
@@ -189,6 +189,16 @@ def _hit_text(hit: Hit) -> str:
     if fact is None:
         return esc(hit.text)
     return authority_badge(hit.authority) + esc(fact.text)
+
+
+def _fact_of(user: User, hit: Hit) -> str:
+    """A ledger hit's fact id, linked to the fact's page (its history, Correct)."""
+    if hit.fact_id is None or hit.path == "MEMORY.md":
+        return ""
+    href = user_url(user.id, "facts", id=hit.fact_id)
+    return (
+        f' <span class="meta">{link(href, hit.fact_id, title="this fact: history, Correct")}</span>'
+    )
 
 
 def _recall_section(ctx: Ctx, user: User, message: str) -> str:

@@ -473,6 +473,8 @@ def test_a_ledger_fact_shows_its_id_and_its_page_offers_correct(console, rt) -> 
     fact_id, day = _vim_fact(rt)
     ledgers = client.get("/users/ann/ledgers", params={"day": day}).text
     assert f"/users/ann/facts?id={fact_id}" in ledgers and fact_id in ledgers
+    found = client.get("/users/ann/search", params={"q": "vim"}).text
+    assert f"/users/ann/facts?id={fact_id}" in found
     page = client.get("/users/ann/facts", params={"id": fact_id})
     assert page.status_code == 200 and "current" in page.text
     assert 'name="by"' in page.text and ">Correct</button>" in page.text
