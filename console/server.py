@@ -5,12 +5,14 @@
     GET  /users/<id>/versions            versions, diff (``?a=&b=``), rollback
     GET  /users/<id>/ledgers             ledger days and one day's sections (``?day=``)
     GET  /users/<id>/review              the lines the write gate held, to approve or reject
+    GET  /users/<id>/facts?id=<fact>     one ledger fact: its state, history, Correct
     GET  /users/<id>/sessions[/<sid>]    sessions and a session's thread log, each turn's
                                          memory record
     GET  /users/<id>/search              four match modes side by side, recall preview
     GET  /operations                     dead letters, forget
     POST /users/<id>/memory | rollback   edit over an ETag, restore a version
     POST /users/<id>/review              approve (``operator``) or reject a held line
+    POST /users/<id>/facts               correct a fact (``operator``): supersede, retract
     POST /operations/redrive | forget    redrive a DLQ, forget a user (typed confirmation)
 
 Every request must name the console's own host (DNS rebinding) and carry the cookie its
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from agent_harness.errors import HarnessError
-from console import views, views_data, views_review, views_sessions
+from console import views, views_data, views_facts, views_review, views_sessions
 from console.launch import LAUNCH_PATH, Launch
 from console.page import Ctx, Page, error_page
 from console.target import TargetError
@@ -109,6 +111,7 @@ def _route(method: str, parts: list[str]) -> Callable[[Ctx], Result] | None:
                 ("versions",): views.versions_page,
                 ("ledgers",): views_data.ledgers_page,
                 ("review",): views_review.review_page,
+                ("facts",): views_facts.fact_page,
                 ("sessions",): views_sessions.sessions_page,
                 ("search",): views_data.search_page,
             }
@@ -128,6 +131,7 @@ def _route(method: str, parts: list[str]) -> Callable[[Ctx], Result] | None:
                 "memory": views.save_memory,
                 "rollback": views.rollback,
                 "review": views_review.decide_review,
+                "facts": views_facts.correct,
             }
             if parts[2] in actions:
                 action = actions[parts[2]]

@@ -27,6 +27,7 @@ from console.page import (
     user_url,
 )
 from console.views import existing_user, fact_html, user_of
+from console.views_facts import fact_link
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -71,7 +72,10 @@ def ledgers_page(ctx: Ctx, user: User) -> Page:
         if s.origin is not None:
             href = user_url(user.id, "sessions", s.origin.session_id)
             source = link(f"{href}#turn-{s.origin.turns[0]}", s.source or "")
-        lines = "".join(f'<li id="L{n}" value="{n}">{fact_html(text)}</li>' for n, text in s.lines)
+        lines = "".join(
+            f'<li id="L{n}" value="{n}">{fact_html(text)}{fact_link(user, day, text)}</li>'
+            for n, text in s.lines
+        )
         kind = esc(s.kind or "(before the first section)")
         rendered.append(
             f'<article class="section{" merged" if s.merged else ""}">'
@@ -157,7 +161,7 @@ def _mode_column(ctx: Ctx, user: User, query: str, mode: Mode) -> str:
     memory_items = (
         "".join(
             f'<li><span class="score">{score_text(h.score)}</span> '
-            f"{source_link(user, h.path, h.line)} {_hit_text(h)}</li>"
+            f"{source_link(user, h.path, h.line)} {_hit_text(h)}{_fact_of(user, h)}</li>"
             for h in hits
         )
         or '<li class="none">no match</li>'
@@ -185,6 +189,16 @@ def _hit_text(hit: Hit) -> str:
     if fact is None:
         return esc(hit.text)
     return authority_badge(hit.authority) + esc(fact.text)
+
+
+def _fact_of(user: User, hit: Hit) -> str:
+    """A ledger hit's fact id, linked to the fact's page (its history, Correct)."""
+    if hit.fact_id is None or hit.path == "MEMORY.md":
+        return ""
+    href = user_url(user.id, "facts", id=hit.fact_id)
+    return (
+        f' <span class="meta">{link(href, hit.fact_id, title="this fact: history, Correct")}</span>'
+    )
 
 
 def _recall_section(ctx: Ctx, user: User, message: str) -> str:

@@ -603,3 +603,27 @@ def test_a_response_is_answered_kept_with_its_turn_and_fetched_by_its_id(stack: 
     fetched = stack.invoke(app, get, FN)
     assert fetched["statusCode"] == 200 and body(fetched) == created
     assert stack.invoke(app, as_user(get, "mallory"), FN)["statusCode"] == 404
+
+
+def test_a_fact_in_an_archived_ledger_is_superseded_and_read_back_with_its_history(
+    stack: Stack,
+) -> None:
+    fact_id = "2026-11-02.0f938aa6"  # "The user lives in Lisbon." of 2026-11-02
+    stack.clients["s3"].put_object(
+        Bucket=stack.bucket,
+        Key="users/alice/memory/archive/2026-11-02.md",
+        Body=b"\n## Flush \xe2\x80\x94 2026-11-02T09:00:00Z\n- [user] The user lives in Lisbon.\n",
+    )
+    app = stack.handler(FN)
+    event = load_event("agent_call_supersede_fact.json")
+    answer = stack.invoke(app, event, FN)
+    assert answer["statusCode"] == 200, body(answer)
+    done = body(answer)
+    assert (done["retired"], done["state"]) == (fact_id, "superseded")
+    assert done["fact"]["by"] == done["id"]
+    assert [h["id"] for h in done["fact"]["history"]] == [fact_id, done["id"]]
+    again = stack.invoke(app, event, FN)
+    assert (again["statusCode"], body(again)["error"]["code"]) == (409, "fact_not_current")
+    other = stack.invoke(app, as_user(event, "bob"), FN)
+    assert (other["statusCode"], body(other)["error"]["code"]) == (404, "fact_not_found")
+    assert not [k for k in stack.object_keys() if k.startswith("users/bob/")]

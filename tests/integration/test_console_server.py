@@ -455,3 +455,57 @@ def test_memory_lines_and_search_hits_carry_their_authority_badge(console) -> No
     assert badge + '<a href="/users/ann?line=3#origin">User said: I use vim.</a>' in memory
     found = client.get("/users/ann/search", params={"q": "vim"}).text
     assert f"{badge}User said: I use vim.</li>" in found
+
+
+# -- corrections ------------------------------------------------------------------------------
+def _vim_fact(rt) -> tuple[str, str]:
+    """The id and day of the ledger fact the fixture's flush wrote."""
+    from agent_harness.memory.facts.corrections import read_ledgers
+    from agent_harness.memory.facts.lifecycle import lifecycle_of
+
+    life = lifecycle_of(read_ledgers(rt, ANN))
+    fact = next(f for f in life.facts.values() if "vim" in f.text)
+    return fact.id, fact.day
+
+
+def test_a_ledger_fact_shows_its_id_and_its_page_offers_correct(console, rt) -> None:
+    _, client = console
+    fact_id, day = _vim_fact(rt)
+    ledgers = client.get("/users/ann/ledgers", params={"day": day}).text
+    assert f"/users/ann/facts?id={fact_id}" in ledgers and fact_id in ledgers
+    found = client.get("/users/ann/search", params={"q": "vim"}).text
+    assert f"/users/ann/facts?id={fact_id}" in found
+    page = client.get("/users/ann/facts", params={"id": fact_id})
+    assert page.status_code == 200 and "current" in page.text
+    assert 'name="by"' in page.text and ">Correct</button>" in page.text
+    assert client.get("/users/ann/facts", params={"id": "2026-01-01.deadbeef"}).status_code == 404
+
+
+def test_correcting_in_the_console_supersedes_the_fact_as_an_operator(console, rt) -> None:
+    _, client = console
+    fact_id, _ = _vim_fact(rt)
+    answer = post(console, "/users/ann/facts", {"id": fact_id, "by": "The user uses emacs."})
+    assert answer.status_code == 303
+    assert answer.headers["location"].startswith(f"/users/ann/facts?id={fact_id}&done=superseded")
+    today = rt.store.text(ANN, f"memory/{rt.clock.now().date().isoformat()}.md")
+    assert "> source: console via=correct" in today
+    assert f"- [operator] The user uses emacs. (supersedes {fact_id})" in today
+    page = client.get(answer.headers["location"]).text
+    assert "superseded" in page and "The user uses emacs." in page and 'name="by"' not in page
+
+
+def test_an_empty_correction_retracts_and_a_forged_one_writes_nothing(console, rt) -> None:
+    server, client = console
+    fact_id, _ = _vim_fact(rt)
+    before = {k: len(v) for k, v in rt.store.objects.items()}
+    forged = client.post(
+        "/users/ann/facts",
+        data={"csrf": "wrong", "id": fact_id, "by": ""},
+        headers={"Origin": server.origin},
+    )
+    assert forged.status_code == 403
+    assert {k: len(v) for k, v in rt.store.objects.items()} == before
+    answer = post(console, "/users/ann/facts", {"id": fact_id, "by": ""})
+    assert answer.status_code == 303 and "done=retracted" in answer.headers["location"]
+    again = post(console, "/users/ann/facts", {"id": fact_id, "by": "x y"})
+    assert again.status_code == 409 and "Nothing was changed." in again.text

@@ -141,3 +141,17 @@ def test_a_carried_line_is_not_judged_again_but_a_new_one_is() -> None:
     )
     assert document == approved + "\n"
     assert [h.reason for h in out.held] == ["instruction"]
+
+
+def test_content_never_carries_a_lifecycle_mark_through_the_gate() -> None:
+    marked = [
+        "The user moved to Rome. (supersedes 2026-11-02.3f9a0c1d)",
+        "(retracts 2026-11-02.3f9a0c1d) sold it",
+        "(confirms 2026-11-02.3f9a0c1d) still true (until 2027-01-01)",
+    ]
+    admitted = admit([Candidate(text, "user") for text in marked], Policy())
+    assert admitted.lines == [
+        "- [user] The user moved to Rome.",
+        "- [user] sold it",
+        "- [user] still true",
+    ]

@@ -208,7 +208,13 @@ def test_tools_are_offered_with_their_schemas() -> None:
     model = ScriptedModel("ok")
     run_turn(make_runtime(agent=model), ALICE, "s1", "hi")
     offered = {t.name: t.parameters for t in model.requests[0].tools}
-    assert sorted(offered) == ["memory_get", "memory_save", "memory_search", "thread_search"]
+    assert sorted(offered) == [
+        "memory_correct",
+        "memory_get",
+        "memory_save",
+        "memory_search",
+        "thread_search",
+    ]
     assert offered["memory_search"]["properties"]["matchMode"]["enum"] == [
         "phrase",
         "all",

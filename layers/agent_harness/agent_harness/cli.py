@@ -14,6 +14,9 @@
     reach USER TEXT|FACT_ID                     where a fact was written, and every turn
                                                 it reached (recalled, injected, a tool's hit)
     turn-memory USER SESSION TURN               what memory reached one turn's model, and why
+    fact USER FACT_ID                           a ledger fact, where it stands, its history
+    correct USER FACT_ID [--by TEXT] [--reason TEXT]
+                                                supersede a ledger fact (--by), or retract it
     review USER [approve|reject ID]             lines held for review: list, or decide one
     consolidate-now USER [--queue]              run a forced consolidation here (or queue it)
     rollback USER VERSION_ID                    restore a MEMORY.md version (a new version)
@@ -156,6 +159,16 @@ def _parser() -> argparse.ArgumentParser:
     turn_memory.add_argument("session")
     turn_memory.add_argument("turn", type=int)
 
+    fact = commands.add_parser("fact", help="a ledger fact, where it stands, and its history")
+    fact.add_argument("user")
+    fact.add_argument("fact_id", help="YYYY-MM-DD.<8 hex>, as search hits show it")
+
+    correct = commands.add_parser("correct", help="supersede or retract a ledger fact")
+    correct.add_argument("user")
+    correct.add_argument("fact_id", help="YYYY-MM-DD.<8 hex>, as search hits show it")
+    correct.add_argument("--by", help="the corrected fact (without it: retract the fact)")
+    correct.add_argument("--reason", help="why a retracted fact is no longer true")
+
     review = commands.add_parser("review", help="lines held for review: list or decide")
     review.add_argument("user")
     review.add_argument("action", nargs="?", choices=["approve", "reject"])
@@ -235,6 +248,8 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
         from agent_harness.memory.chain import turn_memory
 
         _print(turn_memory(rt, user, args.session, args.turn))
+    elif args.command in ("fact", "correct"):
+        return _correct(args, rt, user)
     elif args.command == "review":
         return _review(args, rt, user, out)
     elif args.command == "consolidate-now":
@@ -277,6 +292,27 @@ def _review(args: argparse.Namespace, rt: Runtime, user: User, out: Callable[[st
         out(f"review {args.action} needs the item's id")
         return 2
     _print(decide(rt, user, args.item, args.action).view())
+    return 0
+
+
+def _correct(args: argparse.Namespace, rt: Runtime, user: User) -> int:
+    """``fact``: the GET view; ``correct``: an operator's correction, then the view."""
+    from agent_harness.memory.facts.corrections import correct_fact, fact_view, find_fact
+
+    if args.command == "correct":
+        done = correct_fact(
+            rt,
+            user,
+            args.fact_id,
+            args.by,
+            authority="operator",
+            writer="cli",
+            via="correct",
+            reason=args.reason,
+        )
+        _print({"id": done.id, "retired": done.retired, "state": done.state})
+        return 0
+    _print(fact_view(*find_fact(rt, user, args.fact_id)))
     return 0
 
 

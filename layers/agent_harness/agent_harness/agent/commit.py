@@ -1,7 +1,8 @@
 """The durable end of a turn: its thread-log object, its saves, its post-turn job.
 
     write_turn           S3 PUT sessions/<s>/turns/<n>.json, create-only (the thread log)
-    apply_saves          the turn's memory_save calls, into MEMORY.md and the day's ledger
+    apply_saves          the turn's memory_save calls, into MEMORY.md and the day's ledger;
+                         then its memory_correct calls, as records in today's ledger
     enqueue_post_turn    SQS SendMessage of the post-turn job (FlushQueue, group = user)
 
 A turn's object is written before its reply is returned (docs/design.md#no-lost-turn).
@@ -15,7 +16,12 @@ from typing import TYPE_CHECKING, Literal
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from agent_harness.agent.tools import AGENT_SAVE, saved_lines
+from agent_harness.agent.tools import (
+    AGENT_SAVE,
+    correction_authority,
+    corrections_of,
+    saved_lines,
+)
 from agent_harness.clock import iso
 from agent_harness.errors import (
     ConflictError,
@@ -107,8 +113,45 @@ def write_turn(rt: Runtime, user: User, record: TurnRecord) -> tuple[TurnRecord,
 
 
 def apply_saves(rt: Runtime, user: User, record: TurnRecord, fresh: bool) -> None:
-    """The turn's memory_save calls, into MEMORY.md and the ledger of its day. A turn
-    kept from an earlier, crashed completion may have saved already: its ledger says."""
+    """The turn's memory_save calls, into MEMORY.md and the ledger of its day; then its
+    memory_correct calls. A turn kept from an earlier, crashed completion may have saved
+    already: its ledger says (and a fact it corrected is not current any more)."""
+    _apply_saves(rt, user, record, fresh)
+    _apply_corrections(rt, user, record)
+
+
+def _apply_corrections(rt: Runtime, user: User, record: TurnRecord) -> None:
+    """Each accepted memory_correct of the turn, its authority decided again from the
+    turn's own user message; one refused since it was checked (retired meanwhile) is
+    logged, and the turn stands."""
+    from agent_harness.memory.facts.corrections import correct_fact, find_fact
+
+    corrections = corrections_of(record.messages)
+    if not corrections:
+        return
+    said = "\n".join(m.content for m in record.messages if m.role == "user")
+    provenance = Source(record.session_id, (record.turn,), via="memory_correct").render()
+    for args in corrections:
+        try:
+            fact, _ = find_fact(rt, user, args["fact_id"])
+            text, reason = args.get("text"), args.get("reason")
+            correct_fact(
+                rt,
+                user,
+                fact.id,
+                text,
+                authority=correction_authority(fact.text, text, reason, said),
+                writer="agent",
+                via="memory_correct",
+                reason=reason,
+                provenance=provenance,
+            )
+        except HarnessError as exc:
+            logger.warning("memory_correct not applied", extra={"code": exc.code})
+            metrics.add_metric("MemoryCorrectionsRefused", MetricUnit.Count, 1)
+
+
+def _apply_saves(rt: Runtime, user: User, record: TurnRecord, fresh: bool) -> None:
     saves = saved_lines(record.messages)
     if not saves:
         return

@@ -1,6 +1,7 @@
 """Every tool a turn offers the model, in one tool box:
 
-    memory tools    memory_search, memory_get, thread_search, memory_save   run here
+    memory tools    memory_search, memory_get, thread_search, memory_save,
+                    memory_correct                                         run here
     remote tools    <server>__<tool> of HARNESS_MCP_SERVERS (MCP, Streamable HTTP)  run here
     client tools    declared by the caller with the message              run by the caller
 
@@ -68,10 +69,12 @@ def _remote_tools(rt: Runtime, user: User) -> list[Tool]:
 
 
 def turn_tools(
-    rt: Runtime, user: User, session_id: str, client: ClientTools | None
+    rt: Runtime, user: User, session_id: str, client: ClientTools | None, said: str = ""
 ) -> TurnTools | None:
-    """The turn's tool box, or None when it offers no tool at all."""
-    served = [] if rt.settings.disable_memory_tools else MemoryTools(rt, user).tools()
+    """The turn's tool box, or None when it offers no tool at all. ``said``: the user's
+    message of the turn (what makes a memory_correct the user's)."""
+    memory = MemoryTools(rt, user, said=said)
+    served = [] if rt.settings.disable_memory_tools else memory.tools()
     served += _remote_tools(rt, user)
     registry = ToolRegistry(served, after=Evictor(rt, user, session_id)) if served else None
     if registry is None and client is None:

@@ -17,6 +17,7 @@ from agent_harness.api.schemas import (
     MemorySearchBody,
     ReviewBody,
     RollbackBody,
+    SupersedeBody,
 )
 from agent_harness.clock import iso
 from agent_harness.ids import User
@@ -137,6 +138,35 @@ def memory_routes(rt: Runtime) -> Router:
             rt, user, request.content, timestamp=request.timestamp, source=source, origin="api"
         )
         return json_response(200, {"saved": saved.count, "held": saved.held})
+
+    @router.get("/v1/memory/facts/<fact_id>")
+    def get_fact(fact_id: str) -> Response[str]:
+        from agent_harness.memory.facts.corrections import fact_view, find_fact
+
+        return json_response(200, fact_view(*find_fact(rt, http.user(), fact_id)))
+
+    @router.post("/v1/memory/facts/<fact_id>/supersede")
+    def supersede_fact(fact_id: str) -> Response[str]:
+        """A person's or the app's correction (``operator``), under the daily budgets as
+        a save is."""
+        from agent_harness.import_budget import imports_admitted
+        from agent_harness.memory.facts.corrections import correct_fact, fact_view, find_fact
+
+        user, request = http.user(), http.body(SupersedeBody)
+        with imports_admitted(rt, user, 1, "memory correction"):
+            done = correct_fact(
+                rt,
+                user,
+                fact_id,
+                request.by,
+                authority="operator",
+                writer="api",
+                via="supersede",
+                reason=request.reason,
+            )
+        fact = fact_view(*find_fact(rt, user, fact_id))
+        body = {"id": done.id, "retired": done.retired, "state": done.state, "fact": fact}
+        return json_response(200, body)
 
     @router.get("/v1/memory/review")
     def review_items() -> Response[str]:

@@ -30,6 +30,13 @@ _DAY = {
     "required": True,
     "schema": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
 }
+_FACT = {
+    "name": "fact_id",
+    "in": "path",
+    "required": True,
+    "description": "a ledger fact's id, its day and 8 hex digits, as search hits show it",
+    "schema": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}\.[0-9a-f]{8}$"},
+}
 _PAGE = [
     {"name": "after", "in": "query", "schema": {"type": "integer", "minimum": 0}},
     {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 500}},
@@ -76,6 +83,7 @@ def openapi_document() -> dict[str, Any]:
         ReviewBody,
         RollbackBody,
         SearchBody,
+        SupersedeBody,
     )
 
     schemas: dict[str, Any] = {}
@@ -165,6 +173,18 @@ def openapi_document() -> dict[str, Any]:
         },
         "/v1/memory/save": {
             "post": op("Save facts", _ok("saved"), requestBody=body(MemorySaveBody)),
+        },
+        "/v1/memory/facts/{fact_id}": {
+            "parameters": [_FACT],
+            "get": op("One ledger fact, where it stands, and its history", _ok("the fact")),
+        },
+        "/v1/memory/facts/{fact_id}/supersede": {
+            "parameters": [_FACT],
+            "post": op(
+                "Supersede a fact with corrected text, or retract it ({}), as an operator",
+                _ok("the record written and the retired fact"),
+                requestBody=body(SupersedeBody),
+            ),
         },
         "/v1/memory/consolidate": {"post": op("Consolidate now", _ok("queued", "202"))},
         "/v1/memory/review": {"get": op("Lines held for a person's review", _ok("items"))},

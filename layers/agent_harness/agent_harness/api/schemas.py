@@ -36,6 +36,7 @@ __all__ = [
     "RollbackBody",
     "SaveSource",
     "SearchBody",
+    "SupersedeBody",
     "ToolDeclaration",
     "ToolResultBody",
 ]
@@ -217,6 +218,22 @@ class MemorySaveBody(_Body):
     #: the turns the facts came from: recorded as the section's provenance, and ranked
     #: memory_search reads the facts together with those turns' messages
     source: SaveSource | None = None
+
+
+class SupersedeBody(_Body):
+    """POST /v1/memory/facts/{id}/supersede: ``by``, the corrected fact (absent or null:
+    retract it); ``reason``, why a retraction retracts (a default otherwise). Their length
+    is capped at HARNESS_MAX_MESSAGE_CHARS (413) by the library."""
+
+    by: StrictStr | None = None
+    reason: StrictStr | None = None
+
+    @field_validator("by", "reason")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be blank (omit it instead)")
+        return value
 
 
 #: the most an operator's budget override may set, of any of its three limits

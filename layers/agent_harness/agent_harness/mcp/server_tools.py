@@ -5,6 +5,9 @@ the argument names, limits and errors of the HTTP routes that do the same thing.
     memory_get           the agent's memory_get           files.read_lines
     memory_read          GET /v1/memory                   files.get_memory
     memory_save          POST /v1/memory/save             files.save_facts (the route's rules)
+    memory_correct       POST /v1/memory/facts/{id}/supersede, as ``save:mcp``: an MCP
+                         client is an agent, so it never retires the user's or an
+                         operator's fact (corrections.correct_fact)
     thread_search        POST /v1/sessions/search         search_threads
     record_conversation  POST /v1/sessions/{id}/import    import_history (then flush, index)
 
@@ -61,6 +64,14 @@ class MemoryGetArgs(BaseModel):
     path: StrictStr = Field(description="a workspace path, as a search hit names it")
     start_line: int | None = Field(default=None, ge=1, description="first line (default 1)")
     end_line: int | None = Field(default=None, ge=1, description="last line (default: the end)")
+
+
+class CorrectArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    fact_id: StrictStr
+    text: StrictStr | None = None
+    reason: StrictStr | None = None
 
 
 class NoArgs(BaseModel):
@@ -151,6 +162,32 @@ def _memory_save(rt: Runtime, user: User, args: MemorySaveBody) -> Output:
     return text, {"saved": saved.count, "held": saved.held}
 
 
+def _memory_correct(rt: Runtime, user: User, args: CorrectArgs) -> Output:
+    """Correct a memory
+
+    When the user says a remembered fact is wrong or no longer true: supersede the fact
+    (its id, as a memory_search hit shows it: fact YYYY-MM-DD.xxxxxxxx) with the
+    corrected text, or retract it (no text). A client's correction retires only facts a
+    tool or an agent wrote; a fact the user stated is corrected by the user's app
+    (POST /v1/memory/facts/{id}/supersede)."""
+    from agent_harness.import_budget import imports_admitted
+    from agent_harness.memory.facts.corrections import correct_fact
+
+    with imports_admitted(rt, user, 1, "memory correction"):  # as a save is
+        done = correct_fact(
+            rt,
+            user,
+            args.fact_id,
+            args.text,
+            authority="save:mcp",
+            writer="mcp",
+            via="memory_correct",
+            reason=args.reason,
+        )
+    text = f"{done.retired} is {done.state}; the record is {done.id} in the ledger of {done.day}"
+    return text, {"id": done.id, "retired": done.retired, "state": done.state}
+
+
 def _record_conversation(rt: Runtime, user: User, args: Any) -> Output:
     """Record a conversation
 
@@ -220,6 +257,11 @@ _SAVE: dict[str, dict[str, Any]] = {
     "timestamp": {"description": "when they were learned, with a UTC offset (default: now)"},
     "source": {"description": "the turns of one of the user's sessions they came from"},
 }
+_CORRECT: dict[str, dict[str, Any]] = {
+    "fact_id": {"description": "the fact's id, e.g. 2026-11-02.3f9a0c1d"},
+    "text": {"description": "the corrected fact; absent or null: retract the fact"},
+    "reason": {"description": "why a retracted fact is no longer true"},
+}
 _RECORD: dict[str, dict[str, Any]] = {
     "session_id": {"pattern": _SESSION_PATTERN, "description": "your id for the conversation"},
     "messages": {"description": "the messages in order, up to 2,000"},
@@ -244,6 +286,7 @@ def tools() -> dict[str, _Tool]:
         etag=(str | None, Field(None, description="absent while MEMORY.md does not exist")),
     )
     saved = create_model("SaveResult", saved=(int, ...), held=(int, 0))
+    corrected = create_model("CorrectResult", id=(str, ...), retired=(str, ...), state=(str, ...))
     return {
         tool.name: tool
         for tool in (
@@ -251,6 +294,7 @@ def tools() -> dict[str, _Tool]:
             _Tool(MemoryGetArgs, _memory_get, None, False, {}),
             _Tool(NoArgs, _memory_read, document, False, {}),
             _Tool(MemorySaveBody, _memory_save, saved, True, _SAVE),
+            _Tool(CorrectArgs, _memory_correct, corrected, True, _CORRECT),
             _Tool(SearchBody, _thread_search, thread_hits, False, _SEARCH),
             _Tool(record_args, _record_conversation, ImportResult, True, _RECORD),
         )
@@ -286,7 +330,8 @@ def list_tools() -> tuple[dict[str, Any], ...]:
             "annotations": {
                 "title": tool.title,
                 "readOnlyHint": not tool.writes,
-                "destructiveHint": False,  # saves and recordings only ever add
+                # saves and recordings only ever add; a correction retires a fact
+                "destructiveHint": tool.name == "memory_correct",
                 "idempotentHint": not tool.writes,  # a second save appends a second copy
                 "openWorldHint": False,  # the user's own memory, nothing beyond it
             },

@@ -3,4 +3,11 @@
 #: the memory tools the agent offers (and ``memory_read``, the synthetic call of the
 #: tool_result framing); their names are reserved (no caller's or remote tool may take
 #: one), and their traffic is memory itself, so thread search does not index it
-MEMORY_TOOLS = ("memory_search", "memory_get", "thread_search", "memory_save", "memory_read")
+MEMORY_TOOLS = (
+    "memory_search",
+    "memory_get",
+    "thread_search",
+    "memory_save",
+    "memory_read",
+    "memory_correct",
+)

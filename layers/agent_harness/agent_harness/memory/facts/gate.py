@@ -3,6 +3,9 @@
     a line of content, with its authority (facts.authority)
       -> structure neutralised: one line, no leading bullet, heading, quote or tag, no
          tag of ours (markup.inert): read back, it is a fact and nothing else
+      -> lifecycle marks stripped (``(supersedes <id>)``, ``(retracts <id>)``...,
+         facts.lifecycle): no content retires a fact; corrections, the flush and the
+         consolidation add marks after the gate
       -> secrets redacted (always), PII per ``HARNESS_REDACT_PII``       facts.checks
       -> an instruction (facts.checks.instruction_kind):
            injection, or a directive from below the user      -> held for review
@@ -44,6 +47,7 @@ from agent_harness.memory.facts.checks import (
     sensitive_subject,
 )
 from agent_harness.memory.facts.ledger import MAX_BULLET_CHARS, parse_header
+from agent_harness.memory.facts.lifecycle import strip_marks
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -166,6 +170,8 @@ def _admit_each(
 ) -> Iterable[str | None]:
     for candidate in candidates:
         text = clean_text(candidate.text, ours=candidate.carried)
+        if not candidate.carried:  # only the system writes marks, after the gate
+            text = strip_marks(text)
         text, secrets = redact_secrets(text)
         text, pii = redact_pii(text, policy.pii)
         out.counts["secrets"] += secrets
