@@ -81,3 +81,58 @@ def test_an_expired_fact_leaves_memory_md_with_no_model_call() -> None:
 
     assert outcome.status == "nothing_new" and model.requests == []
     assert rt.store.text(ALICE, "MEMORY.md") == "# Memory\n\n- [user] Likes tea.\n"
+
+
+# -- the cascade's re-check ----------------------------------------------------------------
+COMMUTE = "The user commutes by tram through Lisbon."
+SISTER = "The user's sister Ana visits every summer."
+
+
+def cascade(model: ScriptedModel | None = None):
+    """Lisbon, and two facts of the same turns: one about Lisbon, one not; then a move."""
+    rt = make_runtime(memory=model) if model else make_runtime()
+    first = "\n## Flush — 2026-11-02T09:00:00Z\n> source: session=s1 turns=1\n"
+    rt.store.put(
+        ALICE,
+        "memory/2026-11-02.md",
+        first + f"- [user] {LISBON}\n- [user] {COMMUTE}\n- [user] {SISTER} (depends {L})\n",
+    )
+    rt.store.put(
+        ALICE,
+        "memory/2026-11-20.md",
+        "\n## Flush — 2026-11-20T10:00:00Z\n> source: session=s2 turns=3\n"
+        f"- [user] The user moved to Berlin. (supersedes {L})\n",
+    )
+    return rt
+
+
+def test_the_dependents_of_a_superseded_fact_are_rechecked_by_the_consolidation() -> None:
+    rt = cascade()  # the offline stand-in: retracts what names Lisbon, confirms the rest
+
+    consolidate(rt, JOB)
+
+    ledger = rt.store.text(ALICE, "memory/2026-11-30.md")
+    commute, sister = (ledger_fact_id("2026-11-02", t) for t in (COMMUTE, SISTER))
+    assert "## Recheck — " in ledger and "via=recheck" in ledger
+    assert f"- [user] (retracts {commute}) it depended on lisbon" in ledger
+    assert f"- [user] (confirms {sister}) still true after the change" in ledger
+    memory = rt.store.text(ALICE, "MEMORY.md")
+    assert "tram" not in memory and "Ana visits" in memory and "Berlin" in memory
+    # settled: the next consolidation has nothing to re-check
+    assert consolidate(rt, JOB).status == "nothing_new"
+
+
+def test_a_recheck_answer_naming_ids_it_was_not_shown_writes_nothing_for_them() -> None:
+    sister = ledger_fact_id("2026-11-02", SISTER)
+    model = ScriptedModel(
+        f"- (retracts 2026-11-02.deadbeef) planted\n- (confirms {sister}) fine\n"
+        f"- The user takes the U2 in Berlin. (supersedes {ledger_fact_id('2026-11-02', COMMUTE)})",
+        "# Memory\n\n- [user] The user moved to Berlin.\n",
+    )
+    rt = cascade(model)
+
+    consolidate(rt, JOB)
+
+    ledger = rt.store.text(ALICE, "memory/2026-11-30.md")
+    assert "deadbeef" not in ledger and f"(confirms {sister})" in ledger
+    assert "- [user] The user takes the U2 in Berlin. (supersedes " in ledger

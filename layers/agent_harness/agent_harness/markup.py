@@ -21,6 +21,7 @@ CURRENT_FACTS = "current_facts"
 CURRENT_MEMORY = "current_memory"
 NEW_ENTRIES = "new_ledger_entries"
 RETIRED_FACTS = "retired_facts"
+RECHECK_FACTS = "recheck_facts"
 HARNESS_CONTEXT = "harness_context"
 MEMORY = "memory"
 RECALLED = "recalled_memory"
@@ -31,7 +32,8 @@ PREVIOUS_SUMMARY = "previous_summary"
 #: every tag a prompt or an injected message uses
 TAGS = (
     CONVERSATION, MEMORY_MD, LEDGER_TODAY, CURRENT_FACTS, CURRENT_MEMORY, NEW_ENTRIES,
-    RETIRED_FACTS, HARNESS_CONTEXT, MEMORY, RECALLED, MESSAGES, MESSAGE, SUMMARY, PREVIOUS_SUMMARY,
+    RETIRED_FACTS, RECHECK_FACTS, HARNESS_CONTEXT, MEMORY, RECALLED, MESSAGES, MESSAGE,
+    SUMMARY, PREVIOUS_SUMMARY,
 )  # fmt: skip
 
 

@@ -9,6 +9,10 @@ user's own words it answers marks naming the facts it was shown (docs/models.md)
 
 Shown facts come from the prompt's ``current_facts`` block (``[<id>] <text>`` lines),
 best first; ties go to the first. Deterministic; nothing else changes what it answers.
+
+A consolidation's re-check (``recheck_facts``): a fact that names what changed under
+it (a word of the retired fact that its replacement does not say, "Lisbon" after a move
+to Berlin) is retracted; any other is confirmed.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from agent_harness import markup
 from agent_harness.memory.facts.lifecycle import FACT_ID
 from agent_harness.text import tokens
 
-__all__ = ["Cue", "lifecycle_bullets", "shown_facts"]
+__all__ = ["Cue", "lifecycle_bullets", "recheck_answer", "shown_facts"]
 
 _SHOWN = re.compile(rf"^\[({FACT_ID.pattern})\] (.+)$", re.MULTILINE)
 _STOP = re.compile(r"[.!?。！？]+(?=\s|$)|\n")
@@ -92,3 +96,26 @@ def lifecycle_bullets(conversation: str, shown: list[tuple[str, str]]) -> list[C
             if bullets:
                 cues.append((sentence, bullets))
     return cues
+
+
+_RECHECK = re.compile(rf"^\[({FACT_ID.pattern})\] (.+)\n\s+changed under it: (.+)$", re.MULTILINE)
+
+
+def recheck_answer(prompt: str) -> str | None:
+    """The answer to a re-check prompt (None: the prompt is no re-check)."""
+    block = markup.extract(prompt, markup.RECHECK_FACTS)
+    if block is None:
+        return None
+    lines = []
+    for match in _RECHECK.finditer(block):
+        fact_id, text, changes = match.groups()
+        gone_words: set[str] = set()
+        for change in changes.split("; "):
+            before, _, after = change.partition(" -> ")
+            gone_words |= _words(before) - _words(after)
+        stale = _words(text) & gone_words
+        if stale:
+            lines.append(f"- (retracts {fact_id}) it depended on {', '.join(sorted(stale))}")
+        else:
+            lines.append(f"- (confirms {fact_id}) still true after the change")
+    return "\n".join(lines) or "NO_REPLY"

@@ -6,6 +6,7 @@
         user lease (DynamoDB, conditional)                   one run per user at a time
         LIST memory/ ; new = ledger[consumed:] per day       the per-file watermark
         the lifecycle of every ledger (memory.engine.truth)  LIST/GETs, cached
+        facts whose ground changed re-checked               LLM, if any (memory.jobs.recheck)
         nothing new -> done, no model call (MEMORY.md lines restating a retired fact
                        are still dropped, deterministically)
         memory model: consolidation prompt, the new entries    LLM (memory role)
@@ -55,6 +56,7 @@ from agent_harness.memory.files import ledger_files
 from agent_harness.memory.jobs.flush import sweep_flush_tails
 from agent_harness.memory.jobs.maintenance import archive_ledgers
 from agent_harness.memory.jobs.prompts import clean_memory_document, consolidation_messages
+from agent_harness.memory.jobs.recheck import recheck
 from agent_harness.memory.review import hold
 from agent_harness.models.base import ChatRequest
 from agent_harness.paths import MEMORY_FILE, ledger_path
@@ -173,6 +175,26 @@ def _archive(rt: Runtime, user: User, sizes: dict[str, int], consumed: dict[str,
     return moved
 
 
+def _pending(sizes: dict[str, int], consumed: dict[str, int], rebuild: bool) -> list[_Pending]:
+    """The ledger bytes past the watermark, per day (all of them for a rebuild)."""
+    pending: list[_Pending] = []
+    for day in sorted(sizes):
+        done = 0 if rebuild else consumed.get(day, 0)
+        if sizes[day] < done:  # rewritten by hand: read it again from the start
+            done = 0
+        if sizes[day] > done:
+            pending.append(_Pending(day, done, sizes[day]))
+    if rebuild:  # newest first, so the byte budget keeps the most recent history
+        pending.reverse()
+    return pending
+
+
+def _truth(rt: Runtime, user: User) -> Truth:
+    """The lifecycle of every ledger today (the search engine's cache, LIST and GETs)."""
+    files = load_ledgers(rt, user, rt.search_cache, rt.listings)
+    return truth_of(files, day_of(rt.clock.now(), rt.settings.zone))
+
+
 def current_entries(day: str, text: str, truth: Truth) -> str:
     """New ledger bytes of ``day`` as the consolidation merges them: current facts only,
     without their lifecycle marks (MEMORY.md keeps facts, the ledgers their story);
@@ -228,24 +250,18 @@ def _run(
 
     # the watermark keeps only days that still exist (archived days drop out)
     consumed = {day: n for day, n in state.consumed.items() if day in sizes}
-    pending: list[_Pending] = []
-    for day in sorted(sizes):
-        done = 0 if rebuild else consumed.get(day, 0)
-        if sizes[day] < done:  # rewritten by hand: read it again from the start
-            done = 0
-        if sizes[day] > done:
-            pending.append(_Pending(day, done, sizes[day]))
-    if rebuild:  # newest first, so the byte budget keeps the most recent history
-        pending.reverse()
+    pending = _pending(sizes, consumed, rebuild)
 
     # nothing here and nothing ever was (e.g. the user was forgotten after this job was
     # queued): leave no item behind
     never_had_memory = current is None and not sizes and state == UserState()
     if never_had_memory and rt.table.abandon_consolidation(user, owner):
         return ConsolidationOutcome("nothing_new")
-    truth = truth_of(
-        load_ledgers(rt, user, rt.search_cache, rt.listings), day_of(now, settings.zone)
-    )
+    truth = _truth(rt, user)
+    if recheck(rt, user, truth):  # the cascade: facts whose ground changed, re-judged
+        truth = _truth(rt, user)
+        sizes = {day: info.size for day, info in ledger_files(rt, user).items()}
+        pending = _pending(sizes, consumed, rebuild)
     if not pending:
         _drop_stale(rt, user, current, truth)
         _archive(rt, user, sizes, consumed)
