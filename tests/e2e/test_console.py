@@ -366,3 +366,35 @@ def test_a_local_process_without_the_launch_cookie_gets_nothing_and_forgets_no_o
     still = operator.new_page()  # and the operator's browser is still signed in
     assert still.goto(url + "/operations").status == 200
     still.close()
+
+
+def test_an_operator_corrects_a_remembered_fact_from_its_ledger_line_in_a_browser(
+    console: tuple[str, Path, str], operator: Any, ann: httpx.Client
+) -> None:
+    url, _, _ = console
+    day = ann.get("/v1/memory/ledger").json()["days"][0]["day"]
+    vim = next(
+        h
+        for h in ann.post("/v1/memory/search", json={"query": "vim"}).json()["hits"]
+        if h.get("fact_id")
+    )
+    page = operator.new_page()
+    page.goto(f"{url}/users/{USER}/ledgers?day={day}")
+    page.get_by_role("link", name=vim["fact_id"]).first.click()
+    assert f"Fact {vim['fact_id']}" in page.locator("main").inner_text()
+    page.get_by_label("Corrected fact").fill("The user now uses Helix, not vim.")
+    page.get_by_role("button", name="Correct").click()
+
+    assert "The fact is superseded" in page.locator("main").inner_text()
+    history = page.get_by_role("table", name=re.compile("History"))
+    assert "Helix" in history.inner_text() and "superseded" in history.inner_text()
+    view = ann.get(f"/v1/memory/facts/{vim['fact_id']}").json()
+    assert view["state"] == "superseded"
+    found = ann.post("/v1/memory/search", json={"query": "Helix"}).json()["hits"]
+    assert any(h.get("authority") == "operator" and h.get("state") == "current" for h in found)
+    assert not [
+        h
+        for h in ann.post("/v1/memory/search", json={"query": "vim"}).json()["hits"]
+        if h.get("fact_id") == vim["fact_id"]
+    ]
+    page.close()
