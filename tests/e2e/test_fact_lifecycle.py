@@ -289,12 +289,6 @@ def test_the_agent_corrects_a_fact_when_the_user_says_it_is_wrong(
         assert [h["id"] for h in fact["history"]] == [porto, faro["id"]]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server bug: the turn's own flush (offline stand-in) reads \"I don't live in "
-    'Porto anymore" as a retraction of the closest shown current fact, which is the '
-    'user\'s correction "I live in Faro." the same turn just wrote, and retracts it',
-)
 def test_the_turns_flush_keeps_the_correction_the_user_just_made(
     stack: LocalStackProcess, fake_llm: FakeLLM
 ) -> None:
@@ -388,12 +382,6 @@ def test_search_as_of_a_day_before_the_move_answers_what_was_true_then(
         _answers_as_of(http, lisbon, day_before)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server bug: the move's flush reuses the flush container's recent LIST of "
-    "memory/ (HARNESS_RECALL_LISTING_SECONDS, 30 s), taken by the import's flush before it "
-    "wrote the past day's ledger, so it is shown no current facts and supersedes nothing",
-)
 def test_a_move_right_after_an_imported_history_supersedes_the_imported_home(
     stack: LocalStackProcess,
 ) -> None:

@@ -33,6 +33,7 @@ pytestmark = [
 #: the client's mode -> the protocol version it ends up speaking with us
 MODES = {"default": "2026-07-28", "legacy": "2025-11-25"}
 TOOLS = {
+    "memory_correct",
     "memory_search",
     "memory_get",
     "memory_read",
@@ -92,10 +93,11 @@ def test_the_sdk_client_connects_and_lists_the_memory_tools(
         assert search.output_schema is not None and "hits" in search.output_schema["properties"]
         assert tools["memory_get"].output_schema is None
         for name, tool in tools.items():
-            writes = name in ("memory_save", "record_conversation")
+            writes = name in ("memory_save", "record_conversation", "memory_correct")
             assert tool.annotations is not None
             assert tool.annotations.read_only_hint is (not writes)
-            assert tool.annotations.destructive_hint is False
+            # a correction retires a fact (the ledger keeps it): the one destructive tool
+            assert tool.annotations.destructive_hint is (name == "memory_correct")
             assert tool.annotations.open_world_hint is False
         if mode == "legacy":  # 2026-07-28 has no ping
             await client.send_ping()
@@ -118,6 +120,7 @@ def test_a_saved_fact_is_found_and_memory_md_read_with_its_version(
             "line": 1,
             "text": "- [save:mcp] Allergic to peanuts",
             "authority": "save:mcp",
+            "recheck": [],  # a MEMORY.md line: no fact id, nothing to re-check
         }
         assert "Source: MEMORY.md#1: - [save:mcp] Allergic to peanuts" in found.content[0].text
         document = (await client.call_tool("memory_read", {})).structured_content

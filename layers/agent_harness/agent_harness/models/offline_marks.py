@@ -52,9 +52,17 @@ def _words(text: str) -> set[str]:
     return {t for t in tokens(text) if t not in _FILLER}
 
 
+#: words a retraction's object shares with many facts: no evidence of which one is meant
+_COMMON = frozenset(
+    "live lives living lived use uses using used work works working have has had like "
+    "likes go goes drink drinks eat eats anymore any more still now".split()
+)
+
+
 def _closest(about: str, shown: list[tuple[str, str]]) -> str | None:
-    """The id of the shown fact sharing the most words with ``about`` (at least one)."""
-    wanted = _words(about)
+    """The id of the shown fact sharing the most words with ``about`` (at least one that
+    is not a common verb: "I don't live in Porto anymore" is not about "lives in Faro")."""
+    wanted = _words(about) - _COMMON
     best: tuple[int, str] | None = None
     for fact_id, text in shown:
         shared = len(wanted & _words(text))

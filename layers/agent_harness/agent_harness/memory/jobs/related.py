@@ -67,11 +67,12 @@ class Shown:
 
 def load_ledger_texts(rt: Runtime, user: User) -> dict[str, str]:
     """Every ledger of ``user`` (archive included) as day -> text, read through the
-    search engine's per-container cache (and its recent LIST); {} when the flush shows
-    no facts (``HARNESS_FLUSH_RELATED_FACTS=0``)."""
+    search engine's per-container cache; {} when the flush shows no facts
+    (``HARNESS_FLUSH_RELATED_FACTS=0``). Always a fresh LIST: a ledger of another day
+    written moments ago (an import's flush) holds facts this flush must be shown."""
     if rt.settings.flush_related_facts <= 0:
         return {}
-    files = load_ledgers(rt, user, rt.search_cache, rt.listings, rt.settings.recall_listing_seconds)
+    files = load_ledgers(rt, user, rt.search_cache)
     texts: dict[str, str] = {}
     for path, index in files:
         day = ledger_date(path)
