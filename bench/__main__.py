@@ -38,6 +38,7 @@ NAMES = (
     "fan_out",
     "locomo_retrieval",
     "locomo_context",
+    "stays_true",
     "poisoning",
     "framing",
     "bounds",
