@@ -267,7 +267,7 @@ def _memory_lines(
                 report.retired += 1
                 continue
             known = truth.fact(hit.path, hit.text)
-            status = truth.life.status[known.id] if known is not None else None
+            status = truth.status(known) if known is not None else None
             if known is not None and status is not None:
                 if known.is_record or status.state != "current":
                     report.retired += 1

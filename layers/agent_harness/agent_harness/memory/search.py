@@ -67,7 +67,7 @@ def search_memory(
         weight = index.SOURCE_WEIGHT  # read at call time: the benchmark's ablation switches it
         if mode == "ranked" and weight and any(f.linked_groups() for _, f in files):
             turns = load_turn_texts(rt, user, cache)
-        retired = len(truth.life.facts) - len(truth.life.of_state("current"))
+        retired = sum(1 for st in truth.life.status.values() if st.state != "current")
         wanted = limit + (0 if include_superseded else min(retired, OVERFETCH))
         hits = search_files(files, query, mode, wanted, turns, weight)
     labelled = (_labelled(h, truth) for h in hits)
@@ -88,7 +88,7 @@ def _labelled(hit: Hit, truth: Truth) -> Hit:
     fact = truth.fact(hit.path, hit.text)
     if fact is None:
         return replace(hit, authority=authority)
-    status = truth.life.status[fact.id]
+    status = truth.status(fact)
     return replace(
         hit,
         authority=authority,

@@ -31,6 +31,8 @@ from agent_harness.memory.facts.authority import (
 from agent_harness.memory.facts.lifecycle import (
     LedgerFact,
     Lifecycle,
+    Marks,
+    Status,
     ledger_fact_id,
     lifecycle_of,
     split_marks,
@@ -60,6 +62,9 @@ def _words(text: str) -> str:
 @dataclass
 class Truth:
     life: Lifecycle
+    #: the ledgers it was read from (day -> text): a retired fact said again on a day the
+    #: lifecycle did not read is found there
+    texts: dict[str, str] = field(default_factory=dict)
     #: the retired facts by their words, and by their distinctive words
     _retired_words: dict[str, LedgerFact] = field(default_factory=dict)
     _retired_terms: dict[frozenset[str], LedgerFact] = field(default_factory=dict)
@@ -78,12 +83,21 @@ class Truth:
                 self._retired_terms[key] = fact
 
     def fact(self, path: str, text: str) -> LedgerFact | None:
-        """The ledger fact a line of ``path`` is (None: not a ledger, or not a fact)."""
+        """The ledger fact a line of ``path`` is (None: not a ledger, or not a fact). A
+        line of a day the lifecycle did not need to read is a current fact, no marks."""
         day = day_of_path(path)
         parsed = parse_fact(text)
         if day is None or parsed is None:
             return None
-        return self.life.facts.get(ledger_fact_id(day, parsed.text))
+        fact_id = ledger_fact_id(day, parsed.text)
+        known = self.life.facts.get(fact_id)
+        if known is not None or day in self.life.parsed:
+            return known
+        body = strip_tags(parsed.text).strip()
+        return LedgerFact(fact_id, day, 0, body, parsed.authority, day, Marks())
+
+    def status(self, fact: LedgerFact) -> Status:
+        return self.life.status_of(fact.id)
 
     def restated(self, text: str) -> LedgerFact | None:
         """The retired fact a MEMORY.md line restates, if any."""
@@ -95,7 +109,20 @@ class Truth:
         # a current fact with the same words (said again after it was retired) keeps it
         if found is None or _words(found.text) in self._current_words:
             return None
-        return found
+        return None if self._said_again(found) else found
+
+    def _said_again(self, gone: LedgerFact) -> bool:
+        """Is ``gone``'s text a fact of a later day the lifecycle did not read (all
+        current there)? A substring test first, then the line's own words."""
+        needle = gone.text.casefold()
+        for day, text in self.texts.items():
+            if day <= gone.day or day in self.life.parsed or needle not in text.casefold():
+                continue
+            for line in text.splitlines():
+                parsed = parse_fact(line)
+                if parsed is not None and _words(parsed.text) == _words(gone.text):
+                    return True
+        return False
 
     def stale(self, text: str) -> list[int]:
         """The lines of a MEMORY.md ``text`` (0-based) that restate a retired fact. A
@@ -139,7 +166,7 @@ def truth_of(files: list[tuple[str, FileIndex]], on: str | None) -> Truth:
         day = day_of_path(path)
         assert day is not None
         texts[day] = "\n".join(index.lines)  # the active ledger last: it wins
-    truth = Truth(lifecycle_of(texts, on))
+    truth = Truth(lifecycle_of(texts, on, whole=False), texts)
     _TRUTHS[key] = ([f for _, f in ledgers], truth)  # the files held: their ids stay theirs
     while len(_TRUTHS) > KEPT:
         _TRUTHS.popitem(last=False)

@@ -119,7 +119,8 @@ def find_fact(rt: Runtime, user: User, fact_id: str) -> tuple[LedgerFact, Lifecy
     """The fact ``fact_id`` of the user's ledgers, and the lifecycle it stands in."""
     if not isinstance(fact_id, str) or FACT_ID.fullmatch(fact_id) is None:
         raise FactNotFoundError("a fact id reads YYYY-MM-DD.<8 hex digits>, as search hits show")
-    life = lifecycle_of(read_ledgers(rt, user))
+    # the fact's own day, and every day a change is on or names: its whole story
+    life = lifecycle_of(read_ledgers(rt, user), whole=False, also=[fact_id[:10]])
     fact = life.facts.get(fact_id)
     if fact is None:
         raise FactNotFoundError(f"no fact {fact_id} in memory")

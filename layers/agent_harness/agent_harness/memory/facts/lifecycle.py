@@ -148,8 +148,7 @@ def ledger_fact_id(day: str, text: str) -> str:
     spacing aside) in the ledger of ``day``."""
     fact = parse_fact(text)
     body = fact.text if fact is not None else text
-    words = " ".join(strip_tags(split_marks(strip_tags(body))[0]).casefold().split())
-    return f"{day}.{hashlib.sha256(words.encode()).hexdigest()[:8]}"
+    return _words_id(day, split_marks(strip_tags(body))[0])
 
 
 @dataclass(frozen=True)
@@ -182,15 +181,25 @@ class Status:
     recheck: list[str] = field(default_factory=list)  # retired facts it depended on
 
 
+_CURRENT = Status()
+_NO_MARKS = Marks()
+
+
 @dataclass
 class Lifecycle:
     """Every ledger fact of a user and where each stands on a day."""
 
     facts: dict[str, LedgerFact]
     status: dict[str, Status]
+    #: the days read (all, unless the lifecycle was built for a reader: involved_days)
+    parsed: set[str] = field(default_factory=set)
     #: marks a record made that its authority does not allow, or that name no earlier
     #: fact: (record id, named id)
     refused: list[tuple[str, str]] = field(default_factory=list)
+
+    def status_of(self, fact_id: str) -> Status:
+        """Where a fact stands; a fact of a day not read is current (nothing names it)."""
+        return self.status.get(fact_id) or _CURRENT
 
     def current(self, fact_id: str) -> bool:
         status = self.status.get(fact_id)
@@ -229,26 +238,44 @@ class Lifecycle:
         return sorted(seen.values(), key=lambda f: (f.day, f.line))
 
 
+_BULLETS = ("-", "*", "+", "•")
+#: a line that may carry a mark (a cheap test before the exact parse)
+_MARKED = re.compile(r"\((?:supersedes|retracts|confirms|depends|from|until)\s")
+
+
+def _words_id(day: str, body: str) -> str:
+    words = " ".join(strip_tags(body).casefold().split())
+    return f"{day}.{hashlib.sha256(words.encode()).hexdigest()[:8]}"
+
+
 def _facts_of(day: str, text: str) -> Iterable[LedgerFact]:
     recorded = day
     turns_of: tuple[tuple[str, int], ...] = ()
     for number, line in enumerate(text.splitlines(), start=1):
-        header = parse_header(line)
-        if header is not None:
-            recorded, turns_of = header[1], ()
+        head = line.lstrip()[:1]
+        if head == "#":
+            header = parse_header(line)
+            if header is not None:
+                recorded, turns_of = header[1], ()
             continue
-        source = parse_source(line)
-        if source is not None:
-            turns_of = tuple((source.session_id, t) for t in source.turns)
+        if head == ">":
+            source = parse_source(line)
+            if source is not None:
+                turns_of = tuple((source.session_id, t) for t in source.turns)
+            continue
+        if head not in _BULLETS:
             continue
         fact = parse_fact(line)
         if fact is None:
             continue
-        body, marks = split_marks(fact.text)
+        if _MARKED.search(fact.text):
+            body, marks = split_marks(strip_tags(fact.text))
+        else:
+            body, marks = strip_tags(fact.text).strip(), _NO_MARKS
         if not body and not marks.is_record():
             continue
         yield LedgerFact(
-            id=ledger_fact_id(day, fact.text),
+            id=_words_id(day, body),
             day=day,
             line=number,
             text=body,
@@ -259,19 +286,38 @@ def _facts_of(day: str, text: str) -> Iterable[LedgerFact]:
         )
 
 
-def lifecycle_of(ledgers: Mapping[str, str], on: str | None = None) -> Lifecycle:
+def involved_days(ledgers: Mapping[str, str]) -> set[str]:
+    """The days whose facts a lifecycle must read: those holding a mark, and those a
+    mark names (an id starts with its day). Every other fact is current, with no marks."""
+    marked = {day for day, text in ledgers.items() if _MARKED.search(text)}
+    named = {i[:10] for day in marked for i in _IDS.findall(ledgers[day])}
+    return marked | (named & set(ledgers))
+
+
+def lifecycle_of(
+    ledgers: Mapping[str, str],
+    on: str | None = None,
+    *,
+    whole: bool = True,
+    also: Iterable[str] = (),
+) -> Lifecycle:
     """The lifecycle of the facts in ``ledgers`` (day -> text, archives included), as it
     stood at the end of day ``on`` (None: everything written; expiry as of the last day).
+    Not ``whole``: only the ``involved_days`` (and the days ``also`` names) are read (a
+    reader's view, cheap for a large memory with few changes); ``Lifecycle.status_of``
+    says current for the rest.
     """
+    days = [d for d in sorted(ledgers) if on is None or d <= on]
+    wanted = set(days) if whole else involved_days({d: ledgers[d] for d in days})
+    wanted |= set(also) & set(days)
     facts: dict[str, LedgerFact] = {}
-    for day in sorted(ledgers):
-        if on is not None and day > on:
-            continue
-        for fact in _facts_of(day, ledgers[day]):
-            facts.setdefault(fact.id, fact)
+    for day in days:
+        if day in wanted:
+            for fact in _facts_of(day, ledgers[day]):
+                facts.setdefault(fact.id, fact)
     order = sorted(facts.values(), key=lambda f: (f.day, f.line))
     status = {f.id: Status() for f in order}
-    life = Lifecycle(facts, status)
+    life = Lifecycle(facts, status, parsed=wanted)
     position = {f.id: n for n, f in enumerate(order)}
     for record in order:
         for target in record.marks.changes():
@@ -288,7 +334,7 @@ def lifecycle_of(ledgers: Mapping[str, str], on: str | None = None) -> Lifecycle
                 continue  # retired already: the first record stands
             state: State = "retracted" if target in record.marks.retracts else "superseded"
             status[target] = Status(state, by=record.id, at=record.recorded)
-    today = on or (order[-1].day if order else None)
+    today = on or (days[-1] if days else None)
     for fact in order:
         until = fact.marks.until
         if until and today and until < today and status[fact.id].state == "current":
@@ -301,25 +347,37 @@ def _mark_rechecks(life: Lifecycle, order: list[LedgerFact], position: dict[str,
     """A current fact that depends on a retired one (stated, or drawn from the same turns
     and sharing its subject) needs a re-check, unless a record after the retirement
     confirmed, superseded or retracted it."""
+    retired = [f for f in order if life.status[f.id].state != "current" and not f.is_record]
+    if not retired:
+        return
     settled: dict[str, int] = {}  # fact -> position of the last record naming it
     for record in order:
-        for named in (*record.marks.confirms, *record.marks.changes()):
-            settled[named] = position[record.id]
-    retired = [f for f in order if life.status[f.id].state != "current" and not f.is_record]
+        if record.marks.is_record() or record.marks.changes():
+            for named in (*record.marks.confirms, *record.marks.changes()):
+                settled[named] = position[record.id]
+    by_turn: dict[tuple[str, int], list[LedgerFact]] = {}
+    for gone in retired:
+        for turn in gone.turns:
+            by_turn.setdefault(turn, []).append(gone)
+    gone_ids = {g.id: g for g in retired}
+    words: dict[str, set[str]] = {}
+
+    def terms_of(fact: LedgerFact) -> set[str]:
+        if fact.id not in words:
+            words[fact.id] = distinctive(fact.text)
+        return words[fact.id]
+
     for fact in order:
         status = life.status[fact.id]
         if fact.is_record or status.state != "current":
             continue
-        words = distinctive(fact.text)
-        for gone in retired:
+        candidates = {g.id: g for t in fact.turns for g in by_turn.get(t, ())}
+        stated = [gone_ids[d] for d in fact.marks.depends if d in gone_ids]
+        for gone in [*stated, *candidates.values()]:
             by = life.status[gone.id].by
-            if by == fact.id:
+            if by == fact.id or gone.id in status.recheck:
                 continue  # the fact that replaced it depends on nothing it took
-            stated = gone.id in fact.marks.depends
-            implied = bool(set(gone.turns) & set(fact.turns)) and bool(
-                words & distinctive(gone.text)
-            )
-            if not (stated or implied):
+            if gone.id not in fact.marks.depends and not terms_of(fact) & terms_of(gone):
                 continue
             when = position[by] if by is not None else position[gone.id]
             if settled.get(fact.id, -1) > when:

@@ -205,7 +205,7 @@ def current_entries(day: str, text: str, truth: Truth) -> str:
         fact = truth.fact(path, line)
         if fact is None:
             kept.append(line)
-        elif not fact.is_record and truth.life.current(fact.id):
+        elif not fact.is_record and truth.status(fact).state == "current":
             parsed = parse_fact(line)
             kept.append(fact_line(parsed.authority if parsed else None, fact.text))
     return "\n".join(kept)

@@ -68,7 +68,7 @@ from agent_harness.memory.jobs.prompts import (
 )
 from agent_harness.memory.jobs.related import (
     checked_marks,
-    load_ledger_texts,
+    load_ledger_files,
     related_facts,
     without_shown,
 )
@@ -80,6 +80,7 @@ from agent_harness.records import TurnRecord
 from agent_harness.usage import memory_budget_exhausted, record_spend, renewal
 
 if TYPE_CHECKING:
+    from agent_harness.memory.engine.file_index import FileIndex
     from agent_harness.ports import GateClaim, SessionState
     from agent_harness.runtime import Runtime
     from agent_harness.settings import Settings
@@ -294,7 +295,7 @@ def flush_turns(
     settings = rt.settings
     outcome = FlushOutcome("flushed", turns=[r.turn for r in records])
     memory_md: str | None = None
-    ledgers: dict[str, str] | None = None
+    ledgers: list[tuple[str, FileIndex]] | None = None
     for day, group in groupby(records, key=lambda r: day_of(r.created(), settings.zone)):
         day_turns = list(group)
         for start in range(0, len(day_turns), TURNS_PER_CALL):
@@ -303,7 +304,7 @@ def flush_turns(
                 existing = rt.store.get(user, MEMORY_FILE)
                 memory_md = existing.content if existing else ""
             if ledgers is None:
-                ledgers = load_ledger_texts(rt, user)
+                ledgers = load_ledger_files(rt, user)
             facts = _flush_chunk(rt, user, session_id, day, chunk, memory_md, ledgers)
             if facts:
                 outcome.facts += facts
@@ -330,7 +331,7 @@ def _flush_chunk(
     day: str,
     chunk: list[TurnRecord],
     memory_md: str,
-    ledgers: dict[str, str],
+    ledgers: list[tuple[str, FileIndex]],
 ) -> int:
     """Extract and append one chunk of one day's turns (shown the current facts of
     ``ledgers`` most related to them). Returns the facts appended."""

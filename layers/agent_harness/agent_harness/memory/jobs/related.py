@@ -1,12 +1,16 @@
 """The facts a flush is shown: the user's current ledger facts most related to its window.
 
     flush job (once)   every ledger, archive included: the search engine's cached read
-                       (one LIST, or the container's recent one; GETs of ledgers whose
-                       ETag it does not hold, or their months' snapshots when cold)
+                       (one fresh LIST; GETs of ledgers whose ETag it does not hold, or
+                       their months' snapshots when cold), indexed once per ETag
     per chunk          the day's ledger as just read replaces its cached copy
-                       -> lifecycle_of(ledgers, on=day): current facts, not records
-                       -> BM25 (memory.engine.index.rank) over their texts with the
-                          window's words, best first
+                       -> the ledgers' truth (memory.engine.truth: the lifecycle of the
+                          days a change touches; every other fact is current)
+                       -> ranked search (the engine's BM25, the indexes the cache keeps)
+                          with the window's words: current facts only, best first
+                       -> then the newest current facts, to fill the room left: a change
+                          often shares no word with the fact it changes ("relocated to
+                          Bilbao", "lives in Gdansk")
                        -> at most HARNESS_FLUSH_RELATED_FACTS, within RELATED_TOKENS
 
 The model may answer marks naming these ids only (the contract:
@@ -26,22 +30,22 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.memory.engine.corpus import load_ledgers
 from agent_harness.memory.engine.file_index import FileIndex
-from agent_harness.memory.engine.index import rank
+from agent_harness.memory.engine.index import search_files
+from agent_harness.memory.engine.truth import day_of_path, truth_of
 from agent_harness.memory.facts.authority import parse_fact
 from agent_harness.memory.facts.authority import rank as authority_rank
-from agent_harness.memory.facts.lifecycle import LedgerFact, Marks, ledger_fact_id, lifecycle_of
-from agent_harness.paths import ledger_date
+from agent_harness.memory.facts.lifecycle import LedgerFact, Marks, ledger_fact_id
+from agent_harness.paths import ledger_path
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
 __all__ = [
-    "NEWEST_FACTS",
     "RELATED_TOKENS",
     "Shown",
     "checked_marks",
-    "load_ledger_texts",
+    "load_ledger_files",
     "related_facts",
     "without_shown",
 ]
@@ -51,8 +55,6 @@ metrics = Metrics()
 
 #: the shown facts' text stays within this many tokens (the runtime's counter)
 RELATED_TOKENS = 450
-#: the newest current facts shown even when they share no word with the turns
-NEWEST_FACTS = 3
 
 
 @dataclass(frozen=True)
@@ -65,54 +67,57 @@ class Shown:
         return {f.id: f for f in self.facts}
 
 
-def load_ledger_texts(rt: Runtime, user: User) -> dict[str, str]:
-    """Every ledger of ``user`` (archive included) as day -> text, read through the
-    search engine's per-container cache; {} when the flush shows no facts
-    (``HARNESS_FLUSH_RELATED_FACTS=0``). Always a fresh LIST: a ledger of another day
-    written moments ago (an import's flush) holds facts this flush must be shown."""
+def load_ledger_files(rt: Runtime, user: User) -> list[tuple[str, FileIndex]]:
+    """Every ledger of ``user`` (archive included), indexed, through the search engine's
+    per-container cache; [] when the flush shows no facts (``HARNESS_FLUSH_RELATED_FACTS
+    =0``). Always a fresh LIST: a ledger of another day written moments ago (an import's
+    flush) holds facts this flush must be shown."""
     if rt.settings.flush_related_facts <= 0:
-        return {}
-    files = load_ledgers(rt, user, rt.search_cache)
-    texts: dict[str, str] = {}
-    for path, index in files:
-        day = ledger_date(path)
-        if day is not None:
-            texts[f"{day[0]:04d}-{day[1]:02d}-{day[2]:02d}"] = "\n".join(index.lines)
-    return texts
+        return []
+    return load_ledgers(rt, user, rt.search_cache)
 
 
 def related_facts(
-    rt: Runtime, ledgers: dict[str, str], day: str, ledger_today: str, window: str
+    rt: Runtime, files: list[tuple[str, FileIndex]], day: str, ledger_today: str, window: str
 ) -> Shown:
     """The current facts (as of the end of ``day``, whose ledger is ``ledger_today``)
-    most related to ``window`` (the turns' words): at most
+    most related to ``window`` (the turns' words), then the newest: at most
     ``HARNESS_FLUSH_RELATED_FACTS``, their texts within ``RELATED_TOKENS``."""
     limit = rt.settings.flush_related_facts
     if limit <= 0 or not window.strip():
         return Shown()
-    texts = {**ledgers, day: ledger_today} if ledger_today else dict(ledgers)
-    if not texts:
+    path = ledger_path(day)
+    ledgers = [(p, f) for p, f in files if p != path and (day_of_path(p) or "") <= day]
+    if ledger_today:
+        ledgers.append((path, FileIndex.build(ledger_today)))
+    if not ledgers:
         return Shown()
-    life = lifecycle_of(texts, on=day)
-    current = life.of_state("current")
-    if not current:
-        return Shown()
-    index = FileIndex.from_lines([f.text for f in current], sum(len(f.text) for f in current))
-    ranked = [current[hit.line - 1] for hit in rank([("", index)], window, limit=len(current))]
-    # then the newest: what changes a fact often shares no word with it ("I moved to
-    # Berlin" and "lives in Lisbon")
-    newest = sorted(current, key=lambda f: (f.recorded, f.day, f.line), reverse=True)
-    chosen: list[LedgerFact] = []
+    truth = truth_of(ledgers, day)
+    chosen: dict[str, LedgerFact] = {}
     spent = 0
-    for fact in dict.fromkeys([*ranked, *newest[:NEWEST_FACTS]]):
+
+    def offer(fact: LedgerFact | None) -> bool:
+        """Take ``fact`` if current and within the budget; False once the limit is met."""
+        nonlocal spent
+        if fact is None or fact.is_record or fact.id in chosen:
+            return True
+        if truth.status(fact).state != "current":
+            return True
         cost = rt.counter.count(f"[{fact.id}] {fact.text}")
-        if spent + cost > RELATED_TOKENS:
-            continue
-        chosen.append(fact)
-        spent += cost
-        if len(chosen) >= limit:
-            break
-    return Shown(chosen)
+        if spent + cost <= RELATED_TOKENS:
+            chosen[fact.id] = fact
+            spent += cost
+        return len(chosen) < limit and spent < RELATED_TOKENS
+
+    retired = sum(1 for st in truth.life.status.values() if st.state != "current")
+    for hit in search_files(ledgers, window, "ranked", limit + retired):
+        if not offer(truth.fact(hit.path, hit.text)):
+            return Shown(list(chosen.values()))
+    for p, index in sorted(ledgers, key=lambda pf: day_of_path(pf[0]) or "", reverse=True):
+        for text in reversed(index.lines):
+            if parse_fact(text) is not None and not offer(truth.fact(p, text)):
+                return Shown(list(chosen.values()))
+    return Shown(list(chosen.values()))
 
 
 def without_shown(ledger: str, day: str, shown: Shown) -> tuple[str, int]:
