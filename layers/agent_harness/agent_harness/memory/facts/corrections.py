@@ -24,12 +24,10 @@ The rules, for every caller (HTTP, MCP, the agent's tool, the CLI, the console):
     text over HARNESS_MAX_MESSAGE_CHARS  413 payload_too_large
 
 The new text (or a retraction's reason) passes the same gate as saves, then the marks
-are added: no saved or edited text can claim one (the gate strips them). A record's words
-give its id, and a day never holds one id twice, so when the new line's id is taken that
-day (a correction to the words of a fact written today; a second retraction with the
-same reason) the record says which fact it is about, so that it reads back as retiring
-the fact: a correction to words already stated today retracts the fact and names the
-one that states them.
+are added: no saved or edited text can claim one (the gate strips them). A record's id
+hashes its words and the facts it retracts, so two retractions with the same reason are
+two records; a correction to words the day already holds (a fact written today) retracts
+the fact and names the one that states them, since a day never holds one id twice.
 """
 
 from __future__ import annotations
@@ -218,17 +216,15 @@ def _admitted_text(rt: Runtime, user: User, text: str, authority: str, source: s
 
 
 def _record(fact_id: str, body: str, by: bool, day: str, taken: set[str]) -> tuple[str, Marks]:
-    """The record's text and marks: ``body`` superseding or retracting ``fact_id``, its
-    words changed only as far as needed for an id the day does not hold yet."""
+    """The record's text and marks: ``body`` superseding ``fact_id``, or retracting it
+    (a record's id names the facts it retracts, so it is new whatever its why). A
+    correction to words the day already holds retracts the fact and names them."""
     if by:
         existing = ledger_fact_id(day, body)
         if existing not in taken:
             return body, Marks(supersedes=(fact_id,))
         body = f"corrected: now stated as {existing}"
-    for text in (body, f"{body} (about {fact_id})"):
-        if ledger_fact_id(day, text) not in taken:
-            return text, Marks(retracts=(fact_id,))
-    return f"{body} (about {fact_id}, {len(taken)})", Marks(retracts=(fact_id,))
+    return body, Marks(retracts=(fact_id,))
 
 
 def correct_fact(
@@ -268,7 +264,7 @@ def correct_fact(
         record, marks = _record(fact_id, body, by is not None, day, taken)
         line = fact_line(authority, render_marks(record, marks))
         state: State = "superseded" if marks.supersedes else "retracted"
-        written[:] = [Correction(ledger_fact_id(day, record), fact_id, state, line, day)]
+        written[:] = [Correction(ledger_fact_id(day, line), fact_id, state, line, day)]
         return render_section("Correction", now, rt.settings.zone, [line], source)
 
     rt.store.append(user, ledger_path(day), addition)

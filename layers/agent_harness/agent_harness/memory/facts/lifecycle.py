@@ -13,9 +13,9 @@ every change is a new line, readable by a person, that names the facts it change
 A fact's id is its ledger day and 8 hex digits of its words (``2026-11-02.3f9a0c1d``):
 stable for its life (appends never move it, archiving keeps its day) and the same for
 every reader. A ledger never holds one fact twice in a day (memory.facts.ledger), so
-the id names one line. Its recorded time is its section's header; its authority the
-line's tag (memory.facts.authority); ``(from ...)`` and ``(until ...)`` say when it
-holds.
+the id names one line; a record's id hashes the facts it names too. Its recorded time
+is its section's header; its authority the line's tag (memory.facts.authority);
+``(from ...)`` and ``(until ...)`` say when it holds.
 
 A record may retire only facts recorded before it whose authority ranks no higher than
 its own: a tool's claim never retires what the user said; the user and an operator can
@@ -147,8 +147,8 @@ def ledger_fact_id(day: str, text: str) -> str:
     """The id of the fact ``text`` (a line or its text: bullet, tag, marks, case and
     spacing aside) in the ledger of ``day``."""
     fact = parse_fact(text)
-    body = fact.text if fact is not None else text
-    return _words_id(day, split_marks(strip_tags(body))[0])
+    body, marks = split_marks(strip_tags(fact.text if fact is not None else text))
+    return _words_id(day, _id_words(body, marks))
 
 
 @dataclass(frozen=True)
@@ -243,6 +243,14 @@ _BULLETS = ("-", "*", "+", "•")
 _MARKED = re.compile(r"\((?:supersedes|retracts|confirms|depends|from|until)\s")
 
 
+def _id_words(body: str, marks: Marks) -> str:
+    """What a line's id hashes: a fact's words; a record's words and the facts it names
+    (two retractions a day with the same why are two records)."""
+    if not marks.is_record():
+        return body
+    return " ".join([body, *sorted(marks.retracts + marks.confirms)])
+
+
 def _words_id(day: str, body: str) -> str:
     words = " ".join(strip_tags(body).casefold().split())
     return f"{day}.{hashlib.sha256(words.encode()).hexdigest()[:8]}"
@@ -275,7 +283,7 @@ def _facts_of(day: str, text: str) -> Iterable[LedgerFact]:
         if not body and not marks.is_record():
             continue
         yield LedgerFact(
-            id=_words_id(day, body),
+            id=_words_id(day, _id_words(body, marks)),
             day=day,
             line=number,
             text=body,
