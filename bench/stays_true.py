@@ -68,8 +68,8 @@ LABELS = {
     "now_retired_shown": '"what is true now": questions whose first call shows a retired '
     "version of the asked fact (unlabelled)",
     "as_of_share": "`as_of` searches answered from the right version",
-    "cascade_marked_share": "cascade dependents marked `recheck` after the flush that "
-    "retired their home",
+    "cascade_marked_share": "cascade dependents marked `recheck` (or already settled by "
+    "the same change) after the flush that retired their home",
     "cascade_settled_share": "cascade dependents where the dataset says after the "
     "consolidation (retracted, or current when they still hold)",
     "memory_md_retired_lines": "MEMORY.md lines restating a retired fact (final)",
@@ -392,10 +392,11 @@ def run(quick: bool = False) -> dict[str, Any]:
                         )
                         marked_total += 1
                         view = _fact_view(app, user.id, ledger_fact_id(days[dep.key], dep.text))
-                        ok = (
-                            view is not None
-                            and view["state"] == "current"
-                            and bool(view["recheck"])
+                        # marked for the re-check, or settled by the same change (the
+                        # move session stated a new commute, superseding the old one)
+                        ok = view is not None and (
+                            (view["state"] == "current" and bool(view["recheck"]))
+                            or view["state"] in ("superseded", "retracted")
                         )
                         marked_hit += ok
                         home_state = _state(
