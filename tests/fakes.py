@@ -320,6 +320,8 @@ class MemoryTable:
         self.overrides: dict[str, Budget] = {}
         #: (user key, place key) -> the place (the P#<key> items)
         self.places: dict[tuple[str, str], Place] = {}
+        #: user key -> (shard, due_at) of its next expiry (the EXPIRY item)
+        self.expiries: dict[str, tuple[str, str]] = {}
         self.lock = threading.Lock()
         self.calls: list[str] = []
 
@@ -586,7 +588,9 @@ class MemoryTable:
             places = [k for k in self.places if k[0] == user.key]
             for k in places:
                 del self.places[k]
-            return len(doomed) + len(days) + int(had_user) + int(had_override) + len(places)
+            expiry = self.expiries.pop(user.key, None) is not None
+            removed = len(doomed) + len(days) + int(had_user) + int(had_override)
+            return removed + len(places) + int(expiry)
 
     def add_usage(self, user: User, delta: UsageDelta) -> None:
         """Records a call only when it writes (an empty delta makes no request)."""
@@ -685,6 +689,21 @@ class MemoryTable:
             DueUser(key, item.due_at or "", item.state.last_consolidated_at)
             for key, item in sorted(self.users.items())
             if item.shard == shard
+        ]
+
+    def mark_expiry_due(self, user: User, due_at_iso: str, shards: int) -> None:
+        with self.lock:
+            self.expiries[user.key] = (due_shard(user.key, shards, "expire"), due_at_iso)
+
+    def clear_expiry_due(self, user: User) -> None:
+        with self.lock:
+            self.expiries.pop(user.key, None)
+
+    def query_expiry_due(self, shard: str, now_iso: str) -> list[DueUser]:
+        return [
+            DueUser(key, due_at, None)
+            for key, (at, due_at) in sorted(self.expiries.items())
+            if at == shard and due_at <= now_iso
         ]
 
 

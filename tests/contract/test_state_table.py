@@ -259,6 +259,22 @@ def test_a_deleted_place_is_gone_and_deleting_it_again_says_so(table: StateTable
     assert table.delete_place(ALICE, "resp:r") is False
 
 
+def test_an_expiry_mark_is_found_in_its_shard_once_due_and_cleared(table: StateTable) -> None:
+    table.mark_expiry_due(ALICE, "2026-12-06T00:00:00Z", 4)
+    shard = due_shard(ALICE.key, 4, "expire")
+
+    assert table.query_expiry_due(shard, "2026-12-05T23:59:59Z") == []
+    (due,) = table.query_expiry_due(shard, "2026-12-06T00:00:00Z")
+    assert (due.user_key, due.due_at) == (ALICE.key, "2026-12-06T00:00:00Z")
+    assert table.query_due(due_shard(ALICE.key, 4)) == []  # not a consolidation mark
+    table.mark_expiry_due(ALICE, "2026-12-09T00:00:00Z", 4)  # the next one replaces it
+    assert table.query_expiry_due(shard, "2026-12-07T00:00:00Z") == []
+    table.clear_expiry_due(ALICE)
+    assert table.query_expiry_due(shard, "2027-01-01T00:00:00Z") == []
+    table.mark_expiry_due(ALICE, "2026-12-09T00:00:00Z", 4)
+    assert table.purge_user(ALICE) == 1  # forgetting the user takes it
+
+
 def test_forgetting_a_user_deletes_their_places(table: StateTable) -> None:
     table.acquire_session_lease(ALICE, "s1", "a", T0, LEASE)
     table.commit_turn(ALICE, "s1", "a", 1, NOW, places=[Place("chat:x", "s1", 1, 2_000_000_000)])

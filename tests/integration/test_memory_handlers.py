@@ -207,7 +207,7 @@ def test_the_schedule_tick_fans_out_one_job_per_due_user(stack: Stack) -> None:
     consolidate = stack.handler(CONSOLIDATE)
     assert stack.invoke(
         consolidate, load_event("memory_consolidate_schedule.json"), CONSOLIDATE
-    ) == {"queued": 3, "flush_tails": 0}
+    ) == {"queued": 3, "expired": 0, "flush_tails": 0}
     jobs = stack.receive("ConsolidationQueue")
     assert sorted(json.loads(m["Body"])["user_id"] for m in jobs) == ["alice", "bob", "carol"]
     assert stack.invoke(consolidate, stack.sqs_event("ConsolidationQueue", jobs), CONSOLIDATE) == {
@@ -216,7 +216,7 @@ def test_the_schedule_tick_fans_out_one_job_per_due_user(stack: Stack) -> None:
     # consolidated users are no longer due: the next tick queues nothing
     assert stack.invoke(
         consolidate, load_event("memory_consolidate_schedule.json"), CONSOLIDATE
-    ) == {"queued": 0, "flush_tails": 0}
+    ) == {"queued": 0, "expired": 0, "flush_tails": 0}
 
 
 def test_imported_history_is_flushed_indexed_and_searchable(stack: Stack) -> None:

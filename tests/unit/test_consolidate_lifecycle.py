@@ -136,3 +136,27 @@ def test_a_recheck_answer_naming_ids_it_was_not_shown_writes_nothing_for_them() 
     ledger = rt.store.text(ALICE, "memory/2026-11-30.md")
     assert "deadbeef" not in ledger and f"(confirms {sister})" in ledger
     assert "- [user] The user takes the U2 in Berlin. (supersedes " in ledger
+
+
+def test_an_expiry_no_write_announces_is_scheduled_and_dropped_by_the_tick() -> None:
+    from agent_harness.memory.jobs.consolidate import tick
+    from agent_harness.settings import Settings
+
+    rt = make_runtime(settings=Settings(consolidation_min_gap_seconds=0))
+    trip = "The user is in Tokyo for a conference. (until 2026-12-03)"
+    rt.store.put(
+        ALICE, "memory/2026-11-30.md", f"\n## Flush — 2026-11-30T09:00:00Z\n- [user] {trip}\n"
+    )
+    consolidate(rt, JOB)  # the offline merge: the trip is in MEMORY.md, its end scheduled
+    assert "Tokyo" in rt.store.text(ALICE, "MEMORY.md")
+    assert tick(rt)["expired"] == 0  # not yet
+
+    rt.clock.now = lambda: __import__("datetime").datetime(
+        2026, 12, 4, 0, 5, tzinfo=__import__("datetime").UTC
+    )
+    assert tick(rt)["expired"] == 1  # the day after its until: the user is due
+    [job] = [j for j in rt.queue.consolidation if j.user_id == "alice"][-1:]
+    consolidate(rt, job)
+
+    assert "Tokyo" not in rt.store.text(ALICE, "MEMORY.md")
+    assert tick(rt)["expired"] == 0  # the next mark went with the fact

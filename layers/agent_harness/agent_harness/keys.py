@@ -6,6 +6,8 @@
     pk = U#<user key>  sk = D#<day>       the user's usage that day (YYYY-MM-DD in
                                           HARNESS_TIMEZONE): tokens and model calls per
                                           role, turns, and the running token total
+    pk = U#<user key>  sk = EXPIRY        when a fact of the user's expires (sparse GSI
+                                          shard expire#k): the tick marks the user due
     pk = U#<user key>  sk = P#<key>       a place: the session and turn a chat
                                           completion's reply or a stored response ended
                                           (api/chat_sessions), with an expires_at TTL
@@ -22,6 +24,7 @@ import hashlib
 __all__ = [
     "BUDGET_SK",
     "DUE_INDEX",
+    "EXPIRY_SK",
     "USER_SK",
     "due_shard",
     "place_sk",
@@ -38,6 +41,8 @@ DUE_INDEX = "due-index"
 USER_SK = "USER"
 #: a user's budget override, set by an operator
 BUDGET_SK = "BUDGET"
+#: when a fact of the user's next expires (memory.jobs.consolidate)
+EXPIRY_SK = "EXPIRY"
 _USER = "U#"
 _SESSION = "S#"
 _USAGE = "D#"

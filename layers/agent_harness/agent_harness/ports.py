@@ -440,6 +440,17 @@ class ConsolidationTable(Protocol):
 
     def abandon_consolidation(self, user: User, owner: str) -> bool: ...
 
+    def mark_expiry_due(self, user: User, due_at_iso: str, shards: int) -> None:
+        """The day a fact of the user's expires (its ``until`` passed): the schedule tick
+        marks the user due then, so MEMORY.md drops it with no write to announce it."""
+        ...
+
+    def clear_expiry_due(self, user: User) -> None: ...
+
+    def query_expiry_due(self, shard: str, now_iso: str) -> list[DueUser]:
+        """Users whose expiry mark in ``shard`` is due by ``now_iso``."""
+        ...
+
 
 class StateTable(SessionTable, FlushTable, ConsolidationTable, UsageTable, Protocol):
     """The one DynamoDB table holding all of the above, and forgetting a user."""

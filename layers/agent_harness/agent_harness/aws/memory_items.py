@@ -10,7 +10,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from agent_harness.aws.dynamo import DynamoItems, is_condition_failure, n_, plain, s_, user_state
 from agent_harness.errors import ConflictError, StoreError
-from agent_harness.keys import due_shard, session_id_of, user_key_of
+from agent_harness.keys import EXPIRY_SK, due_shard, session_id_of, user_key_of, user_pk
 from agent_harness.ports import DueUser, FlushDue, GateClaim
 
 if TYPE_CHECKING:
@@ -146,6 +146,37 @@ class DynamoFlushTable(DynamoItems):
 
 class DynamoConsolidationTable(DynamoItems):
     """``ConsolidationTable`` on the state table."""
+
+    def mark_expiry_due(self, user: User, due_at_iso: str, shards: int) -> None:
+        try:
+            self._ddb.put_item(
+                TableName=self._table,
+                Item={
+                    "pk": s_(user_pk(user.key)),
+                    "sk": s_(EXPIRY_SK),
+                    "user_id": s_(user.id),
+                    "due_shard": s_(due_shard(user.key, shards, "expire")),
+                    "due_at": s_(due_at_iso),
+                },
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("marking the user's next expiry failed") from exc
+
+    def clear_expiry_due(self, user: User) -> None:
+        try:
+            self._ddb.delete_item(
+                TableName=self._table, Key={"pk": s_(user_pk(user.key)), "sk": s_(EXPIRY_SK)}
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("clearing the user's expiry mark failed") from exc
+
+    def query_expiry_due(self, shard: str, now_iso: str) -> list[DueUser]:
+        return [
+            DueUser(user_key_of(str(item["pk"])), str(item["due_at"]), None)
+            for item in self._query_due_index(
+                "due_shard = :s AND due_at <= :now", {":s": s_(shard), ":now": s_(now_iso)}
+            )
+        ]
 
     def mark_consolidation_due(self, user: User, now_iso: str, shards: int) -> None:
         try:

@@ -1,6 +1,7 @@
 """Consolidation (layer 2): merge new ledger content into MEMORY.md.
 
-    schedule tick --fan_out--> one ConsolidationJob per due user (sparse GSI, no scan)
+    schedule tick --fan_out--> one ConsolidationJob per due user (sparse GSI, no scan);
+                  users whose next ``until`` passed are marked due (expire#k marks)
     POST /v1/memory/consolidate --request--> a forced job for the caller
     ConsolidationJob --consolidate-->
         user lease (DynamoDB, conditional)                   one run per user at a time
@@ -19,6 +20,7 @@
         retention: consolidated ledgers past the retention move to memory/archive/
         ranked-index snapshots of every month brought up to date  derived, best effort
         watermark := bytes read, only after the write; due mark cleared unless re-marked
+        the next expiry (the soonest until of a current fact) marked for the tick
 
 Appends that land while a run is going are past the bytes it read, so the next run
 gets them. A failed or malformed model answer raises before anything is written.
@@ -30,7 +32,7 @@ docs/design.md#blank-memory-loses-history).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 from aws_lambda_powertools import Logger, Metrics
@@ -72,7 +74,9 @@ __all__ = [
     "consolidate",
     "fan_out",
     "forced_job",
+    "next_expiry",
     "request_consolidation",
+    "sweep_expiries",
     "tick",
 ]
 
@@ -135,8 +139,37 @@ def fan_out(rt: Runtime) -> int:
 
 
 def tick(rt: Runtime) -> dict[str, int]:
-    """The scheduled event: fan out consolidations, and flush throttled sessions' tails."""
-    return {"queued": fan_out(rt), "flush_tails": sweep_flush_tails(rt)}
+    """The scheduled event: fan out consolidations, mark due the users a fact of whose
+    expired (the next tick consolidates them), flush throttled sessions' tails."""
+    expired = sweep_expiries(rt)
+    return {"queued": fan_out(rt), "expired": expired, "flush_tails": sweep_flush_tails(rt)}
+
+
+def sweep_expiries(rt: Runtime) -> int:
+    """Users whose next ``until`` has passed: marked due, their expiry mark cleared (the
+    consolidation that drops the fact sets the next one)."""
+    now = iso(rt.clock.now())
+    swept = 0
+    for shard in range(rt.settings.due_shards):
+        for due in rt.table.query_expiry_due(shard_name("expire", shard), now):
+            user = User.from_key(due.user_key)
+            rt.table.mark_consolidation_due(user, now, rt.settings.due_shards)
+            rt.table.clear_expiry_due(user)
+            swept += 1
+    return swept
+
+
+def next_expiry(truth: Truth, today: str) -> str | None:
+    """The day after the soonest ``until`` of a current fact not yet passed: when the
+    consolidation must run again for MEMORY.md to drop it."""
+    days = [
+        f.marks.until
+        for f in truth.life.facts.values()
+        if f.marks.until and f.marks.until >= today and truth.status(f).state == "current"
+    ]
+    if not days:
+        return None
+    return (date.fromisoformat(min(days)) + timedelta(days=1)).isoformat()
 
 
 def consolidate(rt: Runtime, job: ConsolidationJob) -> ConsolidationOutcome:
@@ -187,6 +220,21 @@ def _pending(sizes: dict[str, int], consumed: dict[str, int], rebuild: bool) -> 
     if rebuild:  # newest first, so the byte budget keeps the most recent history
         pending.reverse()
     return pending
+
+
+def _schedule_expiry(rt: Runtime, user: User, truth: Truth) -> None:
+    """Mark when the soonest current fact expires (best effort: a lost mark leaves the
+    line to the user's next consolidation; readers drop it at once anyway)."""
+    settings = rt.settings
+    try:
+        due = next_expiry(truth, day_of(rt.clock.now(), settings.zone))
+        if due is None:
+            rt.table.clear_expiry_due(user)
+            return
+        at = datetime.fromisoformat(due).replace(tzinfo=settings.zone)
+        rt.table.mark_expiry_due(user, iso(at), settings.due_shards)
+    except HarnessError:
+        logger.exception("scheduling the next expiry failed")
 
 
 def _truth(rt: Runtime, user: User) -> Truth:
@@ -266,6 +314,7 @@ def _run(
         _drop_stale(rt, user, current, truth)
         _archive(rt, user, sizes, consumed)
         rt.table.complete_consolidation(user, owner, consumed, state.due_seq, iso(now))
+        _schedule_expiry(rt, user, truth)
         return ConsolidationOutcome("nothing_new")
 
     parts: list[tuple[str, str]] = []
@@ -367,6 +416,7 @@ def _run(
 
     outcome.archived = _archive(rt, user, sizes, consumed)
     rt.table.complete_consolidation(user, owner, consumed, state.due_seq, iso(rt.clock.now()))
+    _schedule_expiry(rt, user, truth)
     metrics.add_metric("ModelCallsConsolidation", MetricUnit.Count, outcome.model_calls)
     metrics.add_metric("LedgerBytesConsolidated", MetricUnit.Count, outcome.bytes_read)
     logger.info(
