@@ -39,7 +39,7 @@ from agent_harness.ids import User as HarnessUser
 from agent_harness.jobs import PostTurnJob
 from agent_harness.memory.engine.truth import Truth
 from agent_harness.memory.facts.lifecycle import FACT_ID, ledger_fact_id, lifecycle_of
-from agent_harness.memory.jobs.consolidate import consolidate, forced_job
+from agent_harness.memory.jobs.consolidate import consolidate, forced_job, sweep_expiries
 from agent_harness.memory.jobs.flush import run_post_turn_job
 from agent_harness.models import ModelRegistry
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, Usage
@@ -440,8 +440,12 @@ def run(quick: bool = False) -> dict[str, Any]:
                         {"user": user.id, "dependent": dep.key, "expected": expected, "got": got},
                     )
 
-            # the questions, on the question day
+            # the questions, on the question day, after that day's schedule tick: a user a
+            # fact of whose expired since is consolidated
             clock.current = _at(user.question_day, 9)
+            sweep_expiries(rt)  # the tick's part for expiries; its fan-out is this loop's
+            if rt.table.get_user(harness_user).is_due:
+                consolidate(rt, forced_job(rt, harness_user))
             gone = retired_by_dataset(user)
             for attribute, question in user.questions.items():
                 agent.requests.clear()
