@@ -44,10 +44,12 @@ from agent_harness.memory.jobs.flush import run_post_turn_job
 from agent_harness.models import ModelRegistry
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, Usage
 from agent_harness.paths import MEMORY_FILE
-from bench.hot_path import FN, embedded_stack
 from bench.stays_true_data import ACK, Fact, User, generate
 from local_stack.lambdas import context_for, http_event, import_handler
 from tests.fakes import ManualClock
+
+#: the AgentCall function (bench.hot_path's, which loads the plots: imported in ``run``)
+FN = "AgentCallFunction"
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -343,6 +345,8 @@ def run(quick: bool = False) -> dict[str, Any]:
     as_total = as_hit = marked_total = marked_hit = settled_total = settled_hit = 0
     memory_stale = memory_stale_system = spurious = 0
     marked_given = [0, 0]  # dependents marked, of those whose home the ledger retired
+    from bench.hot_path import embedded_stack  # its plots need the bench requirements
+
     with embedded_stack() as (resolver, env):
         app = import_handler(resolver, FN, env)
         rt = app.runtime
