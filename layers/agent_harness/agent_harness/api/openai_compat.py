@@ -22,9 +22,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from agent_harness.agent.importer import MAX_MESSAGES
 from agent_harness.api.conversation import (
     ChatMessage,
     Conversation,
@@ -32,14 +31,17 @@ from agent_harness.api.conversation import (
     caller_tools,
     run_conversation,
 )
-from agent_harness.api.openai_options import check_content_parts, turn_options
+from agent_harness.api.openai_options import (
+    check_content_parts,
+    openai_json,
+    turn_options,
+    validated,
+)
 from agent_harness.api.schemas import ToolDeclaration  # noqa: TC001 (pydantic reads it)
 from agent_harness.errors import (
     HarnessError,
-    InvalidRequestError,
     ValidationFailedError,
 )
-from agent_harness.utf8 import require_encodable
 
 if TYPE_CHECKING:
     from agent_harness.agent.commit import TurnResult
@@ -74,27 +76,11 @@ def list_models() -> dict[str, Any]:
 
 
 def _parse(raw: str, model: str) -> tuple[ChatBody, TurnOptions | None]:
-    try:
-        data = json.loads(raw) if raw else None
-    except (ValueError, RecursionError) as exc:
-        raise InvalidRequestError("the body is not valid JSON") from exc
-    if data is None:
-        raise InvalidRequestError("a JSON body is required")
-    require_encodable(data, raw)
-    messages = data.get("messages") if isinstance(data, dict) else None
-    if isinstance(messages, list) and len(messages) > MAX_MESSAGES:  # before parsing them
-        raise ValidationFailedError(
-            f"messages: {len(messages):,} messages; a request may carry at most {MAX_MESSAGES:,}"
-        )
-    try:
-        body = ChatBody.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "body"
-        raise ValidationFailedError(f"{where}: {first['msg']}") from exc
+    data = openai_json(raw, "messages", "messages")
+    body = validated(ChatBody, data)
     if body.n not in (None, 1):
         raise ValidationFailedError("n: only one choice is generated (n=1)")
-    check_content_parts(messages, model)
+    check_content_parts(data.get("messages"), model)
     # OpenAI's rule: a tool_choice names or requires tools of the same request
     return body, turn_options(data, [t.name for t in body.tools or []])
 

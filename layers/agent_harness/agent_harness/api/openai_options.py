@@ -19,23 +19,56 @@ the memory are text, so an image would be dropped silently.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from agent_harness.agent.client_tools import MAX_TOOLS_BYTES
+from agent_harness.agent.importer import MAX_MESSAGES
 from agent_harness.agent.options import MAX_STOP, TurnOptions
 from agent_harness.errors import InvalidRequestError, PayloadTooLargeError, ValidationFailedError
 from agent_harness.json_schema import SchemaError, check_tool_schema
 from agent_harness.models.base import ResponseFormat, ToolChoice
+from agent_harness.utf8 import require_encodable
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["check_content_parts", "turn_options"]
+__all__ = ["check_content_parts", "openai_json", "turn_options", "validated"]
 
 _CHOICES = ("auto", "none", "required")
 _TEXT_PARTS = ("text", "input_text", "output_text", "refusal")
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def openai_json(raw: str, items: str, noun: str) -> Any:
+    """An OpenAI route's body as JSON: valid, encodable, and its list ``items`` (the
+    messages, the input items) at most MAX_MESSAGES long, counted before it is parsed."""
+    try:
+        data = json.loads(raw) if raw else None
+    except (ValueError, RecursionError) as exc:
+        raise InvalidRequestError("the body is not valid JSON") from exc
+    if data is None:
+        raise InvalidRequestError("a JSON body is required")
+    require_encodable(data, raw)
+    listed = data.get(items) if isinstance(data, dict) else None
+    if isinstance(listed, list) and len(listed) > MAX_MESSAGES:
+        raise ValidationFailedError(
+            f"{items}: {len(listed):,} {noun}; a request may carry at most {MAX_MESSAGES:,}"
+        )
+    return data
+
+
+def validated(model: type[M], data: object, prefix: str = "") -> M:
+    """``data`` as ``model``; the first error as ``<where>: <what>`` (OpenAI's style)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        raise ValidationFailedError(f"{prefix}{where}: {first['msg']}") from exc
 
 
 def turn_options(data: dict[str, Any], tool_names: Iterable[str] | None) -> TurnOptions | None:
@@ -62,12 +95,7 @@ def turn_options(data: dict[str, Any], tool_names: Iterable[str] | None) -> Turn
         raise ValidationFailedError("parallel_tool_calls: must be a boolean")
     if not fields:
         return None
-    try:
-        return TurnOptions(**fields)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "body"
-        raise ValidationFailedError(f"{where}: {first['msg']}") from exc
+    return validated(TurnOptions, fields)
 
 
 def check_content_parts(messages: object, model: str, *, where: str | None = None) -> None:

@@ -27,7 +27,11 @@ __all__ = ["protocol_routes"]
 logger = Logger(child=True)
 
 
-def _openai_answer(answer: tuple[int, str, dict[str, str]]) -> Response[str]:
+#: an OpenAI route's answer: status, body, headers (the content type among them)
+Answer = tuple[int, str, dict[str, str]]
+
+
+def _openai_answer(answer: Answer) -> Response[str]:
     status, text, headers = answer
     content_type = headers.pop("Content-Type")
     return text_response(status, content_type, text, headers)
@@ -37,38 +41,35 @@ def protocol_routes(rt: Runtime) -> Router:
     router = Router()
     http = Http(router, rt)
 
-    @router.post("/v1/chat/completions")
-    def chat_completions() -> Response[str]:
-        """OpenAI's chat API over the agent with memory; errors in OpenAI's shape."""
-        from agent_harness.api.openai_compat import chat_completion, openai_error
+    def _turn(serve: Callable[[Runtime, User, str | None, str], Answer]) -> Response[str]:
+        """An OpenAI route's turn: the caller, the session it pins, the raw body; errors
+        in OpenAI's shape."""
+        from agent_harness.api.openai_compat import openai_error
 
         try:
             user = http.user()
             named = http.header("x-session-id")
             session_id = http.session(named) if named else None
-            answer = chat_completion(rt, user, session_id, http.raw_body())
+            answer = serve(rt, user, session_id, http.raw_body())
         except HarnessError as exc:
             if exc.status >= 500:
                 logger.warning("request failed", extra={"code": exc.code, "error": exc.message})
             answer = openai_error(exc)
         return _openai_answer(answer)
+
+    @router.post("/v1/chat/completions")
+    def chat_completions() -> Response[str]:
+        """OpenAI's chat API over the agent with memory."""
+        from agent_harness.api.openai_compat import chat_completion
+
+        return _turn(chat_completion)
 
     @router.post("/v1/responses")
     def responses() -> Response[str]:
-        """OpenAI's Responses API over the agent with memory; errors in OpenAI's shape."""
-        from agent_harness.api.openai_compat import openai_error
+        """OpenAI's Responses API over the agent with memory."""
         from agent_harness.api.responses import create_response
 
-        try:
-            user = http.user()
-            named = http.header("x-session-id")
-            session_id = http.session(named) if named else None
-            answer = create_response(rt, user, session_id, http.raw_body())
-        except HarnessError as exc:
-            if exc.status >= 500:
-                logger.warning("request failed", extra={"code": exc.code, "error": exc.message})
-            answer = openai_error(exc)
-        return _openai_answer(answer)
+        return _turn(create_response)
 
     @router.get("/v1/responses/<response_id>")
     def response(response_id: str) -> Response[str]:
@@ -83,7 +84,7 @@ def protocol_routes(rt: Runtime) -> Router:
         return _stored_response(delete_response, response_id)
 
     def _stored_response(
-        serve: Callable[[Runtime, User, str], tuple[int, str, dict[str, str]]], response_id: str
+        serve: Callable[[Runtime, User, str], Answer], response_id: str
     ) -> Response[str]:
         from agent_harness.api.openai_compat import openai_error
 

@@ -31,14 +31,14 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from agent_harness.agent.history import list_turns
 from agent_harness.agent.importer import MAX_MESSAGES, ImportedMessage
 from agent_harness.api.chat_sessions import find_place, place_expiry
 from agent_harness.api.conversation import Conversation, Pin, caller_tools, run_conversation
 from agent_harness.api.openai_compat import MODEL_ID, Answer
-from agent_harness.api.openai_options import turn_options
+from agent_harness.api.openai_options import openai_json, turn_options, validated
 from agent_harness.api.response_items import Echo, events, messages_of, response_object
 from agent_harness.api.schemas import ToolDeclaration
 from agent_harness.errors import (
@@ -48,7 +48,6 @@ from agent_harness.errors import (
     ValidationFailedError,
 )
 from agent_harness.ports import Place
-from agent_harness.utf8 import require_encodable
 
 if TYPE_CHECKING:
     from agent_harness.agent.commit import TurnResult
@@ -96,24 +95,10 @@ class ResponsesBody(BaseModel):
 
 
 def _body(raw: str) -> tuple[ResponsesBody, dict[str, Any]]:
-    try:
-        data = json.loads(raw) if raw else None
-    except (ValueError, RecursionError) as exc:
-        raise InvalidRequestError("the body is not valid JSON") from exc
+    data = openai_json(raw, "input", "items")
     if not isinstance(data, dict):
         raise InvalidRequestError("a JSON object body is required")
-    require_encodable(data, raw)
-    items = data.get("input")
-    if isinstance(items, list) and len(items) > MAX_MESSAGES:  # before parsing them
-        raise ValidationFailedError(
-            f"input: {len(items):,} items; a request may carry at most {MAX_MESSAGES:,}"
-        )
-    try:
-        body = ResponsesBody.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "body"
-        raise ValidationFailedError(f"{where}: {first['msg']}") from exc
+    body = validated(ResponsesBody, data)
     if body.conversation is not None:
         raise InvalidRequestError(
             "conversation: the Conversations API is not served; continue with "
@@ -147,16 +132,8 @@ def _tools(raw: list[Any] | None) -> list[ToolDeclaration] | None:
                 f"tools.{index}: only function tools are served (got {kind!r}); the "
                 "stack's own tools (memory) are always there"
             )
-        try:
-            tools.append(
-                ToolDeclaration.model_validate(
-                    {k: tool.get(k) for k in ("name", "description", "parameters")}
-                )
-            )
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise ValidationFailedError(f"tools.{index}.{where}: {first['msg']}") from exc
+        declared = {k: tool.get(k) for k in ("name", "description", "parameters")}
+        tools.append(validated(ToolDeclaration, declared, f"tools.{index}."))
     return tools
 
 

@@ -143,15 +143,8 @@ def fact_view(fact: LedgerFact, life: Lifecycle) -> dict[str, Any]:
     """GET /v1/memory/facts/{id}: the fact, where it stands, and its story."""
     status = life.status[fact.id]
     return {
-        "id": fact.id,
-        "day": fact.day,
+        **_brief(fact, life),
         "line": fact.line,
-        "text": fact.text,
-        "authority": fact.authority,
-        "recorded": fact.recorded,
-        "state": status.state,
-        "by": status.by,
-        "at": status.at,
         "valid_from": fact.marks.valid_from,
         "until": fact.marks.until,
         "depends": list(fact.marks.depends),
