@@ -298,3 +298,24 @@ def test_the_offline_model_retracts_what_the_user_does_not_do_anymore() -> None:
     assert life.status[coffee].state == "retracted" and life.current(LISBON_ID)
     today = rt.store.text(ALICE, f"memory/{DAY}.md") or ""
     assert today.count("coffee") == 1  # the retraction, not also a fact "I don't drink..."
+
+
+def test_a_change_in_one_message_is_shown_its_old_fact_amid_a_crowd_of_others() -> None:
+    # forty facts, each matching three rare words of the window; the bank's old fact
+    # shares two words with one message only. The window as one query ranks it last;
+    # each message as its own query shows it.
+    memory = ScriptedModel("NO_REPLY")
+    rt = make_runtime(memory=memory)
+    words = [(f"alpha{n}", f"bravo{n}", f"charlie{n}") for n in range(40)]
+    seed(rt, *(f"- [user] The user collects {a}, {b} and {c}." for a, b, c in words),
+         "- [user] The user banks with Revolut.")  # fmt: skip
+    for n in range(8):
+        said = "; ".join(f"{a} {b} {c}" for a, b, c in words[n * 5 : n * 5 + 5])
+        add_turn(rt, n + 1, f"Found more for my collections: {said}.")
+    add_turn(rt, 9, "I closed my Revolut account; I bank with ING now.")
+    flush(rt, 9)
+
+    block = shown_block(memory)
+    bank = ledger_fact_id(EARLIER, "The user banks with Revolut.")
+    assert f"[{bank}] The user banks with Revolut." in block.splitlines()
+    assert len(block.splitlines()) < 41  # the room is full: not everything is shown

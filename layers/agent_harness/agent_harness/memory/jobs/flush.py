@@ -344,7 +344,7 @@ def _flush_chunk(
 
     settings = rt.settings
     model = rt.models.for_role("memory")
-    shown = related_facts(rt, ledgers, day, ledger, _window_words(todo))
+    shown = related_facts(rt, ledgers, day, ledger, _window_messages(todo))
     # a fact of the day shown with its id is left out of the day's ledger, which gives
     # up the room it took: the request grows by the ids, not by the facts
     view, moved = without_shown(ledger, day, shown)
@@ -418,9 +418,9 @@ def _admit_marked(candidates: list[tuple[Candidate, Marks]], policy: Policy) -> 
     return out
 
 
-def _window_words(records: list[TurnRecord]) -> str:
-    """What the turns say (every message's text): the query for the related facts."""
-    return "\n".join(m.content for r in records for m in r.messages if m.role != "system")
+def _window_messages(records: list[TurnRecord]) -> list[str]:
+    """What the turns say (every message's text): the queries for the related facts."""
+    return [m.content for r in records for m in r.messages if m.role != "system"]
 
 
 def _said_by(records: list[TurnRecord]) -> dict[str, str]:

@@ -7,7 +7,10 @@
                        -> the ledgers' truth (memory.engine.truth: the lifecycle of the
                           days a change touches; every other fact is current)
                        -> ranked search (the engine's BM25, the indexes the cache keeps)
-                          with the window's words: current facts only, best first
+                          with each message of the window: current facts only, taken
+                          round robin (every message's best, then every second best):
+                          the whole window as one query drowns a change's one sentence
+                          in the words of the others
                        -> then the newest current facts, to fill the room left: a change
                           often shares no word with the fact it changes ("relocated to
                           Bilbao", "lives in Gdansk")
@@ -38,6 +41,8 @@ from agent_harness.memory.facts.lifecycle import LedgerFact, Marks, ledger_fact_
 from agent_harness.paths import ledger_path
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
@@ -78,13 +83,18 @@ def load_ledger_files(rt: Runtime, user: User) -> list[tuple[str, FileIndex]]:
 
 
 def related_facts(
-    rt: Runtime, files: list[tuple[str, FileIndex]], day: str, ledger_today: str, window: str
+    rt: Runtime,
+    files: list[tuple[str, FileIndex]],
+    day: str,
+    ledger_today: str,
+    window: Sequence[str],
 ) -> Shown:
     """The current facts (as of the end of ``day``, whose ledger is ``ledger_today``)
-    most related to ``window`` (the turns' words), then the newest: at most
-    ``HARNESS_FLUSH_RELATED_FACTS``, their texts within ``RELATED_TOKENS``."""
+    most related to the messages of ``window`` (the turns' words), then the newest: at
+    most ``HARNESS_FLUSH_RELATED_FACTS``, their texts within ``RELATED_TOKENS``."""
     limit = rt.settings.flush_related_facts
-    if limit <= 0 or not window.strip():
+    queries = list(dict.fromkeys(m.strip() for m in window if m.strip()))
+    if limit <= 0 or not queries:
         return Shown()
     path = ledger_path(day)
     ledgers = [(p, f) for p, f in files if p != path and (day_of_path(p) or "") <= day]
@@ -110,9 +120,22 @@ def related_facts(
         return len(chosen) < limit and spent < RELATED_TOKENS
 
     retired = sum(1 for st in truth.life.status.values() if st.state != "current")
-    for hit in search_files(ledgers, window, "ranked", limit + retired):
-        if not offer(truth.fact(hit.path, hit.text)):
-            return Shown(list(chosen.values()))
+    rankings = [
+        [truth.fact(h.path, h.text) for h in search_files(ledgers, q, "ranked", limit + retired)]
+        for q in queries
+    ]
+    # every message's best current match first, then the rest round robin, then newest
+    for facts in rankings:
+        before = len(chosen)
+        for fact in facts:
+            if not offer(fact):
+                return Shown(list(chosen.values()))
+            if len(chosen) > before:
+                break
+    for depth in range(max(map(len, rankings))):
+        for facts in rankings:
+            if depth < len(facts) and not offer(facts[depth]):
+                return Shown(list(chosen.values()))
     for p, index in sorted(ledgers, key=lambda pf: day_of_path(pf[0]) or "", reverse=True):
         for text in reversed(index.lines):
             if parse_fact(text) is not None and not offer(truth.fact(p, text)):
