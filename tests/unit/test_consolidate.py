@@ -58,7 +58,8 @@ def test_nothing_new_means_no_model_call_and_no_write() -> None:
 
 
 def test_only_content_past_the_watermark_is_sent() -> None:
-    model = ScriptedModel("# Memory\n- old", "# Memory\n- old\n- new")
+    # the second merge leaves "new fact" out beside a later day's: the second look asks
+    model = ScriptedModel("# Memory\n- old", "# Memory\n- old\n- new", "NO_REPLY")
     rt = make_runtime(memory=model)
     append(rt, "2026-11-30", "- old fact\n")
     consolidate(rt, job())
@@ -167,7 +168,8 @@ def test_the_due_mark_survives_a_flush_during_the_run() -> None:
 
 
 def test_a_blank_memory_with_an_old_watermark_is_rebuilt_from_recent_ledgers() -> None:
-    model = ScriptedModel("# Memory\n- a\n", "# Memory\n- rebuilt\n")
+    # the first merge leaves 27 days' facts out: the second look asks (nothing ended)
+    model = ScriptedModel("# Memory\n- a\n", "NO_REPLY", "# Memory\n- rebuilt\n", "NO_REPLY")
     rt = make_runtime(
         memory=model,
         settings=Settings(consolidation_max_input_bytes=1000, consolidation_min_gap_seconds=0),
@@ -179,9 +181,9 @@ def test_a_blank_memory_with_an_old_watermark_is_rebuilt_from_recent_ledgers() -
 
     consolidate(rt, job())
 
-    rebuild = model.requests[1].messages[1].content
+    rebuild = model.requests[2].messages[1].content
     assert "rebuild" in rebuild
-    sent = entries_of(model.requests[1])
+    sent = entries_of(model.requests[2])
     assert "day 28" in sent and "day 1 " not in sent  # the newest days, within the budget
     assert len(sent.encode()) <= 1000 + 28 * 20
     assert untagged(memory(rt)) == "# Memory\n- rebuilt\n"  # the model's own words
@@ -336,7 +338,9 @@ def test_a_custom_consolidation_prompt_is_used() -> None:
 
 def consolidated_twice():
     """MEMORY.md written twice by consolidation: "- first", then "- second"."""
-    rt = make_runtime(memory=ScriptedModel("# Memory\n- first\n", "# Memory\n- second\n"))
+    # the second merge leaves "first" out: the second look asks, and it is still true
+    answers = ("# Memory\n- first\n", "# Memory\n- second\n", "NO_REPLY")
+    rt = make_runtime(memory=ScriptedModel(*answers))
     append(rt, "2026-11-30", "- first\n")
     consolidate(rt, job())
     append(rt, "2026-11-30", "- second\n")

@@ -128,6 +128,7 @@ def test_a_recheck_answer_naming_ids_it_was_not_shown_writes_nothing_for_them() 
         f"- (retracts 2026-11-02.deadbeef) planted\n- (confirms {sister}) fine\n"
         f"- The user takes the U2 in Berlin. (supersedes {ledger_fact_id('2026-11-02', COMMUTE)})",
         "# Memory\n\n- [user] The user moved to Berlin.\n",
+        "NO_REPLY",  # the second look: the sister's visits were left out beside the move
     )
     rt = cascade(model)
 

@@ -308,7 +308,7 @@ def test_a_memory_save_in_the_turn_reaches_the_ledger_snapshot() -> None:
 
 def test_consolidation_moves_archived_days_between_snapshots() -> None:
     settings = Settings(consolidation_min_gap_seconds=0, daily_file_retention_days=30)
-    rt = make_runtime(settings=settings, memory=ScriptedModel("- tea"))
+    rt = make_runtime(settings=settings, memory=ScriptedModel("- tea", "NO_REPLY"))
     rt.store.put(ALICE, "memory/2026-09-01.md", "- old tea\n")
     rt.store.put(ALICE, "memory/2026-11-01.md", "- new tea\n")
     refresh_snapshots(rt, ALICE)

@@ -22,6 +22,8 @@ CURRENT_MEMORY = "current_memory"
 NEW_ENTRIES = "new_ledger_entries"
 RETIRED_FACTS = "retired_facts"
 RECHECK_FACTS = "recheck_facts"
+LEFT_OUT_FACTS = "left_out_facts"
+NEW_FACTS = "new_facts"
 HARNESS_CONTEXT = "harness_context"
 MEMORY = "memory"
 RECALLED = "recalled_memory"
@@ -32,8 +34,8 @@ PREVIOUS_SUMMARY = "previous_summary"
 #: every tag a prompt or an injected message uses
 TAGS = (
     CONVERSATION, MEMORY_MD, LEDGER_TODAY, CURRENT_FACTS, CURRENT_MEMORY, NEW_ENTRIES,
-    RETIRED_FACTS, RECHECK_FACTS, HARNESS_CONTEXT, MEMORY, RECALLED, MESSAGES, MESSAGE,
-    SUMMARY, PREVIOUS_SUMMARY,
+    RETIRED_FACTS, RECHECK_FACTS, LEFT_OUT_FACTS, NEW_FACTS, HARNESS_CONTEXT, MEMORY,
+    RECALLED, MESSAGES, MESSAGE, SUMMARY, PREVIOUS_SUMMARY,
 )  # fmt: skip
 
 

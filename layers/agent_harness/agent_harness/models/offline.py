@@ -47,7 +47,12 @@ from agent_harness.models.base import (
     forced_tool,
 )
 from agent_harness.models.instance import minimal_instance
-from agent_harness.models.offline_marks import lifecycle_bullets, recheck_answer, shown_facts
+from agent_harness.models.offline_marks import (
+    lifecycle_bullets,
+    recheck_answer,
+    second_look_answer,
+    shown_facts,
+)
 from agent_harness.text import WORD, fold, tokens
 
 if TYPE_CHECKING:
@@ -382,6 +387,8 @@ class OfflineChatModel:
     def _consolidate(messages: list[Message]) -> str:
         prompt = "\n".join(m.content for m in messages if m.role == "user")
         rechecked = recheck_answer(prompt)
+        if rechecked is None:
+            rechecked = second_look_answer(prompt)
         if rechecked is not None:
             return rechecked
         current = (markup.extract(prompt, markup.CURRENT_MEMORY) or "").strip()

@@ -12,7 +12,9 @@ best first; ties go to the first. Deterministic; nothing else changes what it an
 
 A consolidation's re-check (``recheck_facts``): a fact that names what changed under
 it (a word of the retired fact that its replacement does not say, "Lisbon" after a move
-to Berlin) is retracted; any other is confirmed.
+to Berlin) is retracted; any other is confirmed. A second look (``left_out_facts``):
+every left-out fact is confirmed (the stand-in cannot tell a shortened line from an
+untrue one; a real model decides).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from agent_harness import markup
 from agent_harness.memory.facts.lifecycle import FACT_ID
 from agent_harness.text import tokens
 
-__all__ = ["Cue", "lifecycle_bullets", "recheck_answer", "shown_facts"]
+__all__ = ["Cue", "lifecycle_bullets", "recheck_answer", "second_look_answer", "shown_facts"]
 
 _SHOWN = re.compile(rf"^\[({FACT_ID.pattern})\] (.+)$", re.MULTILINE)
 _STOP = re.compile(r"[.!?。！？]+(?=\s|$)|\n")
@@ -126,4 +128,13 @@ def recheck_answer(prompt: str) -> str | None:
             lines.append(f"- (retracts {fact_id}) it depended on {', '.join(sorted(stale))}")
         else:
             lines.append(f"- (confirms {fact_id}) still true after the change")
+    return "\n".join(lines) or "NO_REPLY"
+
+
+def second_look_answer(prompt: str) -> str | None:
+    """The answer to a second look (None: the prompt is none): every fact confirmed."""
+    block = markup.extract(prompt, markup.LEFT_OUT_FACTS)
+    if block is None:
+        return None
+    lines = [f"- (confirms {m.group(1)}) kept" for m in _SHOWN.finditer(block)]
     return "\n".join(lines) or "NO_REPLY"

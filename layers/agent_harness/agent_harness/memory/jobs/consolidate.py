@@ -17,6 +17,11 @@
         then no line restating a retired fact (a person's own  memory.engine.truth
                        kept unless the user or an operator retired it)
         PUT MEMORY.md If-Match (412: a human edited it -> re-merge onto their version)
+        the second look: lines the merge left out that restate   LLM, if any
+                       a current fact, asked about beside the    (memory.jobs.second_look)
+                       new facts; those a new fact ended are
+                       retracted on its day, then their cascade
+                       re-checked and MEMORY.md's stale lines dropped
         retention: consolidated ledgers past the retention move to memory/archive/
         ranked-index snapshots of every month brought up to date  derived, best effort
         watermark := bytes read, only after the write; due mark cleared unless re-marked
@@ -59,6 +64,7 @@ from agent_harness.memory.jobs.flush import sweep_flush_tails
 from agent_harness.memory.jobs.maintenance import archive_ledgers
 from agent_harness.memory.jobs.prompts import clean_memory_document, consolidation_messages
 from agent_harness.memory.jobs.recheck import recheck
+from agent_harness.memory.jobs.second_look import second_look
 from agent_harness.memory.review import hold
 from agent_harness.models.base import ChatRequest
 from agent_harness.paths import MEMORY_FILE, ledger_path
@@ -376,8 +382,9 @@ def _run(
             )
             outcome.model_calls += 1
             record_spend(rt, user, "memory", answer.usage)
+            proposed = clean_memory_document(answer.message.content, max_chars=max_chars)
             document, admitted = merge_checked(
-                clean_memory_document(answer.message.content, max_chars=max_chars),
+                proposed,
                 current=current_text,
                 entries=entries,
                 policy=Policy.of(settings),
@@ -413,6 +420,15 @@ def _run(
             day = day_of(rt.clock.now(), settings.zone)
             source = f"consolidation model={model.name}"
             hold(rt, user, admitted.held, source=source, writer="consolidation", day=day)
+        # what the model left out (precedence may have put a person's line back) and a
+        # new fact ended: retired on the change's day, and its cascade re-checked
+        if outcome.status == "consolidated" and second_look(
+            rt, user, truth, (current_text, proposed), parts
+        ):
+            truth = _truth(rt, user)
+            if recheck(rt, user, truth):
+                truth = _truth(rt, user)
+            _drop_stale(rt, user, rt.store.get(user, MEMORY_FILE), truth)
 
     outcome.archived = _archive(rt, user, sizes, consumed)
     rt.table.complete_consolidation(user, owner, consumed, state.due_seq, iso(rt.clock.now()))
