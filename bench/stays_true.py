@@ -16,7 +16,9 @@ conversation's user messages in the dataset and answers the dataset's facts in t
 lifecycle contract, naming an old fact's id only when that fact is among the
 ``<current_facts>`` it was shown (read from its prompt, as a real model would); for a
 consolidation it merges the new entries into MEMORY.md, leaving out the lines named in
-``<retired_facts>``; for a re-check it answers the dataset's truth for each fact shown.
+``<retired_facts>`` and those a new entry changes (as a model reading both would); for a
+re-check it answers the dataset's truth for each fact shown; for the second look it
+retracts a left-out fact the dataset says one of the shown new facts ended.
 A forced consolidation (``consolidate``) runs after the middle session and the last.
 
 Then, on the day after the last session plus one, each changing attribute's question is
@@ -85,6 +87,11 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).casefold().rstrip(".")
 
 
+def _untagged(line: str) -> str:
+    """A bullet's text without its bullet and authority tag."""
+    return re.sub(r"^\s*- (\[[^\]]+\] )?", "", line)
+
+
 # -- the scripted memory model ----------------------------------------------------------
 
 
@@ -111,7 +118,9 @@ class ScriptedMemory:
         self.conflicts: list[dict[str, Any]] = []
         #: every explicit dependent flushed: (user, key, ground shown)
         self.depends: list[dict[str, Any]] = []
-        self.calls: dict[str, int] = {"flush": 0, "consolidate": 0, "recheck": 0}
+        self.calls: dict[str, int] = {"flush": 0, "consolidate": 0, "recheck": 0, "second_look": 0}
+        #: dataset facts the re-check retracted (a dependent of a retired home)
+        self.rechecked_away: set[str] = set()
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         text = request.messages[-1].content
@@ -119,6 +128,8 @@ class ScriptedMemory:
             answer = self.flush(text)
         elif markup.extract(text, markup.RECHECK_FACTS) is not None:
             answer = self.recheck(text)
+        elif markup.extract(text, markup.LEFT_OUT_FACTS) is not None:
+            answer = self.second_look(text)
         else:
             answer = self.consolidate(text)
         return ChatResponse(
@@ -151,7 +162,9 @@ class ScriptedMemory:
     def _bullet(self, fact: Fact, shown: dict[str, str]) -> str:
         old_key = fact.supersedes or fact.retracts
         old_id = shown.get(_norm(self.facts[old_key].text)) if old_key else None
-        if old_key:
+        # an old version the re-check already retracted (the cascade of an earlier move)
+        # is no longer current: nothing to show, nothing to mark
+        if old_key and old_key not in self.rechecked_away:
             self.conflicts.append(
                 {
                     "user": self.active,
@@ -189,9 +202,38 @@ class ScriptedMemory:
             ground = self.facts[fact.ground] if fact and fact.ground else None
             if fact and ground and ground.text.rstrip(".") in changed and not fact.survives:
                 city = ground.text.rsplit(" ", 1)[-1].rstrip(".")
+                self.rechecked_away.add(fact.key)
                 out.append(f"- (retracts {match.group(1)}) The user no longer lives in {city}.")
             else:
                 out.append(f"- (confirms {match.group(1)}) Still true after the change.")
+        return "\n".join(out) or "NO_REPLY"
+
+    def second_look(self, prompt: str) -> str:
+        """The dataset's judgement of each left-out fact: retracted by the shown new fact
+        that supersedes or retracts it, else confirmed."""
+        self.calls["second_look"] += 1
+        texts = self.by_text.get(self.active, {})
+        new = {}
+        for line in (markup.extract(prompt, markup.NEW_FACTS) or "").splitlines():
+            match = re.match(rf"^\[({FACT_ID.pattern})\] (.*)$", line.strip())
+            fact = texts.get(_norm(match.group(2))) if match else None
+            if match and fact is not None and (fact.supersedes or fact.retracts):
+                old = fact.supersedes or fact.retracts or ""
+                new[old] = match.group(1)
+                for dep in texts.values():  # a dependent ends with its ground
+                    if dep.ground == old and not dep.survives:
+                        new.setdefault(dep.key, match.group(1))
+        out = []
+        for line in (markup.extract(prompt, markup.LEFT_OUT_FACTS) or "").splitlines():
+            match = re.match(rf"^\[({FACT_ID.pattern})\] (.*)$", line.strip())
+            fact = texts.get(_norm(match.group(2))) if match else None
+            if match is None:
+                continue
+            cause = new.get(fact.key) if fact is not None else None
+            if cause:
+                out.append(f"- (retracts {match.group(1)}) {cause}")
+            else:
+                out.append(f"- (confirms {match.group(1)}) still true")
         return "\n".join(out) or "NO_REPLY"
 
     def consolidate(self, prompt: str) -> str:
@@ -201,10 +243,25 @@ class ScriptedMemory:
         retired = {
             _norm(x) for x in (markup.extract(prompt, markup.RETIRED_FACTS) or "").splitlines()
         }
+        # a right judgement: a line a new entry changes leaves the memory (the second
+        # look then asks about it, when the flush could not mark the change)
+        texts = self.by_text.get(self.active, {})
+        for line in entries.splitlines():
+            fact = texts.get(_norm(_untagged(line)))
+            old = fact and (fact.supersedes or fact.retracts)
+            if old:
+                retired.add(_norm("- " + self.facts[old].text))
+                for dep in texts.values():  # and what held only while it held
+                    if dep.ground == old and not dep.survives:
+                        retired.add(_norm("- " + dep.text))
         kept: dict[str, str] = {}
         for line in [*current.splitlines(), *entries.splitlines()]:
             line = line.strip()
-            if line.startswith("- ") and _norm(line) not in retired:
+            if (
+                line.startswith("- ")
+                and _norm(re.sub(r"^- \[[^\]]+\] ", "- ", line)) not in retired
+                and _norm(line) not in retired
+            ):
                 kept.setdefault(_norm(re.sub(r"^- \[[^\]]+\] ", "- ", line)), line)
         return "# Memory\n\n## About the user\n" + "\n".join(kept.values()) + "\n"
 
@@ -342,9 +399,10 @@ def run(quick: bool = False) -> dict[str, Any]:
         for f in u.facts.values():
             out["kinds"][f.kind] = out["kinds"].get(f.kind, 0) + 1
     now_total = now_hit = now_stale = now_labelled = msg_recalled = 0
-    as_total = as_hit = marked_total = marked_hit = settled_total = settled_hit = 0
+    as_total = as_hit = settled_total = settled_hit = 0
     memory_stale = memory_stale_system = spurious = 0
-    marked_given = [0, 0]  # dependents marked, of those whose home the ledger retired
+    #: dependents: counted, marked; of those whose home the ledger retired, counted, marked
+    tally = {"total": 0, "hit": 0, "given": 0, "given_hit": 0, "by_consolidation": 0}
     from bench.hot_path import embedded_stack  # its plots need the bench requirements
 
     with embedded_stack() as (resolver, env):
@@ -359,11 +417,25 @@ def run(quick: bool = False) -> dict[str, Any]:
             harness_user = HarnessUser.from_id(user.id)
             days = day_of_fact(user)
             middle = len(user.sessions) // 2
+            #: (move, dependent) whose move the ledger has not retired yet
+            waiting: list[tuple[Fact, Fact]] = []
             for n, session in enumerate(user.sessions):
                 clock.current = _at(session.day, 9)
                 if not session.facts:  # nothing said that day: no import
                     if n in (middle, len(user.sessions) - 1):
                         consolidate(rt, forced_job(rt, harness_user))
+                        last = n == len(user.sessions) - 1
+                        waiting = _check_waiting(
+                            app,
+                            user,
+                            days,
+                            memory,
+                            waiting,
+                            out,
+                            tally,
+                            consolidated=True,
+                            final=last,
+                        )
                     continue
                 messages = []
                 for k, fact in enumerate(session.facts):
@@ -384,42 +456,23 @@ def run(quick: bool = False) -> dict[str, Any]:
                 clock.current = _at(session.day, 20)
                 drain_flush_queue(app, queue)
                 # the cascade: the dependents of each home this session retired are marked
+                # (a move the flush could not mark is judged by the next consolidation's
+                # second look, which re-checks its dependents in the same run)
                 for fact in session.facts:
                     if fact.kind != "home" or not fact.supersedes:
                         continue
                     for dep in user.facts.values():
-                        if dep.ground != fact.supersedes:
-                            continue
-                        # an explicit dependent's mark is written only if its home was shown
-                        written = dep.kind != "gym" or any(
-                            d["fact"] == dep.key and d["shown"] for d in memory.depends
-                        )
-                        marked_total += 1
-                        view = _fact_view(app, user.id, ledger_fact_id(days[dep.key], dep.text))
-                        # marked for the re-check, or settled by the same change (the
-                        # move session stated a new commute, superseding the old one)
-                        ok = view is not None and (
-                            (view["state"] == "current" and bool(view["recheck"]))
-                            or view["state"] in ("superseded", "retracted")
-                        )
-                        marked_hit += ok
-                        home_state = _state(
-                            app,
-                            user.id,
-                            ledger_fact_id(days[fact.supersedes], user.facts[fact.supersedes].text),
-                        )
-                        if home_state == "superseded":
-                            marked_given[1] += 1
-                            marked_given[0] += ok
-                        if not ok:
-                            _fail(out, "cascade_marked_share", {
-                                "user": user.id, "dependent": dep.key, "kind": dep.kind,
-                                "text": dep.text, "home_retired": fact.supersedes,
-                                "view": _short(view),
-                                "home_state": home_state, "depends_written": written,
-                            })  # fmt: skip
+                        if dep.ground == fact.supersedes:
+                            waiting.append((fact, dep))
+                waiting = _check_waiting(
+                    app, user, days, memory, waiting, out, tally, consolidated=False
+                )
                 if n in (middle, len(user.sessions) - 1):
                     consolidate(rt, forced_job(rt, harness_user))
+                    last = n == len(user.sessions) - 1
+                    waiting = _check_waiting(
+                        app, user, days, memory, waiting, out, tally, consolidated=True, final=last
+                    )
 
             # the cascade settled: where each dependent stands after the consolidations
             current, retired = final_truth(user)
@@ -591,7 +644,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         "now_current_share": _share(now_hit, now_total),
         "now_retired_shown": now_stale,
         "as_of_share": _share(as_hit, as_total),
-        "cascade_marked_share": _share(marked_hit, marked_total),
+        "cascade_marked_share": _share(tally["hit"], tally["total"]),
         "cascade_settled_share": _share(settled_hit, settled_total),
         "memory_md_retired_lines": memory_stale,
         "conflicts_shown_share": _share(shown, len(conflicts)),
@@ -602,9 +655,10 @@ def run(quick: bool = False) -> dict[str, Any]:
         "now_retired_labelled_outdated": now_labelled,
         "now_questions_recalling_a_retired_versions_message": msg_recalled,
         "as_of_checks": as_total,
-        "cascade_marked": marked_total,
+        "cascade_marked": tally["total"],
+        "cascade_marked_only_by_the_consolidation": tally["by_consolidation"],
         "cascade_settled": settled_total,
-        "cascade_marked_when_the_home_was_retired": f"{marked_given[0]} of {marked_given[1]}",
+        "cascade_marked_when_the_home_was_retired": f"{tally['given_hit']} of {tally['given']}",
         "memory_md_retired_lines_by_ledgers": memory_stale_system,
         "conflicts": len(conflicts),
         "explicit_depends": len(memory.depends),
@@ -652,6 +706,69 @@ def _state(app: ModuleType, user: str, fact_id: str) -> str | None:
 
 def _short(view: dict[str, Any] | None) -> Any:
     return None if view is None else {k: view.get(k) for k in ("id", "state", "recheck", "depends")}
+
+
+def _check_waiting(
+    app: ModuleType,
+    user: User,
+    days: dict[str, str],
+    memory: ScriptedMemory,
+    waiting: list[tuple[Fact, Fact]],
+    out: dict[str, Any],
+    tally: dict[str, int],
+    *,
+    consolidated: bool,
+    final: bool = False,
+) -> list[tuple[Fact, Fact]]:
+    """Count each waiting (move, dependent) marked or settled, and return the rest. After
+    a flush, one not yet marked waits for the next consolidation (its move not marked, or
+    its depends mark lost: the home was not shown to the flush that wrote it, and it
+    shares no word with it); after a consolidation it fails, unless the ledger has not
+    retired the move yet and a later consolidation remains."""
+    still = []
+    for fact, dep in waiting:
+        ok, home, row = _marked(app, user, days, memory, fact, dep)
+        if not ok and (not consolidated or (home == "current" and not final)):
+            still.append((fact, dep))
+            continue
+        tally["total"] += 1
+        tally["hit"] += ok
+        tally["by_consolidation"] += ok and consolidated
+        if home in ("superseded", "retracted"):
+            tally["given"] += 1
+            tally["given_hit"] += ok
+        if not ok:
+            _fail(out, "cascade_marked_share", row)
+    return still
+
+
+def _marked(
+    app: ModuleType, user: User, days: dict[str, str], memory: ScriptedMemory, fact: Fact, dep: Fact
+) -> tuple[bool, str | None, dict[str, Any]]:
+    """Is ``dep`` marked for the re-check of the move ``fact``, or settled (by the same
+    change: the move session stated a new commute; or by the re-check that already ran)?
+    Also the old home's state, and the failure's row."""
+    old = user.facts[fact.supersedes or ""]
+    home = _state(app, user.id, ledger_fact_id(days[old.key], old.text))
+    view = _fact_view(app, user.id, ledger_fact_id(days[dep.key], dep.text))
+    state = None if view is None else view["state"]
+    ok = state in ("superseded", "retracted") or (
+        state == "current"
+        and view is not None
+        and (bool(view["recheck"]) or (dep.survives and home != "current"))
+    )
+    # an explicit dependent's mark is written only if its home was shown
+    written = dep.kind != "gym" or any(d["fact"] == dep.key and d["shown"] for d in memory.depends)
+    row = {
+        "user": user.id, "dependent": dep.key, "kind": dep.kind, "text": dep.text,
+        "home_retired": fact.supersedes, "view": _short(view), "home_state": home,
+        "depends_written": written,
+    }  # fmt: skip
+    return ok, home, row
+
+
+def _calls(calls: dict[str, int]) -> str:
+    return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in calls.items())
 
 
 def _fail(out: dict[str, Any], figure: str, row: dict[str, Any]) -> None:
@@ -723,8 +840,10 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
             "model is scripted: it answers the dataset's correct judgements in the flush's "
             "lifecycle contract, naming an old fact only when its id is among the "
             "`<current_facts>` it was shown; it merges consolidations leaving out the "
-            "`<retired_facts>` lines, and re-checks with the dataset's truth. Questions are "
-            "the first message of a new session; their first model call is inspected.",
+            "`<retired_facts>` lines and the lines a new entry changes, re-checks with the "
+            "dataset's truth, and in the consolidation's second look retracts a left-out "
+            "fact the dataset says a shown new fact ended. Questions are the first message "
+            "of a new session; their first model call is inspected.",
             "",
             *rows,
             "",
@@ -736,7 +855,10 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
             f"{counts['as_of_checks']} `as_of` checks, {counts['cascade_marked']} dependents "
             f"of retired homes, {counts['conflicts']} true conflicts; explicit `depends` "
             f"written for {counts['explicit_depends_ground_shown']} of "
-            f"{counts['explicit_depends']} (the home must be shown).",
+            f"{counts['explicit_depends']} (the home must be shown); "
+            f"{counts['cascade_marked_only_by_the_consolidation']} dependents settled only by "
+            "the consolidation after the flush (a move or a `depends` the flush could not "
+            f"mark). Memory model calls: {_calls(counts['model_calls'])}.",
             "",
             *wording,
             *(["", "Failing:", *notes] if notes else []),
