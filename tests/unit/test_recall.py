@@ -312,3 +312,28 @@ def test_of_two_unmarked_facts_about_one_thing_the_newer_is_recalled_first() -> 
     )
 
     assert [line.day for line in lines[:2]] == ["2026-02-05", "2026-01-05"]
+
+
+def test_the_budget_chooses_by_rank_and_only_the_chosen_are_put_newest_first() -> None:
+    # the older fact ranks first and the room holds one line: the newer does not push
+    # it out (what fits is chosen by rank); with room for both, the newer comes first
+    old = "\n## Flush — 2026-01-05T10:00:00Z\n- Alice's gym membership is at FitOne downtown\n"
+    new = "\n## Flush — 2026-02-05T10:00:00Z\n- Alice's gym membership is at PowerHouse now\n"
+    found = files(**{"memory/2026-01-05.md": old, "memory/2026-02-05.md": new})
+    from agent_harness.memory.engine.truth import truth_of
+
+    counter = TokenCounter()
+    query = "Which gym membership does Alice have? FitOne downtown?"
+    one = counter.count("- Alice's gym membership is at FitOne downtown (memory/2026-01-05.md#3)")
+    kwargs = {
+        "shown": "",
+        "counter": counter,
+        "min_score": 0,
+        "truth": truth_of(found, "2026-03-01"),
+    }
+
+    tight = select_lines(found, query, max_tokens=one + 8, **kwargs)
+    roomy = select_lines(found, query, max_tokens=500, **kwargs)
+
+    assert [line.day for line in tight] == ["2026-01-05"]
+    assert [line.day for line in roomy] == ["2026-02-05", "2026-01-05"]

@@ -10,8 +10,8 @@ most relevant to the new message, so the model sees them without calling a tool.
     skip     lines the injected MEMORY.md already shows (or a line with the same words);
              facts no longer current (memory.engine.truth), and MEMORY.md lines
              restating one; a fact whose ground changed is labelled possibly outdated
-    order    best first; equal scores newest first; of two facts about one thing, the
-             newer first
+    order    best first; equal scores newest first; of two chosen facts about one
+             thing, the newer first (the budget chooses by rank alone)
     render   each line with its ``path#line``; a ledger's path is its day
     messages with ``recall_messages`` on, past messages too (the thread segments, ranked
              as thread_search ranks them, the current session's left out since the model
@@ -234,7 +234,7 @@ def select_lines(
             cost = counter.count(line.render()) + 1
         chosen.append(line)
         used += cost
-    return chosen
+    return _newest_first_in_conflicts(chosen) if truth is not None else chosen
 
 
 def _best_first(found: list[Recalled]) -> list[Recalled]:
@@ -281,17 +281,20 @@ def _memory_lines(
         found.append(
             Recalled(hit.path, hit.line, hit.text, day, hit.score, None, authority, outdated)
         )
-    return _newest_first_in_conflicts(_best_first(found))
+    return _best_first(found)
 
 
 #: two facts sharing this share of their distinctive words are about one thing
 CONFLICT_OVERLAP = 0.5
 
 
-def _newest_first_in_conflicts(found: list[Recalled]) -> list[Recalled]:
-    """Of two current facts about one thing that nobody marked (the memory model missed
-    it), the newer moves just before the older: both are shown, with their days, and
-    the agent model judges (docs/design.md)."""
+def _newest_first_in_conflicts(chosen: list[Recalled]) -> list[Recalled]:
+    """Of two chosen current facts about one thing that nobody marked (the memory model
+    missed it), the newer moves just before the older: both are shown, with their days,
+    and the agent model judges (docs/design.md). Only the memory lines move, among the
+    places they hold: what fits the budget is chosen by rank alone."""
+    slots = [n for n, r in enumerate(chosen) if r.said is None]
+    found = [chosen[n] for n in slots]
     words = [distinctive(r.text) for r in found]
     out = list(found)
     for j in range(len(found)):
@@ -304,7 +307,10 @@ def _newest_first_in_conflicts(found: list[Recalled]) -> list[Recalled]:
                 out.remove(newer)
                 out.insert(out.index(older), newer)
                 break
-    return out
+    placed = list(chosen)
+    for n, line in zip(slots, out, strict=True):
+        placed[n] = line
+    return placed
 
 
 def _past_messages(
