@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 from agent_harness.errors import (
     ConflictError,
@@ -41,6 +42,7 @@ from agent_harness.ports import (
     GateClaim,
     ImportCheck,
     LeaseAdmission,
+    Member,
     ObjectInfo,
     PauseMark,
     Place,
@@ -322,6 +324,9 @@ class MemoryTable:
         self.places: dict[tuple[str, str], Place] = {}
         #: user key -> (shard, due_at) of its next expiry (the EXPIRY item)
         self.expiries: dict[str, tuple[str, str]] = {}
+        #: (scope, user key) -> the membership; the scopes that have had a member
+        self.members: dict[tuple[str, str], Member] = {}
+        self.scopes: set[str] = set()
         self.lock = threading.Lock()
         self.calls: list[str] = []
 
@@ -589,8 +594,11 @@ class MemoryTable:
             for k in places:
                 del self.places[k]
             expiry = self.expiries.pop(user.key, None) is not None
+            memberships = [k for k in self.members if k[1] == user.key]
+            for k in memberships:
+                del self.members[k]
             removed = len(doomed) + len(days) + int(had_user) + int(had_override)
-            return removed + len(places) + int(expiry)
+            return removed + len(places) + int(expiry) + len(memberships)
 
     def add_usage(self, user: User, delta: UsageDelta) -> None:
         """Records a call only when it writes (an empty delta makes no request)."""
@@ -659,6 +667,32 @@ class MemoryTable:
     def get_budget(self, user: User) -> Budget | None:
         self.calls.append("get_budget")
         return self.overrides.get(user.key)
+
+    def put_member(
+        self, scope: str, user: User, role: Literal["member", "maintainer"], at: str
+    ) -> None:
+        self.calls.append("put_member")
+        with self.lock:
+            self.members[(scope, user.key)] = Member(scope, user.id, role, at)
+            self.scopes.add(scope)
+
+    def delete_member(self, scope: str, user: User) -> bool:
+        self.calls.append("delete_member")
+        with self.lock:
+            return self.members.pop((scope, user.key), None) is not None
+
+    def get_member(self, scope: str, user: User) -> Member | None:
+        self.calls.append("get_member")
+        return self.members.get((scope, user.key))
+
+    def list_members(self, scope: str) -> list[Member]:
+        return [m for (s, _), m in self.members.items() if s == scope]
+
+    def list_scopes(self) -> list[str]:
+        return sorted(self.scopes)
+
+    def scopes_of(self, user: User) -> list[Member]:
+        return [m for (_, key), m in self.members.items() if key == user.key]
 
     def set_budget(self, user: User, budget: Budget | None) -> None:
         self.calls.append("set_budget")

@@ -30,6 +30,7 @@ from agent_harness.ports import (
     GateClaim,
     ImportCheck,
     LeaseAdmission,
+    Member,
     PauseMark,
     Place,
     SessionState,
@@ -1113,3 +1114,42 @@ def test_a_pause_adds_its_spend_in_the_same_write(table: StateTable) -> None:
     with pytest.raises(ConflictError):  # a lost lease adds nothing either
         table.pause_turn(ALICE, "s1", "a", PauseMark("p2", 1, T0), 0, usage=spend)
     assert table.usage_days(ALICE, DAY, DAY)[0].tokens["agent"] == (30, 10)
+
+
+# -- memberships of shared scopes ----------------------------------------------------------
+
+
+def test_a_membership_is_kept_replaced_listed_and_removed(table: StateTable) -> None:
+    assert table.get_member("project:apollo", ALICE) is None
+    table.put_member("project:apollo", ALICE, "member", "2026-12-01T00:00:00Z")
+    table.put_member("project:apollo", BOB, "maintainer", "2026-12-01T00:00:01Z")
+    table.put_member("project:apollo", ALICE, "maintainer", "2026-12-02T00:00:00Z")
+    table.put_member("agent:support", BOB, "member", "2026-12-02T00:00:00Z")
+
+    alice = table.get_member("project:apollo", ALICE)
+    assert alice == Member("project:apollo", "alice", "maintainer", "2026-12-02T00:00:00Z")
+    members = sorted(table.list_members("project:apollo"), key=lambda m: m.user_id)
+    assert [(m.user_id, m.role) for m in members] == [
+        ("alice", "maintainer"),
+        ("bob@example.com", "maintainer"),
+    ]
+    assert sorted(table.list_scopes()) == ["agent:support", "project:apollo"]
+    assert sorted(m.scope for m in table.scopes_of(BOB)) == ["agent:support", "project:apollo"]
+
+    assert table.delete_member("project:apollo", ALICE) is True
+    assert table.delete_member("project:apollo", ALICE) is False  # gone: nothing to remove
+    assert table.get_member("project:apollo", ALICE) is None
+    assert [m.user_id for m in table.list_members("project:apollo")] == ["bob@example.com"]
+    assert table.scopes_of(ALICE) == []
+
+
+def test_forgetting_a_user_removes_their_memberships_from_every_scope(table: StateTable) -> None:
+    table.put_member("project:apollo", BOB, "member", "2026-12-01T00:00:00Z")
+    table.put_member("org", BOB, "maintainer", "2026-12-01T00:00:00Z")
+    table.put_member("project:apollo", ALICE, "member", "2026-12-01T00:00:00Z")
+
+    assert table.purge_user(BOB) == 2
+
+    assert table.get_member("project:apollo", BOB) is None and table.get_member("org", BOB) is None
+    assert [m.user_id for m in table.list_members("project:apollo")] == ["alice"]
+    assert table.list_members("org") == []

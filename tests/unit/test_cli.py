@@ -183,3 +183,23 @@ def test_budget_says_when_the_stack_has_no_budget_to_override(capsys) -> None:
     rt = make_runtime()
     status = main(["budget", "alice", "--turns", "2"], runtime=rt)
     assert status == 0 and "overrides do not apply" in capsys.readouterr().err
+
+
+def test_scope_members_are_granted_listed_and_revoked(capsys) -> None:
+    rt = make_runtime()
+    status, out = cli(rt, capsys, "grant", "project:apollo", "alice", "maintainer")
+    assert status == 0 and json.loads(out)["role"] == "maintainer"
+    cli(rt, capsys, "grant", "project:apollo", "bob", "member")
+    status, out = cli(rt, capsys, "members", "project:apollo")
+    assert [(m["user_id"], m["role"]) for m in json.loads(out)["members"]] == [
+        ("alice", "maintainer"),
+        ("bob", "member"),
+    ]
+    status, out = cli(rt, capsys, "scopes")
+    assert json.loads(out)["scopes"][0]["members"] == 2
+    status, out = cli(rt, capsys, "revoke", "project:apollo", "bob")
+    assert status == 0 and json.loads(out)["removed"] is True
+    status, _ = cli(rt, capsys, "revoke", "project:apollo", "bob")  # not a member any more
+    assert status == 1
+    status, _ = cli(rt, capsys, "grant", "user", "bob", "member")  # the user scope has none
+    assert status == 1 and rt.table.get_member("user", User.from_id("bob")) is None

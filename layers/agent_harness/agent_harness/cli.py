@@ -18,6 +18,12 @@
     correct USER FACT_ID [--by TEXT] [--reason TEXT]
                                                 supersede a ledger fact (--by), or retract it
     review USER [approve|reject ID]             lines held for review: list, or decide one
+    scopes                                      shared memory scopes and their members' count
+    members SCOPE                               a shared scope's members and roles
+    grant SCOPE USER member|maintainer          make USER a member (reads) or maintainer
+                                                (writes) of SCOPE (project:<name>, agent:<name>,
+                                                org)
+    revoke SCOPE USER                           take USER out of SCOPE
     consolidate-now USER [--queue]              run a forced consolidation here (or queue it)
     rollback USER VERSION_ID                    restore a MEMORY.md version (a new version)
     forget USER --yes                           delete every object version and item of USER
@@ -174,6 +180,17 @@ def _parser() -> argparse.ArgumentParser:
     review.add_argument("action", nargs="?", choices=["approve", "reject"])
     review.add_argument("item", nargs="?", help="the item's id (from the list)")
 
+    commands.add_parser("scopes", help="shared memory scopes and their members' count")
+    members = commands.add_parser("members", help="a shared scope's members and roles")
+    members.add_argument("scope", help="project:<name>, agent:<name> or org")
+    grant = commands.add_parser("grant", help="grant a user a role in a shared scope")
+    grant.add_argument("scope", help="project:<name>, agent:<name> or org")
+    grant.add_argument("user")
+    grant.add_argument("role", choices=["member", "maintainer"])
+    revoke = commands.add_parser("revoke", help="take a user out of a shared scope")
+    revoke.add_argument("scope", help="project:<name>, agent:<name> or org")
+    revoke.add_argument("user")
+
     consolidate = commands.add_parser("consolidate-now", help="consolidate one user now")
     consolidate.add_argument("user")
     consolidate.add_argument("--queue", action="store_true", help="queue a job instead")
@@ -213,6 +230,8 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
         return _users(args, rt)
     if args.command == "top":
         return _top(args, rt)
+    if args.command in ("scopes", "members", "grant", "revoke"):
+        return _scopes(args, rt)
     user = User.from_id(args.user)
     if args.command == "show":
         if args.day:
@@ -335,6 +354,20 @@ def _users(args: argparse.Namespace, rt: Runtime) -> int:
             }
         )
     _print(found)
+    return 0
+
+
+def _scopes(args: argparse.Namespace, rt: Runtime) -> int:
+    from agent_harness import scopes
+
+    if args.command == "scopes":
+        _print(scopes.list_scopes(rt))
+    elif args.command == "members":
+        _print(scopes.list_members(rt, args.scope))
+    elif args.command == "grant":
+        _print(scopes.set_member(rt, args.scope, User.from_id(args.user), args.role))
+    else:
+        _print(scopes.remove_member(rt, args.scope, User.from_id(args.user)))
     return 0
 
 

@@ -12,6 +12,11 @@
                                           completion's reply or a stored response ended
                                           (api/chat_sessions), with an expires_at TTL
 
+    pk = G#<scope>     sk = M#<user key>  a member of a shared memory scope: role, when
+    pk = U#<user key>  sk = G#<scope>     the same membership from the user's side
+                                          (forgetting the user finds it in their partition)
+    pk = SCOPES        sk = G#<scope>     a scope that has had a member (the operators' list)
+
 Idempotency records of post-turn jobs live in the same user partition. The sparse
 ``due-index`` GSI is keyed by a shard (``due#k`` for consolidation, ``flush#k`` for
 sessions whose trailing turns wait behind the flush throttle) and a due time.
@@ -25,9 +30,14 @@ __all__ = [
     "BUDGET_SK",
     "DUE_INDEX",
     "EXPIRY_SK",
+    "SCOPES_PK",
     "USER_SK",
     "due_shard",
+    "member_key_of",
+    "member_sk",
     "place_sk",
+    "scope_of",
+    "scope_pk",
     "session_id_of",
     "session_sk",
     "shard_name",
@@ -47,6 +57,27 @@ _USER = "U#"
 _SESSION = "S#"
 _USAGE = "D#"
 _PLACE = "P#"
+_SCOPE = "G#"
+_MEMBER = "M#"
+#: the partition listing the scopes that have had members
+SCOPES_PK = "SCOPES"
+
+
+def scope_pk(scope: str) -> str:
+    """The partition of a shared scope's members (``scope``: ``project:apollo``)."""
+    return f"{_SCOPE}{scope}"
+
+
+def scope_of(key: str) -> str:
+    return key.removeprefix(_SCOPE)
+
+
+def member_sk(user_key: str) -> str:
+    return f"{_MEMBER}{user_key}"
+
+
+def member_key_of(sk: str) -> str:
+    return sk.removeprefix(_MEMBER)
 
 
 def user_pk(user_key: str) -> str:

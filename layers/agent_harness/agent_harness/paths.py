@@ -28,6 +28,7 @@ __all__ = [
     "LEDGER_DIR",
     "MEMORY_FILE",
     "REVIEW_FILE",
+    "SCOPE_ROOT",
     "SEGMENT_DIR",
     "SNAPSHOT_DIR",
     "USER_ROOT",
@@ -47,6 +48,8 @@ __all__ = [
 ]
 
 USER_ROOT = "users/"
+#: shared memory scopes' roots: ``scopes/<kind>/<name>/``, ``scopes/org/`` (``scopes``)
+SCOPE_ROOT = "scopes/"
 MEMORY_FILE = "MEMORY.md"
 AGENTS_FILE = "AGENTS.md"
 LEDGER_DIR = "memory/"

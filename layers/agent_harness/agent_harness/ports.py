@@ -10,7 +10,8 @@ so they never depend on an adapter, and a contract suite runs every port against
     ConsolidationTable  a user's consolidation lease, watermark and due marks
     UsageTable          per-user, per-day usage counters and budgets (``usage_ports``,
                         re-exported here)
-    StateTable          all four plus forgetting a user (one DynamoDB table)
+    MembershipTable     shared scopes' members and roles (``member_ports``, re-exported)
+    StateTable          all five plus forgetting a user (one DynamoDB table)
     JobQueue            the post-turn and consolidation queues (SQS)
     ToolServers         the remote tool servers of a container (MCP)
 """
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_harness.errors import PreconditionFailedError, StoreError
+from agent_harness.member_ports import Member, MembershipTable
 from agent_harness.usage_ports import (
     ROLES,
     TURN_ROLES,
@@ -61,6 +63,8 @@ __all__ = [
     "ImportCheck",
     "JobQueue",
     "LeaseAdmission",
+    "Member",
+    "MembershipTable",
     "ObjectInfo",
     "PauseMark",
     "SessionState",
@@ -452,7 +456,9 @@ class ConsolidationTable(Protocol):
         ...
 
 
-class StateTable(SessionTable, FlushTable, ConsolidationTable, UsageTable, Protocol):
+class StateTable(
+    SessionTable, FlushTable, ConsolidationTable, UsageTable, MembershipTable, Protocol
+):
     """The one DynamoDB table holding all of the above, and forgetting a user."""
 
     def purge_user(self, user: User) -> int: ...

@@ -69,6 +69,18 @@ def _ok(description: str, status: str = "200") -> dict[str, Any]:
     return {status: body} | _ERRORS
 
 
+#: a shared scope in a path: ``project:<name>``, ``agent:<name>`` or ``org``
+_SCOPE_PARAM = {
+    "name": "scope",
+    "in": "path",
+    "required": True,
+    "schema": {
+        "type": "string",
+        "pattern": r"^(org|(project|agent):[A-Za-z0-9][A-Za-z0-9._-]{0,63})$",
+    },
+}
+
+
 @cache
 def openapi_document() -> dict[str, Any]:
     from agent_harness.agent.importer import ImportBody
@@ -76,6 +88,7 @@ def openapi_document() -> dict[str, Any]:
     from agent_harness.api.responses import ResponsesBody
     from agent_harness.api.schemas import (
         BudgetBody,
+        MemberBody,
         MemoryPutBody,
         MemorySaveBody,
         MemorySearchBody,
@@ -209,6 +222,29 @@ def openapi_document() -> dict[str, Any]:
                 requestBody=body(BudgetBody),
             ),
             "delete": op("Remove a user's override (operators only)", _ok("the budget")),
+        },
+        "/v1/admin/scopes": {
+            "get": op("Shared memory scopes that have members (operators only)", _ok("scopes")),
+        },
+        "/v1/admin/scopes/{scope}/members": {
+            "parameters": [_SCOPE_PARAM],
+            "get": op("A shared scope's members and roles (operators only)", _ok("members")),
+        },
+        "/v1/admin/scopes/{scope}/members/{user_id}": {
+            "parameters": [
+                _SCOPE_PARAM,
+                {"name": "user_id", "in": "path", "required": True, "schema": {"type": "string"}},
+            ],
+            "put": op(
+                "Grant a user a role in a shared scope: member reads, maintainer writes "
+                "(operators only)",
+                _ok("the membership"),
+                requestBody=body(MemberBody),
+            ),
+            "delete": op(
+                "Remove a user from a shared scope (operators only; 404 if not a member)",
+                _ok("the removal"),
+            ),
         },
         "/v1/usage": {
             "get": op(

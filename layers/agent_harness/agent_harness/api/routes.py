@@ -19,6 +19,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from agent_harness.api.http import json_response
 from agent_harness.api.memory_routes import memory_routes
 from agent_harness.api.protocol_routes import protocol_routes
+from agent_harness.api.scope_routes import scope_routes
 from agent_harness.api.session_routes import session_routes
 from agent_harness.errors import HarnessError, NotFoundError
 
@@ -76,5 +77,6 @@ def build_app(rt: Runtime) -> APIGatewayHttpResolver:
 
     app.include_router(session_routes(rt))
     app.include_router(memory_routes(rt))
+    app.include_router(scope_routes(rt))
     app.include_router(protocol_routes(rt))
     return app

@@ -28,6 +28,7 @@ from agent_harness.memory.engine.index import (
 )
 
 __all__ = [
+    "MemberBody",
     "MemoryPutBody",
     "MemorySaveBody",
     "MemorySearchBody",
@@ -238,6 +239,13 @@ class SupersedeBody(_Body):
 
 #: the most an operator's budget override may set, of any of its three limits
 MAX_BUDGET = 10**12
+
+
+class MemberBody(_Body):
+    """An operator's grant of a role in a shared scope: reading takes ``member``,
+    writing ``maintainer``."""
+
+    role: Literal["member", "maintainer"]
 
 
 class BudgetBody(_Body):

@@ -1,11 +1,12 @@
 """The state table (DynamoDB): leases, counters, cursors and watermarks, all by
-conditional writes, and the users' usage counters. One table, three item kinds:
+conditional writes, and the users' usage counters. One table; its item kinds (every key: ``keys``):
 
     pk = U#<user key>  sk = S#<session>   session: turn counter, flush and index cursors,
                                           lease, flush throttle gate, flush tail mark,
                                           pause mark (a turn awaiting client tool results)
     pk = U#<user key>  sk = USER          user: consolidation lease, watermark, due mark
     pk = U#<user key>  sk = D#<day>       usage: tokens and calls by role, turns, total
+    pk = G#<scope>     sk = M#<user key>  a shared scope's member (``aws/member_items.py``)
 
 The "due" marks are a sparse GSI (``due-index``: ``due_shard`` / ``due_at``): a flush
 puts the user in one of N ``due#k`` shards; the scheduled tick queries the shards
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from agent_harness.aws.dynamo import s_
+from agent_harness.aws.member_items import DynamoMembershipTable
 from agent_harness.aws.memory_items import DynamoConsolidationTable, DynamoFlushTable
 from agent_harness.aws.sessions import DynamoSessionTable
 from agent_harness.aws.usage_items import DynamoUsageTable
@@ -47,13 +49,19 @@ __all__ = ["DynamoStateTable"]
 
 
 class DynamoStateTable(
-    DynamoSessionTable, DynamoFlushTable, DynamoConsolidationTable, DynamoUsageTable
+    DynamoSessionTable,
+    DynamoFlushTable,
+    DynamoConsolidationTable,
+    DynamoUsageTable,
+    DynamoMembershipTable,
 ):
     """``StateTable`` on one DynamoDB table; the boto3 client is injected."""
 
     def purge_user(self, user: User) -> int:
         """Delete every item of the user (sessions, leases, cursors, gates, watermark,
-        due marks, usage days): one Query on the partition, BatchWriteItem in 25s."""
+        due marks, usage days, memberships): the scopes' side of each membership first,
+        then one Query on the partition, BatchWriteItem in 25s."""
+        self._forget_memberships(user)
         keys: list[dict[str, Any]] = []
         try:
             pages = self._ddb.get_paginator("query").paginate(

@@ -1,0 +1,203 @@
+"""Memory scopes and who may use them: the one choke point from (caller, scope) to a
+storage root, or a refusal.
+
+    user             the caller's own memory (``users/<user key>/``), always theirs
+    project:<name>   a shared memory (``scopes/project/<name>/``), e.g. a repository's
+    agent:<name>     one agent's procedures (``scopes/agent/<name>/``)
+    org              the whole stack's (``scopes/org/``)
+
+A shared scope is used by members: reading (search, recall, ``GET /v1/memory``) takes
+the ``member`` role, writing (save, correct) the ``maintainer`` role. A role comes from
+a membership an operator manages (``PUT /v1/admin/scopes/{scope}/members/{user_id}``),
+from a JWT group ``agent-harness:<scope>:<role>`` (``agent-harness:project:apollo:
+maintainer``) where the deployment prefers its identity provider, or, for ``org``, from
+being a user of the stack (every user is a member; maintainers are granted). The higher
+of a membership's and a group's role counts. ``resolve`` is the only function that
+builds a scope's root: every door asks it, so no query can forget the check.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, get_args
+
+from agent_harness.clock import iso
+from agent_harness.errors import ForbiddenError, NotFoundError, ValidationFailedError
+from agent_harness.paths import SCOPE_ROOT, user_root
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from agent_harness.ids import User
+    from agent_harness.ports import Member
+    from agent_harness.runtime import Runtime
+
+__all__ = [
+    "GROUP_PREFIX",
+    "Access",
+    "Grant",
+    "Role",
+    "Scope",
+    "group_roles",
+    "list_members",
+    "list_scopes",
+    "parse_scope",
+    "remove_member",
+    "resolve",
+    "set_member",
+]
+
+Role = Literal["member", "maintainer"]
+Access = Literal["read", "write"]
+Kind = Literal["user", "project", "agent", "org"]
+ROLES: tuple[Role, ...] = get_args(Role)
+#: a JWT group granting a role in a scope: ``agent-harness:<scope>:<role>``
+GROUP_PREFIX = "agent-harness:"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_RANK: dict[Role | None, int] = {None: 0, "member": 1, "maintainer": 2}
+_NEEDS: dict[Access, Role] = {"read": "member", "write": "maintainer"}
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A memory scope: ``user``, ``org``, or a shared kind and its name."""
+
+    kind: Kind
+    name: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.name}" if self.name else self.kind
+
+    @property
+    def shared(self) -> bool:
+        return self.kind != "user"
+
+
+USER = Scope("user")
+ORG = Scope("org")
+
+
+def parse_scope(value: object) -> Scope:
+    """A scope from its text; 422 (``ValidationFailedError``) for anything else."""
+    if value == "user":
+        return USER
+    if value == "org":
+        return ORG
+    if isinstance(value, str) and ":" in value:
+        kind, _, name = value.partition(":")
+        if kind in ("project", "agent") and _NAME.fullmatch(name):
+            return Scope(kind, name)  # type: ignore[arg-type]
+    raise ValidationFailedError(
+        "scope must be 'user', 'org', 'project:<name>' or 'agent:<name>' (a name is 1-64 "
+        "letters, digits, '.', '_' or '-', starting with a letter or digit)"
+    )
+
+
+def shared_scope(value: object) -> Scope:
+    """A scope that has members (not ``user``), from a path or a body."""
+    scope = parse_scope(value)
+    if not scope.shared:
+        raise ValidationFailedError("the user scope has no members: it is the caller's own")
+    return scope
+
+
+def group_roles(groups: Iterable[str]) -> dict[Scope, Role]:
+    """The roles the caller's JWT groups grant (groups of other shapes are ignored)."""
+    out: dict[Scope, Role] = {}
+    for group in groups:
+        if not group.startswith(GROUP_PREFIX):
+            continue
+        scope_text, _, role = group.removeprefix(GROUP_PREFIX).rpartition(":")
+        if role not in ROLES:
+            continue
+        try:
+            scope = shared_scope(scope_text)
+        except ValidationFailedError:
+            continue
+        if _RANK[role] > _RANK[out.get(scope)]:
+            out[scope] = role
+    return out
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What ``resolve`` answers: the scope, the storage root of its memory, the role the
+    caller holds there (``maintainer`` for their own) and where the role came from."""
+
+    scope: Scope
+    root: str
+    role: Role
+    via: Literal["owner", "membership", "group", "org"]
+
+
+def root_of(scope: Scope, caller: User) -> str:
+    if not scope.shared:
+        return user_root(caller.key)
+    return f"{SCOPE_ROOT}{scope.kind}/{scope.name}/" if scope.name else f"{SCOPE_ROOT}org/"
+
+
+def resolve(
+    rt: Runtime, caller: User, scope: Scope, access: Access, groups: Iterable[str] = ()
+) -> Grant:
+    """The caller's grant on ``scope`` for ``access``, or 403 (``ForbiddenError``): one
+    consistent read of the membership for a shared scope, none for the user's own."""
+    if not scope.shared:
+        return Grant(scope, root_of(scope, caller), "maintainer", "owner")
+    member = rt.table.get_member(str(scope), caller)
+    by_group = group_roles(groups).get(scope)
+    candidates: list[tuple[Role | None, Literal["membership", "group", "org"]]] = [
+        (member.role if member else None, "membership"),
+        (by_group, "group"),
+        ("member" if scope == ORG else None, "org"),
+    ]
+    role, via = max(candidates, key=lambda c: _RANK[c[0]])
+    if role is None or _RANK[role] < _RANK[_NEEDS[access]]:
+        verb = "write to" if access == "write" else "read"
+        raise ForbiddenError(
+            f"you may not {verb} the {scope} memory: "
+            + (f"it takes the {_NEEDS[access]} role" if role else "you are not a member")
+        )
+    return Grant(scope, root_of(scope, caller), role, via)
+
+
+# -- memberships: an operator's ----------------------------------------------------------
+
+
+def set_member(rt: Runtime, scope_text: str, user: User, role: object) -> dict[str, str]:
+    """Grant ``user`` ``role`` in a shared scope (replacing a role they had)."""
+    scope = shared_scope(scope_text)
+    if role not in ROLES:
+        raise ValidationFailedError("role must be 'member' or 'maintainer'")
+    at = iso(rt.clock.now())
+    rt.table.put_member(str(scope), user, role, at)
+    return {"scope": str(scope), "user_id": user.id, "role": str(role), "added_at": at}
+
+
+def remove_member(rt: Runtime, scope_text: str, user: User) -> dict[str, object]:
+    """Take ``user`` out of a shared scope; 404 when they were not a member. Their next
+    request that binds the scope is refused (every door resolves again)."""
+    scope = shared_scope(scope_text)
+    if not rt.table.delete_member(str(scope), user):
+        raise NotFoundError(f"{user.id} is not a member of {scope}")
+    return {"scope": str(scope), "user_id": user.id, "removed": True}
+
+
+def _view(member: Member) -> dict[str, str]:
+    return {"user_id": member.user_id, "role": member.role, "added_at": member.added_at}
+
+
+def list_members(rt: Runtime, scope_text: str) -> dict[str, object]:
+    scope = shared_scope(scope_text)
+    members = sorted(rt.table.list_members(str(scope)), key=lambda m: m.user_id)
+    return {"scope": str(scope), "members": [_view(m) for m in members]}
+
+
+def list_scopes(rt: Runtime) -> dict[str, object]:
+    """Every shared scope that has had a member, with its members' count by role."""
+    out = []
+    for name in sorted(rt.table.list_scopes()):
+        members = rt.table.list_members(name)
+        counts = {r: sum(1 for m in members if m.role == r) for r in ROLES}
+        out.append({"scope": name, "members": len(members), "roles": counts})
+    return {"scopes": out}

@@ -1,0 +1,126 @@
+"""Shared memory scopes: their names, the one choke point that resolves (caller, scope)
+to a storage root or refuses, and the operators' membership routes."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_harness.errors import ForbiddenError, ValidationFailedError
+from agent_harness.ids import User
+from agent_harness.paths import user_root
+from agent_harness.scopes import Scope, group_roles, parse_scope, resolve, set_member
+from agent_harness.settings import Settings
+from tests.fakes import make_runtime
+from tests.unit.test_budgets import admin_call
+
+ANN, BOB = User.from_id("ann"), User.from_id("bob@example.com")
+APOLLO = Scope("project", "apollo")
+
+
+def test_scope_names_parse_and_bad_ones_are_refused() -> None:
+    assert parse_scope("user") == Scope("user")
+    assert parse_scope("org") == Scope("org")
+    assert parse_scope("project:apollo") == APOLLO
+    assert str(parse_scope("agent:support-bot.v2")) == "agent:support-bot.v2"
+    for bad in ("", "team:x", "project:", "project:../x", "project:a/b", "agent:-x", "ORG", 7,
+                None, "project:" + "x" * 65, "project:apollo:extra"):  # fmt: skip
+        with pytest.raises(ValidationFailedError):
+            parse_scope(bad)
+
+
+def test_the_users_own_scope_needs_no_membership_and_roots_in_their_prefix() -> None:
+    rt = make_runtime()
+    grant = resolve(rt, BOB, Scope("user"), "write")
+    assert grant.root == user_root(BOB.key) == "users/bob%40example%2Ecom/"
+    assert grant.via == "owner"
+    assert rt.table.calls.count("get_member") == 0
+
+
+def test_reading_takes_a_member_and_writing_a_maintainer() -> None:
+    rt = make_runtime()
+    with pytest.raises(ForbiddenError, match="not a member"):
+        resolve(rt, ANN, APOLLO, "read")
+    set_member(rt, "project:apollo", ANN, "member")
+    grant = resolve(rt, ANN, APOLLO, "read")
+    assert grant.root == "scopes/project/apollo/" and grant.role == "member"
+    with pytest.raises(ForbiddenError, match="maintainer"):
+        resolve(rt, ANN, APOLLO, "write")
+    set_member(rt, "project:apollo", ANN, "maintainer")
+    assert resolve(rt, ANN, APOLLO, "write").role == "maintainer"
+    with pytest.raises(ForbiddenError):  # a membership is of one scope only
+        resolve(rt, ANN, Scope("project", "apollo2"), "read")
+
+
+def test_every_user_reads_org_and_only_a_granted_maintainer_writes_it() -> None:
+    rt = make_runtime()
+    assert resolve(rt, BOB, Scope("org"), "read").via == "org"
+    with pytest.raises(ForbiddenError):
+        resolve(rt, BOB, Scope("org"), "write")
+    set_member(rt, "org", BOB, "maintainer")
+    assert resolve(rt, BOB, Scope("org"), "write").root == "scopes/org/"
+
+
+def test_jwt_groups_grant_roles_and_the_higher_role_counts() -> None:
+    rt = make_runtime()
+    groups = ["agent-harness:project:apollo:maintainer", "agent-harness:agent:x:member",
+              "agent-harness:user:maintainer", "agent-harness:project:bad/name:member",
+              "agent-harness:project:apollo:owner", "agent-harness-admins", "other"]  # fmt: skip
+    assert group_roles(groups) == {APOLLO: "maintainer", Scope("agent", "x"): "member"}
+    set_member(rt, "project:apollo", ANN, "member")
+    grant = resolve(rt, ANN, APOLLO, "write", groups)
+    assert grant.role == "maintainer" and grant.via == "group"
+    with pytest.raises(ForbiddenError):
+        resolve(rt, ANN, Scope("agent", "x"), "write", groups)
+
+
+def test_operators_manage_members_and_nobody_else_can() -> None:
+    rt = make_runtime(settings=Settings(auth_mode="dev"))
+    url = "/v1/admin/scopes/project:apollo/members"
+    for method, path, payload in (
+        ("GET", "/v1/admin/scopes", None),
+        ("GET", url, None),
+        ("PUT", f"{url}/ann", {"role": "member"}),
+        ("DELETE", f"{url}/ann", None),
+    ):
+        status, body = admin_call(rt, method, path, payload, admin=False)
+        assert status == 403 and body["error"]["code"] == "forbidden"
+    assert rt.table.members == {}
+
+    status, body = admin_call(rt, "PUT", f"{url}/ann", {"role": "member"})
+    assert status == 200 and body["scope"] == "project:apollo" and body["role"] == "member"
+    admin_call(rt, "PUT", f"{url}/bob%40example.com", {"role": "maintainer"})
+    status, body = admin_call(rt, "GET", url)
+    assert status == 200
+    assert [(m["user_id"], m["role"]) for m in body["members"]] == [
+        ("ann", "member"),
+        ("bob@example.com", "maintainer"),
+    ]
+    status, body = admin_call(rt, "GET", "/v1/admin/scopes")
+    assert body == {
+        "scopes": [
+            {"scope": "project:apollo", "members": 2, "roles": {"member": 1, "maintainer": 1}}
+        ]
+    }
+
+    status, body = admin_call(rt, "DELETE", f"{url}/ann")
+    assert status == 200 and body == {"scope": "project:apollo", "user_id": "ann", "removed": True}
+    status, body = admin_call(rt, "DELETE", f"{url}/ann")
+    assert status == 404
+    with pytest.raises(ForbiddenError):  # the next request that uses the scope is refused
+        resolve(rt, ANN, APOLLO, "read")
+
+
+def test_a_bad_scope_or_role_is_a_4xx_and_writes_nothing() -> None:
+    rt = make_runtime(settings=Settings(auth_mode="dev"))
+    for path, payload in (
+        ("/v1/admin/scopes/user/members/ann", {"role": "member"}),
+        ("/v1/admin/scopes/team:x/members/ann", {"role": "member"}),
+        ("/v1/admin/scopes/project:apollo/members/ann", {"role": "owner"}),
+        ("/v1/admin/scopes/project:apollo/members/ann", {"role": "member", "extra": 1}),
+        ("/v1/admin/scopes/project:apollo/members/ann", {}),
+    ):
+        status, body = admin_call(rt, "PUT", path, payload)
+        assert status == 422, (path, payload, body)
+    status, _ = admin_call(rt, "PUT", "/v1/admin/scopes/project:apollo/members/ann", None)
+    assert status == 400
+    assert rt.table.members == {} and rt.table.scopes == set()
