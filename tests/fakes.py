@@ -31,6 +31,7 @@ from agent_harness.jobs import ConsolidationJob, PostTurnJob
 from agent_harness.keys import due_shard
 from agent_harness.models import ModelRegistry
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
+from agent_harness.paths import user_root
 from agent_harness.ports import (
     ROLES,
     Admission,
@@ -104,7 +105,7 @@ class MemoryStore:
 
     @staticmethod
     def key(user: User, path: str) -> str:
-        return f"users/{user.key}/{validate_relative_path(path)}"
+        return f"{user_root(user.key)}{validate_relative_path(path)}"
 
     def text(self, user: User, path: str) -> str | None:
         versions = self.objects.get(self.key(user, path))
@@ -193,7 +194,7 @@ class MemoryStore:
             self.markers[key] = self.markers.get(key, 0) + 1
 
     def purge(self, user: User) -> int:
-        base = f"users/{user.key}/"
+        base = user_root(user.key)
         with self.lock:
             # S3 deletes (and the adapter counts) every version and every delete marker
             keys = [k for k in {*self.objects, *self.deleted, *self.markers} if k.startswith(base)]
@@ -214,7 +215,7 @@ class MemoryStore:
         return cas_append(self, user, path, build, attempts=self.append_attempts, writer=writer)
 
     def list(self, user: User, prefix: str, *, recursive: bool = True) -> list[ObjectInfo]:
-        base = f"users/{user.key}/"
+        base = user_root(user.key)
         # the adapter validates the prefix like a path: no "..", no leading "/"
         full = base + (validate_relative_path(prefix.rstrip("/")) + "/" if prefix else "")
         out = []

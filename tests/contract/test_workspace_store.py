@@ -701,3 +701,19 @@ def test_a_list_prefix_outside_the_workspace_is_an_invalid_request(
     store.put(AL, "MEMORY.md", "al's")
     with pytest.raises(InvalidRequestError):
         store.list(ALICE, prefix)
+
+
+def test_a_shared_scopes_memory_is_its_own_and_no_users_whatever_their_id(
+    store: WorkspaceStore,
+) -> None:
+    apollo = User.for_scope("project:apollo")
+    namesake = User.from_id("project:apollo")  # a user whose id is the scope's text
+    store.put(apollo, "MEMORY.md", "the project's")
+    store.append(apollo, "memory/2026-11-30.md", lambda _: "- [user] refunds need two\n")
+    store.put(namesake, "MEMORY.md", "the user's")
+
+    assert paths(store, apollo) == ["MEMORY.md", "memory/2026-11-30.md"]
+    assert paths(store, namesake) == ["MEMORY.md"]
+    assert store.get(apollo, "MEMORY.md").content == "the project's"  # type: ignore[union-attr]
+    assert store.get(namesake, "MEMORY.md").content == "the user's"  # type: ignore[union-attr]
+    assert store.list_users() == [namesake.key]  # a scope is no user

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_harness.errors import ForbiddenError, ValidationFailedError
+from agent_harness.errors import ForbiddenError, InvalidRequestError, ValidationFailedError
 from agent_harness.ids import User
 from agent_harness.paths import user_root
 from agent_harness.scopes import Scope, group_roles, parse_scope, resolve, set_member
@@ -124,3 +124,54 @@ def test_a_bad_scope_or_role_is_a_4xx_and_writes_nothing() -> None:
     status, _ = admin_call(rt, "PUT", "/v1/admin/scopes/project:apollo/members/ann", None)
     assert status == 400
     assert rt.table.members == {} and rt.table.scopes == set()
+
+
+def test_a_scope_owner_is_keyed_apart_from_every_user() -> None:
+    apollo = User.for_scope("project:apollo")
+    assert (apollo.id, apollo.key, apollo.is_scope) == ("project:apollo", "project.apollo", True)
+    assert user_root(apollo.key) == "scopes/project/apollo/"
+    assert user_root(User.for_scope("org").key) == "scopes/org/"
+    assert user_root(User.for_scope("agent:bot.v2").key) == "scopes/agent/bot.v2/"
+    namesake = User.from_id("project:apollo")
+    assert namesake.key != apollo.key and not namesake.is_scope
+    for key in ("project.apollo", "org.", "agent.bot.v2"):
+        assert User.from_key(key) == User.for_scope(User.from_key(key).id)
+    for bad in ("user", "project", "project:", "team:x", "project:a/b", "org:x"):
+        with pytest.raises(InvalidRequestError):
+            User.for_scope(bad)
+    with pytest.raises(InvalidRequestError):
+        User.from_key("project.a/b")
+
+
+def test_a_scopes_memory_is_consolidated_in_its_own_prefix_partition_and_job() -> None:
+    from datetime import UTC, datetime
+
+    from agent_harness.memory import files
+    from agent_harness.memory.jobs.consolidate import consolidate, fan_out
+
+    rt = make_runtime(settings=Settings(consolidation_min_gap_seconds=0))
+    apollo = User.for_scope("project:apollo")
+    files.save_facts(
+        rt,
+        apollo,
+        "Refunds over 500 EUR need a second approver.",
+        timestamp=datetime(2026, 11, 30, 9, tzinfo=UTC),
+        source=None,
+        origin="api",
+    )
+    assert any(k.startswith("scopes/project/apollo/memory/") for k in rt.store.objects)
+    assert not any(k.startswith("users/") for k in rt.store.objects)
+
+    rt.table.mark_consolidation_due(apollo, "2026-11-30T09:00:00Z", rt.settings.due_shards)
+    assert fan_out(rt) == 1
+    [job] = rt.queue.consolidation
+    assert job.scope == "project:apollo"
+    # a save writes MEMORY.md at once: the merge finds it there, and the scope's own
+    # watermark (its partition) moves past the ledger
+    assert consolidate(rt, job).status in ("consolidated", "unchanged")
+    assert "second approver" in rt.store.text(apollo, "MEMORY.md")
+    assert rt.table.get_user(apollo).consumed == {"2026-11-30": len(
+        rt.store.text(apollo, "memory/2026-11-30.md").encode()
+    )}  # fmt: skip
+    # the user whose id is the scope's text has nothing
+    assert rt.store.get(User.from_id("project:apollo"), "MEMORY.md") is None

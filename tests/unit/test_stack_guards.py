@@ -56,3 +56,60 @@ def test_the_api_throttle_is_set_by_parameters() -> None:
     resolved = Resolver(TEMPLATE).resolve(settings)
     assert resolved == {"ThrottlingBurstLimit": "200", "ThrottlingRateLimit": "100"}
     assert settings["ThrottlingRateLimit"] == {"Ref": "ApiThrottlingRateLimit"}
+
+
+#: the state table's IAM actions each function's code issues (a transaction's Put,
+#: Delete and ConditionCheck need their own actions, as the calls do)
+STATE_TABLE_ACTIONS = {
+    # turns (lease, admission check, places), budgets, memberships, usage, forget-user
+    "AgentCallFunction": {
+        "GetItem", "UpdateItem", "PutItem", "DeleteItem", "ConditionCheckItem", "Query",
+        "BatchWriteItem",
+    },
+    # cursors, gates and due marks; the idempotency records
+    "MemoryFlushFunction": {"GetItem", "UpdateItem", "PutItem", "DeleteItem"},
+    # the lease and watermark; the next expiry's mark; an abandoned user item
+    "MemoryConsolidateFunction": {"GetItem", "UpdateItem", "PutItem", "DeleteItem"},
+}  # fmt: skip
+#: every DynamoDB call of the adapters, and the IAM action it needs
+CALLS = {
+    "get_item": "GetItem", "put_item": "PutItem", "update_item": "UpdateItem",
+    "delete_item": "DeleteItem", "query": "Query", "batch_write_item": "BatchWriteItem",
+    "scan": "Scan", '{"Put"': "PutItem", '{"Update"': "UpdateItem", '{"Delete"': "DeleteItem",
+    '{"ConditionCheck"': "ConditionCheckItem", "transact_write_items": None,
+}  # fmt: skip
+
+
+def _table_actions(function: str) -> set[str]:
+    statements = RESOURCES[function]["Properties"]["Policies"][0]["Statement"]
+    actions: set[str] = set()
+    for statement in statements:
+        resource = statement["Resource"]
+        if resource == {"Fn::GetAtt": ["StateTable", "Arn"]}:
+            listed = statement["Action"]
+            listed = [listed] if isinstance(listed, str) else listed
+            actions |= {a.removeprefix("dynamodb:") for a in listed}
+    return actions
+
+
+def test_each_function_may_make_the_state_table_calls_its_code_makes() -> None:
+    for function, needed in STATE_TABLE_ACTIONS.items():
+        assert needed <= _table_actions(function), (function, needed - _table_actions(function))
+
+
+def test_every_dynamodb_call_of_the_adapters_is_one_the_table_above_knows() -> None:
+    import re
+    from pathlib import Path
+
+    import agent_harness.aws as aws
+
+    source = "\n".join(p.read_text() for p in Path(aws.__file__).parent.glob("*.py"))
+    calls = set(re.findall(r"_ddb\.(\w+)\(", source)) - {"get_paginator"}
+    calls |= set(re.findall(r'_ddb\.get_paginator\("(\w+)"\)', source))
+    calls |= {
+        f'{{"{kind}"' for kind in re.findall(r'\{"(Put|Update|Delete|ConditionCheck)"', source)
+    }
+    assert calls <= set(CALLS), calls - set(CALLS)
+    granted = set().union(*STATE_TABLE_ACTIONS.values())
+    # Scan is the operators' (the CLI's top users, with their own credentials)
+    assert {CALLS[c] for c in calls} - {None, "Scan"} <= granted

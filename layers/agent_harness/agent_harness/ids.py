@@ -38,6 +38,8 @@ _SESSION_RE = re.compile(rf"[A-Za-z0-9][{_SESSION_CHARS}]{{0,127}}")
 #: the session id rule as a JSON Schema pattern (the OpenAPI document, MCP's tool schema)
 SESSION_ID_PATTERN = f"^{_SESSION_RE.pattern}$"
 _DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+#: a shared scope's name (``scopes`` owns the rules; the owner key repeats the check)
+_SCOPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _PATH_SEGMENT_RE = re.compile(rf"[{_SESSION_CHARS}][@+=,{_SESSION_CHARS}]*")  # "-" stays last
 MAX_USER_ID_CHARS = 256
 #: S3's limit on a key, in UTF-8 bytes (moto does not enforce it; S3 refuses the write)
@@ -76,8 +78,31 @@ class User:
         return cls(id=user_id, key=key)
 
     @classmethod
+    def for_scope(cls, scope: str) -> User:
+        """The owner of a shared scope's memory (``project:apollo``, ``org``), checked by
+        ``scopes``: its key holds a ``.``, which a user's key never does (``from_id``
+        encodes it), so no user's partition or prefix is a scope's."""
+        kind, _, name = scope.partition(":")
+        named = kind in ("project", "agent") and _SCOPE_NAME.fullmatch(name) is not None
+        if not named and scope != "org":
+            raise InvalidRequestError(f"not a shared scope: {scope!r}")
+        return cls(id=scope, key=f"{kind}.{name}")
+
+    @property
+    def is_scope(self) -> bool:
+        """Is this the owner of a shared scope's memory (not a person)?"""
+        return "." in self.key
+
+    @classmethod
     def from_key(cls, key: str) -> User:
-        """Rebuild a user from its encoded key (fan-out reads keys from the table)."""
+        """Rebuild a user (or a scope's owner) from its key (fan-out reads keys from the
+        table)."""
+        if "." in key:
+            kind, _, name = key.partition(".")
+            owner = cls.for_scope(f"{kind}:{name}" if name else kind)
+            if owner.key != key:
+                raise InvalidRequestError("not a canonical scope key")
+            return owner
         user = cls.from_id(unquote(key, errors="strict"))
         if user.key != key:
             raise InvalidRequestError("not a canonical user key")

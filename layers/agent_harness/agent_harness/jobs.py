@@ -35,5 +35,8 @@ class ConsolidationJob(BaseModel):
     v: Literal[1] = 1
     kind: Literal["consolidate"] = "consolidate"
     user_id: str = Field(min_length=1)
+    #: a shared scope's consolidation (``project:apollo``; ``user_id`` repeats it): its
+    #: memory is ``User.for_scope``'s, never the user's whose id is the same text
+    scope: str | None = None
     force: bool = False
     requested_at: str

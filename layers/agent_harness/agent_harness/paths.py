@@ -64,7 +64,11 @@ _ANY_LEDGER = re.compile(r"(\d{4})-(\d{2})-(\d{2})\.md$")
 
 def user_root(user_key: str) -> str:
     """The S3 prefix of one user's workspace; keys never contain ``/``, so no user's
-    root is a prefix of another's."""
+    root is a prefix of another's. A shared scope's key (``project.apollo``: a ``.``,
+    which a user's key never holds) roots under ``scopes/``: ``scopes/project/apollo/``."""
+    if "." in user_key:
+        kind, _, name = user_key.partition(".")
+        return f"{SCOPE_ROOT}{kind}/{name}/" if name else f"{SCOPE_ROOT}{kind}/"
     return f"{USER_ROOT}{user_key}/"
 
 

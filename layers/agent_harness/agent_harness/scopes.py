@@ -6,6 +6,10 @@ storage root, or a refusal.
     agent:<name>     one agent's procedures (``scopes/agent/<name>/``)
     org              the whole stack's (``scopes/org/``)
 
+A shared scope's memory belongs to its owner, ``User.for_scope`` (key ``project.apollo``:
+a ``.`` no user's key holds), so the store, the state table, the consolidation, its lease,
+due marks and usage all work on it as on a user's, in its own prefix and partition.
+
 A shared scope is used by members: reading (search, recall, ``GET /v1/memory``) takes
 the ``member`` role, writing (save, correct) the ``maintainer`` role. A role comes from
 a membership an operator manages (``PUT /v1/admin/scopes/{scope}/members/{user_id}``),
@@ -24,12 +28,12 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 from agent_harness.clock import iso
 from agent_harness.errors import ForbiddenError, NotFoundError, ValidationFailedError
-from agent_harness.paths import SCOPE_ROOT, user_root
+from agent_harness.ids import User
+from agent_harness.paths import user_root
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from agent_harness.ids import User
     from agent_harness.ports import Member
     from agent_harness.runtime import Runtime
 
@@ -122,19 +126,19 @@ def group_roles(groups: Iterable[str]) -> dict[Scope, Role]:
 
 @dataclass(frozen=True)
 class Grant:
-    """What ``resolve`` answers: the scope, the storage root of its memory, the role the
-    caller holds there (``maintainer`` for their own) and where the role came from."""
+    """What ``resolve`` answers: the scope; ``owner``, whose memory it is (the caller, or
+    the scope's ``User.for_scope``: what every storage call of the door then takes); the
+    role the caller holds there (``maintainer`` of their own) and where it came from."""
 
     scope: Scope
-    root: str
+    owner: User
     role: Role
     via: Literal["owner", "membership", "group", "org"]
 
-
-def root_of(scope: Scope, caller: User) -> str:
-    if not scope.shared:
-        return user_root(caller.key)
-    return f"{SCOPE_ROOT}{scope.kind}/{scope.name}/" if scope.name else f"{SCOPE_ROOT}org/"
+    @property
+    def root(self) -> str:
+        """The S3 prefix of the memory: ``users/<key>/`` or ``scopes/<kind>/<name>/``."""
+        return user_root(self.owner.key)
 
 
 def resolve(
@@ -143,7 +147,7 @@ def resolve(
     """The caller's grant on ``scope`` for ``access``, or 403 (``ForbiddenError``): one
     consistent read of the membership for a shared scope, none for the user's own."""
     if not scope.shared:
-        return Grant(scope, root_of(scope, caller), "maintainer", "owner")
+        return Grant(scope, caller, "maintainer", "owner")
     member = rt.table.get_member(str(scope), caller)
     by_group = group_roles(groups).get(scope)
     candidates: list[tuple[Role | None, Literal["membership", "group", "org"]]] = [
@@ -158,7 +162,7 @@ def resolve(
             f"you may not {verb} the {scope} memory: "
             + (f"it takes the {_NEEDS[access]} role" if role else "you are not a member")
         )
-    return Grant(scope, root_of(scope, caller), role, via)
+    return Grant(scope, User.for_scope(str(scope)), role, via)
 
 
 # -- memberships: an operator's ----------------------------------------------------------

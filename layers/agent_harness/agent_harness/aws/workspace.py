@@ -86,6 +86,7 @@ class S3WorkspaceStore:
     # keys -----------------------------------------------------------------
     @staticmethod
     def prefix(user: User) -> str:
+        """The user's root, or a shared scope's (``paths.user_root``)."""
         return user_root(user.key)
 
     def _key(self, user: User, path: str) -> str:

@@ -115,7 +115,12 @@ def _parse_time(value: str | None) -> datetime | None:
 
 def forced_job(rt: Runtime, user: User) -> ConsolidationJob:
     """A consolidation of ``user`` that ignores the minimum gap (asked for by a person)."""
-    return ConsolidationJob(user_id=user.id, force=True, requested_at=iso(rt.clock.now()))
+    return ConsolidationJob(
+        user_id=user.id,
+        scope=user.id if user.is_scope else None,
+        force=True,
+        requested_at=iso(rt.clock.now()),
+    )
 
 
 def request_consolidation(rt: Runtime, user: User) -> ConsolidationJob:
@@ -136,8 +141,9 @@ def fan_out(rt: Runtime) -> int:
             last = _parse_time(due.last_consolidated_at)
             if last is not None and now - last < gap:
                 continue
-            user = User.from_key(due.user_key)
-            jobs.append(ConsolidationJob(user_id=user.id, requested_at=iso(now)))
+            user = User.from_key(due.user_key)  # a shared scope's owner, or a user
+            scope = user.id if user.is_scope else None
+            jobs.append(ConsolidationJob(user_id=user.id, scope=scope, requested_at=iso(now)))
     rt.queue.send_consolidation(jobs)
     metrics.add_metric("ConsolidationJobsQueued", MetricUnit.Count, len(jobs))
     logger.info("consolidation fan-out", extra={"jobs": len(jobs)})
@@ -181,7 +187,7 @@ def next_expiry(truth: Truth, today: str) -> str | None:
 def consolidate(rt: Runtime, job: ConsolidationJob) -> ConsolidationOutcome:
     """Run one user's consolidation; raises on retryable failures."""
     metrics.add_metric("ConsolidationJobs", MetricUnit.Count, 1)
-    user = User.from_id(job.user_id)
+    user = User.for_scope(job.scope) if job.scope else User.from_id(job.user_id)
     owner = rt.new_id()
     now = rt.clock.now()
     lease_ms = rt.settings.consolidation_lease_seconds * 1000
