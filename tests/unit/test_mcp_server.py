@@ -468,7 +468,8 @@ def test_input_schemas_carry_the_routes_names_and_limits() -> None:
         200,
     )
     threads = tools["thread_search"]["inputSchema"]
-    lifecycle = {"include_superseded", "as_of"}  # memory_search's own: facts have lives
+    # memory_search's own: facts have lives, and shared scopes have memories
+    lifecycle = {"include_superseded", "as_of", "scope"}
     assert set(search["properties"]) - set(threads["properties"]) == lifecycle
     assert {k: v for k, v in search["properties"].items() if k not in lifecycle} == threads[
         "properties"
@@ -477,6 +478,7 @@ def test_input_schemas_carry_the_routes_names_and_limits() -> None:
         "content",
         "timestamp",
         "source",
+        "scope",
     }
     assert set(tools["memory_get"]["inputSchema"]["properties"]) == {
         "path",

@@ -8,7 +8,14 @@ import pytest
 from agent_harness.errors import ForbiddenError, InvalidRequestError, ValidationFailedError
 from agent_harness.ids import User
 from agent_harness.paths import user_root
-from agent_harness.scopes import Scope, group_roles, parse_scope, resolve, set_member
+from agent_harness.scopes import (
+    Scope,
+    group_roles,
+    parse_scope,
+    remove_member,
+    resolve,
+    set_member,
+)
 from agent_harness.settings import Settings
 from tests.fakes import make_runtime
 from tests.unit.test_budgets import admin_call
@@ -175,3 +182,119 @@ def test_a_scopes_memory_is_consolidated_in_its_own_prefix_partition_and_job() -
     )}  # fmt: skip
     # the user whose id is the scope's text has nothing
     assert rt.store.get(User.from_id("project:apollo"), "MEMORY.md") is None
+
+
+# -- the memory routes that take a scope -------------------------------------------------
+
+
+def scope_call(rt, method: str, path: str, user: str, payload=None, groups: str | None = None):
+    import json
+
+    from agent_harness.api.routes import build_app
+    from local_stack.lambdas import context_for, http_event
+
+    headers = {"content-type": "application/json", "x-user-id": user}
+    if groups:
+        headers["x-groups"] = groups
+    raw_path, _, query = path.partition("?")
+    body = json.dumps(payload).encode() if payload is not None else b""
+    event = http_event(method, raw_path, query=query, headers=headers, body=body)
+    response = build_app(rt).resolve(event, context_for("AgentCallFunction"))
+    return response["statusCode"], json.loads(response["body"]) if response["body"] else None
+
+
+REFUNDS = "Refunds over 500 EUR need a second approver."
+
+
+def project() -> object:
+    rt = make_runtime(settings=Settings(auth_mode="dev"))
+    set_member(rt, "project:apollo", ANN, "maintainer")
+    set_member(rt, "project:apollo", BOB, "member")
+    return rt
+
+
+def test_a_maintainer_saves_into_a_scope_and_a_member_reads_and_searches_it() -> None:
+    rt = project()
+    status, body = scope_call(
+        rt, "POST", "/v1/memory/save", "ann", {"content": REFUNDS, "scope": "project:apollo"}
+    )
+    assert status == 200 and body["saved"] == 1 and body["scope"] == "project:apollo"
+    apollo = User.for_scope("project:apollo")
+    ledger = rt.store.text(apollo, "memory/2026-11-30.md") or ""
+    assert REFUNDS in ledger and "via=memory_save by=ann" in ledger
+    assert rt.store.get(ANN, "MEMORY.md") is None  # nothing in the maintainer's own
+
+    status, body = scope_call(rt, "GET", "/v1/memory?scope=project:apollo", "bob@example.com")
+    assert status == 200 and REFUNDS in body["content"] and body["scope"] == "project:apollo"
+    query = {"query": "refunds approver", "match_mode": "ranked", "scope": "project:apollo"}
+    status, body = scope_call(rt, "POST", "/v1/memory/search", "bob@example.com", query)
+    assert status == 200 and any("second approver" in h["text"] for h in body["hits"])
+    assert body["scope"] == "project:apollo"
+    # their own memory is still their own
+    status, body = scope_call(rt, "GET", "/v1/memory", "bob@example.com")
+    assert status == 200 and REFUNDS not in body["content"] and "scope" not in body
+
+
+def test_nobody_else_reads_finds_or_writes_a_scope_and_a_refusal_writes_nothing() -> None:
+    rt = project()
+    scope_call(
+        rt, "POST", "/v1/memory/save", "ann", {"content": REFUNDS, "scope": "project:apollo"}
+    )
+    before = dict(rt.store.objects)
+    save = {"content": "Refunds need no approver.", "scope": "project:apollo"}
+    search = {"query": "refunds", "match_mode": "any", "scope": "project:apollo"}
+    for user, method, path, payload in (
+        ("bob@example.com", "POST", "/v1/memory/save", save),  # a member: reads only
+        ("carol", "POST", "/v1/memory/save", save),
+        ("carol", "GET", "/v1/memory?scope=project:apollo", None),
+        ("carol", "POST", "/v1/memory/search", search),
+    ):
+        status, body = scope_call(rt, method, path, user, payload)
+        assert status == 403 and body["error"]["code"] == "forbidden", (user, path, body)
+    assert rt.store.objects == before
+    for bad in ("team:x", "project:../users/ann", "USER"):
+        status, _ = scope_call(rt, "GET", f"/v1/memory?scope={bad}", "ann")
+        assert status == 422
+    source = {
+        "content": REFUNDS,
+        "scope": "project:apollo",
+        "source": {"session_id": "s1", "turns": [1]},
+    }
+    status, _ = scope_call(rt, "POST", "/v1/memory/save", "ann", source)
+    assert status == 422 and rt.store.objects == before
+
+
+def test_a_member_who_leaves_is_refused_on_the_next_request_and_groups_grant_too() -> None:
+    rt = project()
+    url = "/v1/memory?scope=project:apollo"
+    assert scope_call(rt, "GET", url, "bob@example.com")[0] == 200
+    remove_member(rt, "project:apollo", BOB)
+    assert scope_call(rt, "GET", url, "bob@example.com")[0] == 403
+    # an identity provider's group grants the role instead
+    group = "agent-harness:project:apollo:member"
+    assert scope_call(rt, "GET", url, "bob@example.com", groups=group)[0] == 200
+    save = {"content": REFUNDS, "scope": "project:apollo"}
+    assert scope_call(rt, "POST", "/v1/memory/save", "bob@example.com", save, group)[0] == 403
+
+
+def test_the_mcp_tools_take_a_scope_through_the_same_choke_point() -> None:
+    from agent_harness.mcp.server_tools import call_tool, list_tools
+
+    rt = project()
+    schemas = {t["name"]: t["inputSchema"]["properties"] for t in list_tools()}
+    assert "scope" in schemas["memory_search"] and "scope" in schemas["memory_save"]
+
+    saved = call_tool(rt, ANN, "memory_save", {"content": REFUNDS, "scope": "project:apollo"})
+    assert not saved["isError"] and saved["structuredContent"]["saved"] == 1
+    ledger = rt.store.text(User.for_scope("project:apollo"), "memory/2026-11-30.md") or ""
+    assert "via=memory_save by=ann" in ledger
+
+    args = {"query": "second approver", "match_mode": "any", "scope": "project:apollo"}
+    found = call_tool(rt, BOB, "memory_search", args)
+    assert not found["isError"] and "second approver" in found["content"][0]["text"]
+    before = dict(rt.store.objects)
+    refused = call_tool(rt, BOB, "memory_save", {"content": "x", "scope": "project:apollo"})
+    assert refused["isError"] and "maintainer" in refused["content"][0]["text"]
+    outsider = call_tool(rt, User.from_id("carol"), "memory_search", args)
+    assert outsider["isError"] and "not a member" in outsider["content"][0]["text"]
+    assert rt.store.objects == before

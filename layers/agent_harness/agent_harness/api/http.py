@@ -21,6 +21,7 @@ from agent_harness.errors import (
     ValidationFailedError,
 )
 from agent_harness.ids import User, validate_session_id
+from agent_harness.scopes import Access, Grant, parse_scope, resolve
 from agent_harness.utf8 import require_encodable
 
 if TYPE_CHECKING:
@@ -98,6 +99,22 @@ class Http:
         event = cast("APIGatewayProxyEventV2", self._router.current_event)
         return event.request_context.authorizer.jwt_claim or {}
 
+    def groups(self) -> list[str]:
+        """The caller's groups: the JWT's ``cognito:groups`` (in dev mode, the
+        ``X-Groups`` header, comma- or space-separated, as the user id is a header
+        there)."""
+        if self._rt.settings.auth_mode == "dev":
+            raw = self.header("x-groups") or ""
+        else:
+            raw = str(self._claims().get("cognito:groups", "")).strip("[]")
+        return raw.replace(",", " ").split()
+
+    def grant(self, scope: str | None, access: Access) -> Grant:
+        """The caller's grant on ``scope`` (None: their own memory): the choke point,
+        ``scopes.resolve`` (422 for a bad scope, 403 for a scope they may not use)."""
+        user = self.user()
+        return resolve(self._rt, user, parse_scope(scope or "user"), access, self.groups())
+
     def operator(self) -> None:
         """403 unless the caller is an operator: a JWT whose ``scope`` holds
         ``ADMIN_SCOPE`` or whose ``cognito:groups`` holds ``ADMIN_GROUP`` (in dev mode,
@@ -172,8 +189,10 @@ class Http:
         """A search route (memory or threads): blank queries say so; hits carry
         ``fields`` (and the score when ranked, the others when set); ``extra`` names the
         arguments of ``run`` that are fields of ``body``."""
-        user = self.user()
+        self.user()
         request = self.body(body)
+        grant = self.grant(getattr(request, "scope", None), "read")
+        user = grant.owner
         query = request.query or ""
         if not query.strip():
             return json_response(200, {"hits": [], "message": "no query provided"})
@@ -185,4 +204,7 @@ class Http:
             | {f: v for f in _OPTIONAL if (v := getattr(h, f, None)) not in (None, ())}
             for h in hits
         ]
-        return json_response(200, {"hits": rows, "match_mode": request.match_mode})
+        body_out: dict[str, Any] = {"hits": rows, "match_mode": request.match_mode}
+        if grant.scope.shared:
+            body_out["scope"] = str(grant.scope)
+        return json_response(200, body_out)

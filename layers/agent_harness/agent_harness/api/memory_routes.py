@@ -20,6 +20,7 @@ from agent_harness.api.schemas import (
     SupersedeBody,
 )
 from agent_harness.clock import iso
+from agent_harness.errors import ValidationFailedError
 from agent_harness.ids import User
 from agent_harness.memory import files
 
@@ -42,9 +43,14 @@ def memory_routes(rt: Runtime) -> Router:
 
     @router.get("/v1/memory")
     def get_memory() -> Response[str]:
-        doc = files.get_memory(rt, http.user())
+        """The caller's MEMORY.md, or (``?scope=``) a shared scope's they are a member of."""
+        grant = http.grant(router.current_event.get_query_string_value("scope"), "read")
+        doc = files.get_memory(rt, grant.owner)
         headers = {"ETag": doc.etag} if doc.etag else {}
-        return json_response(200, {"content": doc.content, "etag": doc.etag}, headers)
+        body: dict[str, object] = {"content": doc.content, "etag": doc.etag}
+        if grant.scope.shared:
+            body["scope"] = str(grant.scope)
+        return json_response(200, body, headers)
 
     @router.put("/v1/memory")
     def put_memory() -> Response[str]:
@@ -133,11 +139,26 @@ def memory_routes(rt: Runtime) -> Router:
     @router.post("/v1/memory/save")
     def memory_save() -> Response[str]:
         user, request = http.user(), http.body(MemorySaveBody)
+        grant = http.grant(request.scope, "write")  # a shared scope: its maintainers only
+        if grant.scope.shared and request.source:
+            raise ValidationFailedError(
+                "source names turns of your own sessions; a save into a shared scope takes "
+                "none (the member who saved it is recorded)"
+            )
         source = (request.source.session_id, request.source.turns) if request.source else None
         saved = files.save_facts(
-            rt, user, request.content, timestamp=request.timestamp, source=source, origin="api"
+            rt,
+            grant.owner,
+            request.content,
+            timestamp=request.timestamp,
+            source=source,
+            origin="api",
+            by=user if grant.scope.shared else None,
         )
-        return json_response(200, {"saved": saved.count, "held": saved.held})
+        body: dict[str, object] = {"saved": saved.count, "held": saved.held}
+        if grant.scope.shared:
+            body["scope"] = str(grant.scope)
+        return json_response(200, body)
 
     @router.get("/v1/memory/facts/<fact_id>")
     def get_fact(fact_id: str) -> Response[str]:

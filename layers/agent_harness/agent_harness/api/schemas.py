@@ -189,6 +189,9 @@ class MemorySearchBody(SearchBody):
 
     include_superseded: StrictBool = False
     as_of: StrictStr | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    #: whose memory: ``user`` (the caller's, the default) or a shared scope they are a
+    #: member of (``project:apollo``; ``scopes.resolve`` decides)
+    scope: StrictStr | None = Field(default=None, max_length=80)
 
     @field_validator("as_of")
     @classmethod
@@ -219,6 +222,8 @@ class MemorySaveBody(_Body):
     #: the turns the facts came from: recorded as the section's provenance, and ranked
     #: memory_search reads the facts together with those turns' messages
     source: SaveSource | None = None
+    #: whose memory: ``user`` (the default) or a shared scope the caller maintains
+    scope: StrictStr | None = Field(default=None, max_length=80)
 
 
 class SupersedeBody(_Body):

@@ -67,7 +67,8 @@ class SqsJobQueue:
 
     def _send_batch(self, chunk: list[ConsolidationJob]) -> None:
         entries = [
-            {"Id": str(i), "MessageBody": job.model_dump_json()} for i, job in enumerate(chunk)
+            {"Id": str(i), "MessageBody": job.model_dump_json(exclude_none=True)}
+            for i, job in enumerate(chunk)
         ]
         try:
             resp = self._sqs.send_message_batch(QueueUrl=self._consolidation_url, Entries=entries)

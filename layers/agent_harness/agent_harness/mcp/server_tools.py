@@ -1,10 +1,12 @@
 """The memory tools of the MCP server (``mcp/server.py``): the caller's own workspace, with
 the argument names, limits and errors of the HTTP routes that do the same thing.
 
-    memory_search        POST /v1/memory/search          search_memory
+    memory_search        POST /v1/memory/search          search_memory (``scope``: a
+                         shared scope the user is a member of, through scopes.resolve)
     memory_get           the agent's memory_get           files.read_lines
     memory_read          GET /v1/memory                   files.get_memory
-    memory_save          POST /v1/memory/save             files.save_facts (the route's rules)
+    memory_save          POST /v1/memory/save             files.save_facts (the route's rules;
+                         ``scope``: a shared scope the user maintains)
     memory_correct       POST /v1/memory/facts/{id}/supersede, as ``save:mcp``: an MCP
                          client is an agent, so it never retires the user's or an
                          operator's fact (corrections.correct_fact)
@@ -29,11 +31,12 @@ from aws_lambda_powertools import Logger
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, create_model
 
 from agent_harness.api.schemas import MemorySaveBody, MemorySearchBody, SearchBody
-from agent_harness.errors import HarnessError
+from agent_harness.errors import HarnessError, ValidationFailedError
 from agent_harness.ids import SESSION_ID_PATTERN, validate_session_id
 from agent_harness.memory import files
 from agent_harness.memory.engine.index import MATCH_MODES, Hit, Mode, parse_match_mode
 from agent_harness.memory.facts.ledger import day_of
+from agent_harness.scopes import Access, parse_scope, resolve
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -86,6 +89,13 @@ _AFTER_RECORDING = {
 }
 
 
+def _owner(rt: Runtime, user: User, scope: str | None, access: Access) -> User:
+    """Whose memory a tool works on: the caller's, or a shared scope's they may use for
+    ``access`` (the choke point, ``scopes.resolve``: its memberships; a refusal is the
+    tool's error and nothing is written)."""
+    return resolve(rt, user, parse_scope(scope or "user"), access).owner
+
+
 # -- handlers: each one's name and docstring (title, description) are its tool's ----------
 def _memory_search(rt: Runtime, user: User, args: MemorySearchBody) -> Output:
     """Search memory
@@ -97,10 +107,11 @@ def _memory_search(rt: Runtime, user: User, args: MemorySearchBody) -> Output:
     read around it with memory_get, correct a wrong fact by its id with memory_correct."""
     from agent_harness.memory.search import format_hits, search_memory
 
+    owner = _owner(rt, user, args.scope, "read")
     query, mode = args.query or "", parse_match_mode(args.match_mode)  # null: phrase
     hits = search_memory(
         rt,
-        user,
+        owner,
         query,
         mode,
         args.limit,
@@ -147,9 +158,20 @@ def _memory_save(rt: Runtime, user: User, args: MemorySaveBody) -> Output:
     Save durable facts to the user's long-term memory (MEMORY.md and the ledger of the
     day) when the user asks you to remember something or states a lasting preference or
     decision. One fact per line."""
+    owner = _owner(rt, user, args.scope, "write")
+    if owner.is_scope and args.source:
+        raise ValidationFailedError(
+            "source names turns of your own sessions; a save into a shared scope takes none"
+        )
     source = (args.source.session_id, args.source.turns) if args.source else None
     saved = files.save_facts(
-        rt, user, args.content, timestamp=args.timestamp, source=source, origin="mcp"
+        rt,
+        owner,
+        args.content,
+        timestamp=args.timestamp,
+        source=source,
+        origin="mcp",
+        by=user if owner.is_scope else None,
     )
     noun = "memory" if saved.count == 1 else "memories"
     day = day_of(saved.at, rt.settings.zone)
@@ -251,11 +273,19 @@ _MEMORY_SEARCH: dict[str, dict[str, Any]] = {
         "expired), each labelled with when and by what"
     },
     "as_of": {"description": "a day, YYYY-MM-DD: what memory held as current on that day"},
+    "scope": {
+        "description": "whose memory: 'user' (default, the user's own) or a shared scope "
+        "the user is a member of, e.g. 'project:apollo', 'agent:support', 'org'"
+    },
 }
 _SAVE: dict[str, dict[str, Any]] = {
     "content": {"description": "one fact per line, e.g. '- Prefers aisle seats'"},
     "timestamp": {"description": "when they were learned, with a UTC offset (default: now)"},
     "source": {"description": "the turns of one of the user's sessions they came from"},
+    "scope": {
+        "description": "whose memory: 'user' (default) or a shared scope the user "
+        "maintains, e.g. 'project:apollo'"
+    },
 }
 _CORRECT: dict[str, dict[str, Any]] = {
     "fact_id": {"description": "the fact's id, e.g. 2026-11-02.3f9a0c1d"},

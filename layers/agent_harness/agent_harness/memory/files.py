@@ -324,13 +324,16 @@ def save_facts(
     timestamp: datetime | None,
     source: tuple[str, list[int]] | None,
     origin: str,
+    by: User | None = None,
 ) -> Saved:
     """POST /v1/memory/save and the MCP memory_save tool: the size caps (413: the body,
     and MEMORY.md with the lines, ``memory_full``), non-blank
     lines, a timestamp not in the future, a source naming committed turns of one of the
     caller's sessions (422); all checked before the first write. ``origin`` (``api``,
     ``mcp``) is the saver: the lines' authority is ``save:<origin>``, and it names the
-    caller in the provenance of a save without a source."""
+    caller in the provenance of a save without a source. ``by``: the member who saved
+    into a shared scope's memory (``user`` is then its owner), named in the provenance
+    (``by=<user key>``) and the version's writer."""
     limit = rt.settings.max_memory_chars
     if len(content) > limit:
         raise PayloadTooLargeError(f"content is limited to {limit} characters")
@@ -339,7 +342,7 @@ def save_facts(
     at = timestamp or now
     if at > now + MAX_CLOCK_SKEW:
         raise ValidationFailedError("timestamp must not be in the future")
-    provenance = saved_by(origin, "memory_save")
+    provenance = saved_by(origin, "memory_save") + (f" by={by.key}" if by else "")
     if source is not None:
         session_id = validate_session_id(source[0], rt.settings.max_session_id_chars)
         provenance = save_source(rt, user, session_id, source[1])
@@ -351,6 +354,6 @@ def save_facts(
             authority=f"save:{origin}",
             provenance=provenance,
             at=at,
-            writer=f"{origin}: memory_save",
+            writer=f"{origin}: memory_save" + (f" by {by.key}" if by else ""),
         )
     return Saved(len(admitted.lines), at, len(admitted.held))
