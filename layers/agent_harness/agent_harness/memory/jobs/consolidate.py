@@ -17,9 +17,9 @@
         then no line restating a retired fact (a person's own  memory.engine.truth
                        kept unless the user or an operator retired it)
         PUT MEMORY.md If-Match (412: a human edited it -> re-merge onto their version)
-        the second look: lines the merge left out that restate   LLM, if any
-                       a current fact, asked about beside the    (memory.jobs.second_look)
-                       new facts; those a new fact ended are
+        the second look: current facts the merge left out,     LLM, if any
+                       asked about beside the new facts;         (memory.jobs.second_look)
+                       those a new fact ended are
                        retracted on its day, then their cascade
                        re-checked and MEMORY.md's stale lines dropped
         retention: consolidated ledgers past the retention move to memory/archive/

@@ -184,11 +184,11 @@ def second_look(
             ChatRequest(messages=second_look_messages([f for f, _ in due], new_facts),
                         purpose="consolidate")
         )  # fmt: skip
+        record_spend(rt, user, "memory", answer.usage)  # spent, whatever the answer says
         bullets = clean_bullets(answer.message.content)
     except HarnessError:
         logger.exception("the second look failed; the left-out facts stay current")
         return 0
-    record_spend(rt, user, "memory", answer.usage)
     by_day: dict[str, list[str]] = {}
     policy = Policy.of(rt.settings)
     for bullet in bullets:
