@@ -484,7 +484,9 @@ def test_input_schemas_carry_the_routes_names_and_limits() -> None:
         "path",
         "start_line",
         "end_line",
+        "scope",
     }
+    assert set(tools["memory_read"]["inputSchema"]["properties"]) == {"scope"}
     record = tools["record_conversation"]["inputSchema"]
     assert set(record["required"]) == {"session_id", "messages"}
     assert record["properties"]["messages"]["maxItems"] == 2000

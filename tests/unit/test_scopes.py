@@ -298,3 +298,22 @@ def test_the_mcp_tools_take_a_scope_through_the_same_choke_point() -> None:
     outsider = call_tool(rt, User.from_id("carol"), "memory_search", args)
     assert outsider["isError"] and "not a member" in outsider["content"][0]["text"]
     assert rt.store.objects == before
+
+
+def test_mcp_memory_read_and_memory_get_read_a_scope_for_its_members_only() -> None:
+    from agent_harness.mcp.server_tools import call_tool
+
+    rt = project()
+    call_tool(rt, ANN, "memory_save", {"content": REFUNDS, "scope": "project:apollo"})
+    read = call_tool(rt, BOB, "memory_read", {"scope": "project:apollo"})
+    assert not read["isError"] and REFUNDS in read["structuredContent"]["content"]
+    lines = call_tool(rt, BOB, "memory_get", {"path": "MEMORY.md", "scope": "project:apollo"})
+    assert not lines["isError"] and REFUNDS in lines["content"][0]["text"]
+    carol = User.from_id("carol")
+    tries = [("memory_read", {"scope": "project:apollo"}),
+             ("memory_get", {"path": "MEMORY.md", "scope": "project:apollo"})]  # fmt: skip
+    for name, args in tries:
+        refused = call_tool(rt, carol, name, args)
+        assert refused["isError"] and REFUNDS not in refused["content"][0]["text"]
+    own = call_tool(rt, BOB, "memory_read", {})
+    assert not own["isError"] and REFUNDS not in own["structuredContent"]["content"]

@@ -3,8 +3,8 @@ the argument names, limits and errors of the HTTP routes that do the same thing.
 
     memory_search        POST /v1/memory/search          search_memory (``scope``: a
                          shared scope the user is a member of, through scopes.resolve)
-    memory_get           the agent's memory_get           files.read_lines
-    memory_read          GET /v1/memory                   files.get_memory
+    memory_get           the agent's memory_get           files.read_lines (``scope`` too)
+    memory_read          GET /v1/memory                   files.get_memory (``scope`` too)
     memory_save          POST /v1/memory/save             files.save_facts (the route's rules;
                          ``scope``: a shared scope the user maintains)
     memory_correct       POST /v1/memory/facts/{id}/supersede, as ``save:mcp``: an MCP
@@ -67,6 +67,11 @@ class MemoryGetArgs(BaseModel):
     path: StrictStr = Field(description="a workspace path, as a search hit names it")
     start_line: int | None = Field(default=None, ge=1, description="first line (default 1)")
     end_line: int | None = Field(default=None, ge=1, description="last line (default: the end)")
+    scope: StrictStr | None = Field(
+        default=None,
+        max_length=80,
+        description="whose memory: 'user' (default) or a shared scope the user is a member of",
+    )
 
 
 class CorrectArgs(BaseModel):
@@ -77,8 +82,14 @@ class CorrectArgs(BaseModel):
     reason: StrictStr | None = None
 
 
-class NoArgs(BaseModel):
+class ReadArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    scope: StrictStr | None = Field(
+        default=None,
+        max_length=80,
+        description="whose memory: 'user' (default) or a shared scope the user is a member of",
+    )
 
 
 Output = tuple[str, Any]
@@ -140,14 +151,15 @@ def _memory_get(rt: Runtime, user: User, args: MemoryGetArgs) -> Output:
 
     Read lines of one file of the user's memory workspace (e.g. MEMORY.md,
     memory/2026-11-30.md) as 'N|text' rows, to see the context of a search hit."""
-    return files.read_lines(rt, user, args.path, args.start_line, args.end_line), None
+    owner = _owner(rt, user, args.scope, "read")
+    return files.read_lines(rt, owner, args.path, args.start_line, args.end_line), None
 
 
-def _memory_read(rt: Runtime, user: User, args: NoArgs) -> Output:
+def _memory_read(rt: Runtime, user: User, args: ReadArgs) -> Output:
     """Read MEMORY.md
 
     Read the user's consolidated long-term memory, MEMORY.md, whole, with its version."""
-    doc = files.get_memory(rt, user)
+    doc = files.get_memory(rt, _owner(rt, user, args.scope, "read"))
     text = doc.content if doc.content.strip() else "MEMORY.md is empty: nothing saved yet."
     return text, {"content": doc.content, "etag": doc.etag}
 
@@ -322,7 +334,7 @@ def tools() -> dict[str, _Tool]:
         for tool in (
             _Tool(MemorySearchBody, _memory_search, memory_hits, False, _MEMORY_SEARCH),
             _Tool(MemoryGetArgs, _memory_get, None, False, {}),
-            _Tool(NoArgs, _memory_read, document, False, {}),
+            _Tool(ReadArgs, _memory_read, document, False, {}),
             _Tool(MemorySaveBody, _memory_save, saved, True, _SAVE),
             _Tool(CorrectArgs, _memory_correct, corrected, True, _CORRECT),
             _Tool(SearchBody, _thread_search, thread_hits, False, _SEARCH),
