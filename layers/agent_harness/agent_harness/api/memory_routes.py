@@ -164,7 +164,8 @@ def memory_routes(rt: Runtime) -> Router:
     def get_fact(fact_id: str) -> Response[str]:
         from agent_harness.memory.facts.corrections import fact_view, find_fact
 
-        return json_response(200, fact_view(*find_fact(rt, http.user(), fact_id)))
+        grant = http.grant(router.current_event.get_query_string_value("scope"), "read")
+        return json_response(200, fact_view(*find_fact(rt, grant.owner, fact_id)))
 
     @router.post("/v1/memory/facts/<fact_id>/supersede")
     def supersede_fact(fact_id: str) -> Response[str]:
@@ -173,7 +174,11 @@ def memory_routes(rt: Runtime) -> Router:
         from agent_harness.import_budget import imports_admitted
         from agent_harness.memory.facts.corrections import correct_fact, fact_view, find_fact
 
-        user, request = http.user(), http.body(SupersedeBody)
+        caller, request = http.user(), http.body(SupersedeBody)
+        # a shared scope's fact: its maintainers correct it (named in its source line),
+        # under the scope's budget
+        grant = http.grant(request.scope, "write")
+        user = grant.owner
         with imports_admitted(rt, user, 1, "memory correction"):
             done = correct_fact(
                 rt,
@@ -181,7 +186,7 @@ def memory_routes(rt: Runtime) -> Router:
                 fact_id,
                 request.by,
                 authority="operator",
-                writer="api",
+                writer=f"api by={caller.key}" if grant.scope.shared else "api",
                 via="supersede",
                 reason=request.reason,
             )

@@ -233,6 +233,8 @@ class SupersedeBody(_Body):
 
     by: StrictStr | None = None
     reason: StrictStr | None = None
+    #: whose fact: ``user`` (the default) or a shared scope the caller maintains
+    scope: StrictStr | None = Field(default=None, max_length=80)
 
     @field_validator("by", "reason")
     @classmethod

@@ -1,0 +1,115 @@
+"""Shared memory scopes over HTTP against `python -m local_stack` (what `make dev` runs):
+an operator grants two users a project, the maintainer saves a fact into it, the member
+reads and searches it over HTTP and MCP (the official SDK), a third user outside it is
+refused everywhere, the maintainer's correction reaches the member, and a member who
+leaves is refused on the next request."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, TextContent
+
+from agent_harness.memory.facts.lifecycle import ledger_fact_id
+from local_stack.process import LocalStackProcess
+
+pytestmark = pytest.mark.e2e
+
+REFUNDS = "Refunds over 500 EUR need a second approver."
+CORRECTED = "Refunds over 800 EUR need a second approver."
+
+
+def call(
+    stack: LocalStackProcess,
+    method: str,
+    path: str,
+    user: str,
+    body: Any = None,
+    admin: bool = False,
+) -> httpx.Response:
+    headers = {"x-user-id": user} | ({"x-admin": "true"} if admin else {})
+    return httpx.request(method, f"{stack.url}{path}", headers=headers, json=body, timeout=30)
+
+
+def mcp_tool(
+    stack: LocalStackProcess, user: str, name: str, args: dict[str, Any]
+) -> CallToolResult:
+    async def run() -> CallToolResult:
+        async with (
+            httpx.AsyncClient(headers={"x-user-id": user}, timeout=30) as web,
+            Client(streamable_http_client(f"{stack.url}/mcp", http_client=web)) as client,
+        ):
+            return await client.call_tool(name, args)
+
+    return anyio.run(run)
+
+
+def text_of(result: CallToolResult) -> str:
+    return "".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+def test_two_members_share_a_project_fact_a_third_never_sees_it(offline_stack) -> None:
+    tag = uuid.uuid4().hex[:8]
+    scope, ann, bob, carol = f"project:apollo-{tag}", f"ann-{tag}", f"bob-{tag}", f"carol-{tag}"
+    members = f"/v1/admin/scopes/{scope}/members"
+    assert call(
+        offline_stack, "PUT", f"{members}/{ann}", "ops", {"role": "maintainer"}, True
+    ).is_success
+    assert call(
+        offline_stack, "PUT", f"{members}/{bob}", "ops", {"role": "member"}, True
+    ).is_success
+    listed = call(offline_stack, "GET", members, "ops", admin=True).json()["members"]
+    assert {(m["user_id"], m["role"]) for m in listed} == {(ann, "maintainer"), (bob, "member")}
+
+    saved = call(
+        offline_stack, "POST", "/v1/memory/save", ann, {"content": REFUNDS, "scope": scope}
+    )
+    assert saved.status_code == 200 and saved.json()["saved"] == 1
+
+    # the member reads and searches it, over HTTP and MCP
+    read = call(offline_stack, "GET", f"/v1/memory?scope={scope}", bob)
+    assert read.status_code == 200 and REFUNDS in read.json()["content"]
+    query = {"query": "refunds approver", "match_mode": "ranked", "scope": scope}
+    hits = call(offline_stack, "POST", "/v1/memory/search", bob, query).json()["hits"]
+    assert any(REFUNDS.rstrip(".") in h["text"] for h in hits)
+    found = mcp_tool(offline_stack, bob, "memory_search", query)
+    assert not found.is_error and "second approver" in text_of(found)
+
+    # outside the project: refused at every door, and the fact is in nothing of theirs
+    assert call(offline_stack, "GET", f"/v1/memory?scope={scope}", carol).status_code == 403
+    assert call(offline_stack, "POST", "/v1/memory/search", carol, query).status_code == 403
+    refused = mcp_tool(offline_stack, carol, "memory_search", query)
+    assert refused.is_error and "second approver" not in text_of(refused)
+    own = call(offline_stack, "GET", "/v1/memory", carol).json()["content"]
+    assert "approver" not in own
+    # a member may read, not write
+    write = {"content": "Refunds need no approver.", "scope": scope}
+    assert call(offline_stack, "POST", "/v1/memory/save", bob, write).status_code == 403
+
+    # the maintainer corrects the fact; the member sees the correction, not the old one
+    # the fact's id: its ledger day (the save's, today in UTC) and its words; a search
+    # shows the MEMORY.md line first and leaves out the ledger line with the same words
+    fact_id = ledger_fact_id(datetime.now(UTC).date().isoformat(), REFUNDS)
+    fixed = call(
+        offline_stack,
+        "POST",
+        f"/v1/memory/facts/{fact_id}/supersede",
+        ann,
+        {"by": CORRECTED, "scope": scope},
+    )
+    assert fixed.status_code == 200 and fixed.json()["state"] == "superseded"
+    hits = call(offline_stack, "POST", "/v1/memory/search", bob, query).json()["hits"]
+    texts = " ".join(h["text"] for h in hits)
+    assert "800 EUR" in texts and "500 EUR" not in texts
+
+    # a member who leaves loses access on the next request
+    assert call(offline_stack, "DELETE", f"{members}/{bob}", "ops", admin=True).status_code == 200
+    assert call(offline_stack, "GET", f"/v1/memory?scope={scope}", bob).status_code == 403
+    assert call(offline_stack, "POST", "/v1/memory/search", bob, query).status_code == 403
