@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 TITLE = "Consolidation fan-out: 10,000 due users in one scheduled invocation"
 
 SIZES = {"full": (1_000, 5_000, 10_000), "quick": (1_000,)}
+#: shared scopes due beside the users of the largest size (their own jobs: issue scopes)
+SCOPES = {"full": 1_000, "quick": 100}
 FUNCTION = "MemoryConsolidateFunction"
 #: seconds the SQS stub takes per SendMessageBatch (an AWS round trip, pessimistic)
 SQS_LATENCY = 0.025
@@ -134,11 +136,13 @@ def _reset(endpoint: str) -> None:
     ).close()
 
 
-def _mark_due(ddb: Any, table: str, shards: int, now: str, users: int) -> None:
-    """The items mark_consolidation_due writes, in batches of 25."""
+def _mark_due(ddb: Any, table: str, shards: int, now: str, users: int, scopes: int = 0) -> None:
+    """The items mark_consolidation_due writes, in batches of 25: ``users`` users, and
+    ``scopes`` shared scopes (their owners, ``User.for_scope``)."""
     items = []
-    for n in range(users):
-        user = User.from_id(f"user-{n:05d}")
+    owners = [User.from_id(f"user-{n:05d}") for n in range(users)]
+    owners += [User.for_scope(f"project:p{n:05d}") for n in range(scopes)]
+    for user in owners:
         item = {
             "pk": {"S": f"U#{user.key}"},
             "sk": {"S": "USER"},
@@ -188,11 +192,12 @@ def _stack() -> Iterator[tuple[Runtime, _SqsStub, dict[str, Any]]]:
         stub.server.shutdown()
 
 
-def one_tick(users: int) -> dict[str, Any]:
-    """Mark ``users`` due, then time one fan_out over them."""
+def one_tick(users: int, scopes: int = 0) -> dict[str, Any]:
+    """Mark ``users`` and ``scopes`` due, then time one fan_out over them."""
     with _stack() as (rt, stub, template):
         ddb = rt.clients["dynamodb"]
-        _mark_due(ddb, rt.settings.table, rt.settings.due_shards, iso(rt.clock.now()), users)
+        now = iso(rt.clock.now())
+        _mark_due(ddb, rt.settings.table, rt.settings.due_shards, now, users, scopes)
         calls = _Calls([ddb, rt.clients["sqs"]])
         with contextlib.redirect_stdout(io.StringIO()):
             started = time.perf_counter()
@@ -202,11 +207,13 @@ def one_tick(users: int) -> dict[str, Any]:
         shards = rt.settings.due_shards
     batches = calls.counts["SendMessageBatch"]
     return {
-        "users": users,
+        "users": users + scopes,
+        "scopes": scopes,
+        "scope_jobs": len({job.scope for job in stub.jobs if job.scope}),
         "shards": shards,
         "queued": queued,
         "received": len(stub.jobs),
-        "distinct_users": len({job.user_id for job in stub.jobs}),
+        "distinct_users": len({(job.scope, job.user_id) for job in stub.jobs}),
         "seconds": round(seconds, 2),
         "query_seconds": calls.seconds("Query"),
         "send_seconds": calls.seconds("SendMessageBatch"),
@@ -221,12 +228,16 @@ def run(quick: bool = False) -> dict[str, object]:
     return {
         "sqs_latency_seconds": SQS_LATENCY,
         "send_workers": SEND_WORKERS,
-        "ticks": [one_tick(users) for users in SIZES["quick" if quick else "full"]],
+        "ticks": [
+            *(one_tick(users) for users in SIZES["quick" if quick else "full"]),
+            one_tick(SIZES["quick" if quick else "full"][-1], SCOPES["quick" if quick else "full"]),
+        ],
     }
 
 
 def _complete(tick: dict[str, Any]) -> bool:
-    return tick["queued"] == tick["received"] == tick["distinct_users"] == tick["users"]
+    counted = tick["queued"] == tick["received"] == tick["distinct_users"] == tick["users"]
+    return bool(counted and tick.get("scope_jobs", 0) == tick.get("scopes", 0))
 
 
 def report(result: dict[str, Any]) -> str:
@@ -248,6 +259,8 @@ def report(result: dict[str, Any]) -> str:
 
 def _summary(ticks: list[dict[str, Any]], workers: int) -> str:
     """What the measured ticks say, in words (computed from them, not assumed)."""
+    with_scopes = [t for t in ticks if t.get("scopes")]
+    ticks = [t for t in ticks if not t.get("scopes")]
     last = ticks[-1]
     text = (
         f"One schedule tick (`fan_out`) over {last['users']:,} due users took "
@@ -265,14 +278,28 @@ def _summary(ticks: list[dict[str, Any]], workers: int) -> str:
             f"({last['users'] / first['users']:.0f}x) the tick went from {first['seconds']} s to "
             f"{last['seconds']} s ({last['seconds'] / first['seconds']:.1f}x)."
         )
+    for t in with_scopes:
+        people = t["users"] - t["scopes"]
+        text += (
+            f" With {t['scopes']:,} shared scopes due beside {people:,} users, the tick took "
+            f"{t['seconds']} s ({t['share_of_timeout']:.1%} of the timeout) and queued "
+            f"{t['scope_jobs']:,} scope jobs, each with its scope (`ConsolidationJob.scope`: "
+            "the scope's own memory, lease and partition)."
+        )
     return text
+
+
+def _owners(tick: dict[str, Any]) -> str:
+    scopes = tick.get("scopes", 0)
+    people = tick["users"] - scopes
+    return f"{people:,} + {scopes:,} scopes" if scopes else f"{people:,}"
 
 
 def markdown(result: dict[str, Any], img_dir: Path) -> str:
     ticks = result["ticks"]
     latency, workers = result["sqs_latency_seconds"], result["send_workers"]
     rows = [
-        "| due users | GSI queries | SendMessageBatch | jobs received (distinct users) | "
+        "| due users (and scopes) | GSI queries | SendMessageBatch | jobs received (distinct) | "
         "GSI phase s | send phase s | send floor s | tick s | share of timeout |",
         "|---:|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
@@ -281,7 +308,7 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
         if not _complete(t):
             received += " **missing jobs**"
         rows.append(
-            f"| {t['users']:,} | {t['requests'].get('Query', 0)} | "
+            f"| {_owners(t)} | {t['requests'].get('Query', 0)} | "
             f"{t['requests'].get('SendMessageBatch', 0)} | {received} | {t['query_seconds']} | "
             f"{t['send_seconds']} | {t['send_floor_seconds']} | {t['seconds']} | "
             f"{t['share_of_timeout']:.1%} of {t['function_timeout_seconds']} s |"
@@ -290,7 +317,7 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
         img_dir / "fan_out-seconds.png",
         "Consolidation fan-out: one tick",
         "seconds",
-        [f"{t['users']:,} users" for t in ticks],
+        [f"{_owners(t)} users" for t in ticks],
         {
             "GSI queries (moto)": [t["query_seconds"] for t in ticks],
             "SendMessageBatch phase": [t["send_seconds"] for t in ticks],
