@@ -81,6 +81,16 @@ _SCOPE_PARAM = {
 }
 
 
+#: whose memory a read is of: ``user`` (the default) or a shared scope
+_SCOPE_QUERY = {
+    "name": "scope",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "string", "default": "user"},
+    "description": "'user' (the caller's own), or a shared scope the caller is a member of",
+}
+
+
 @cache
 def openapi_document() -> dict[str, Any]:
     from agent_harness.agent.importer import ImportBody
@@ -142,7 +152,11 @@ def openapi_document() -> dict[str, Any]:
             "post": op("Search past messages", _ok("hits"), requestBody=body(SearchBody)),
         },
         "/v1/memory": {
-            "get": op("MEMORY.md and its ETag", _ok("the document")),
+            "get": op(
+                "MEMORY.md and its ETag (?scope=: a shared scope's, for its members)",
+                _ok("the document"),
+                parameters=[_SCOPE_QUERY],
+            ),
             "put": op(
                 "A person's edit of MEMORY.md",
                 _ok("the new ETag"),
@@ -189,7 +203,11 @@ def openapi_document() -> dict[str, Any]:
         },
         "/v1/memory/facts/{fact_id}": {
             "parameters": [_FACT],
-            "get": op("One ledger fact, where it stands, and its history", _ok("the fact")),
+            "get": op(
+                "One ledger fact, where it stands, and its history",
+                _ok("the fact"),
+                parameters=[_SCOPE_QUERY],
+            ),
         },
         "/v1/memory/facts/{fact_id}/supersede": {
             "parameters": [_FACT],
