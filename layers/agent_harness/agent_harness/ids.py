@@ -23,6 +23,7 @@ __all__ = [
     "MAX_PATH_CHARS",
     "MAX_USER_KEY_CHARS",
     "S3_MAX_KEY_BYTES",
+    "SCOPE_NAME",
     "SESSION_ID_PATTERN",
     "User",
     "validate_day",
@@ -38,8 +39,8 @@ _SESSION_RE = re.compile(rf"[A-Za-z0-9][{_SESSION_CHARS}]{{0,127}}")
 #: the session id rule as a JSON Schema pattern (the OpenAPI document, MCP's tool schema)
 SESSION_ID_PATTERN = f"^{_SESSION_RE.pattern}$"
 _DAY_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
-#: a shared scope's name (``scopes`` owns the rules; the owner key repeats the check)
-_SCOPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+#: a shared scope's name (``project:<name>``): the one rule, for ``scopes`` and the owner key
+SCOPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _PATH_SEGMENT_RE = re.compile(rf"[{_SESSION_CHARS}][@+=,{_SESSION_CHARS}]*")  # "-" stays last
 MAX_USER_ID_CHARS = 256
 #: S3's limit on a key, in UTF-8 bytes (moto does not enforce it; S3 refuses the write)
@@ -83,7 +84,7 @@ class User:
         ``scopes``: its key holds a ``.``, which a user's key never does (``from_id``
         encodes it), so no user's partition or prefix is a scope's."""
         kind, _, name = scope.partition(":")
-        named = kind in ("project", "agent") and _SCOPE_NAME.fullmatch(name) is not None
+        named = kind in ("project", "agent") and SCOPE_NAME.fullmatch(name) is not None
         if not named and scope != "org":
             raise InvalidRequestError(f"not a shared scope: {scope!r}")
         return cls(id=scope, key=f"{kind}.{name}")

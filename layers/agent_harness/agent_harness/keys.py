@@ -33,7 +33,6 @@ __all__ = [
     "SCOPES_PK",
     "USER_SK",
     "due_shard",
-    "member_key_of",
     "member_sk",
     "place_sk",
     "scope_of",
@@ -74,10 +73,6 @@ def scope_of(key: str) -> str:
 
 def member_sk(user_key: str) -> str:
     return f"{_MEMBER}{user_key}"
-
-
-def member_key_of(sk: str) -> str:
-    return sk.removeprefix(_MEMBER)
 
 
 def user_pk(user_key: str) -> str:

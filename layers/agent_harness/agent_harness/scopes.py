@@ -22,13 +22,12 @@ builds a scope's root: every door asks it, so no query can forget the check.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, get_args
 
 from agent_harness.clock import iso
 from agent_harness.errors import ForbiddenError, NotFoundError, ValidationFailedError
-from agent_harness.ids import User
+from agent_harness.ids import SCOPE_NAME, User
 from agent_harness.paths import user_root
 
 if TYPE_CHECKING:
@@ -58,7 +57,6 @@ Kind = Literal["user", "project", "agent", "org"]
 ROLES: tuple[Role, ...] = get_args(Role)
 #: a JWT group granting a role in a scope: ``agent-harness:<scope>:<role>``
 GROUP_PREFIX = "agent-harness:"
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _RANK: dict[Role | None, int] = {None: 0, "member": 1, "maintainer": 2}
 _NEEDS: dict[Access, Role] = {"read": "member", "write": "maintainer"}
 
@@ -90,7 +88,7 @@ def parse_scope(value: object) -> Scope:
         return ORG
     if isinstance(value, str) and ":" in value:
         kind, _, name = value.partition(":")
-        if kind in ("project", "agent") and _NAME.fullmatch(name):
+        if kind in ("project", "agent") and SCOPE_NAME.fullmatch(name):
             return Scope(kind, name)  # type: ignore[arg-type]
     raise ValidationFailedError(
         "scope must be 'user', 'org', 'project:<name>' or 'agent:<name>' (a name is 1-64 "
