@@ -113,3 +113,65 @@ def test_two_members_share_a_project_fact_a_third_never_sees_it(offline_stack) -
     assert call(offline_stack, "DELETE", f"{members}/{bob}", "ops", admin=True).status_code == 200
     assert call(offline_stack, "GET", f"/v1/memory?scope={scope}", bob).status_code == 403
     assert call(offline_stack, "POST", "/v1/memory/search", bob, query).status_code == 403
+
+
+def test_a_bound_session_sees_the_scope_and_a_removed_member_loses_it_next_turn(
+    offline_stack,
+) -> None:
+    from openai import OpenAI, PermissionDeniedError
+
+    tag = uuid.uuid4().hex[:8]
+    scope, ann, bob, carol = f"project:orion-{tag}", f"ann-{tag}", f"bob-{tag}", f"carol-{tag}"
+    members = f"/v1/admin/scopes/{scope}/members"
+    for user, role in ((ann, "maintainer"), (bob, "member")):
+        put = call(offline_stack, "PUT", f"{members}/{user}", "ops", {"role": role}, True)
+        assert put.is_success
+    fact = f"Orion {tag} releases ship on Fridays after the 15:00 freeze."
+    assert call(
+        offline_stack, "POST", "/v1/memory/save", ann, {"content": fact, "scope": scope}
+    ).is_success
+
+    # our own route: scopes on the first message, each one's MEMORY.md injected, labelled
+    first = {"message": f"When does orion {tag} ship?", "scopes": [scope]}
+    turn = call(offline_stack, "POST", f"/v1/sessions/s-{tag}/messages", bob, first)
+    assert turn.status_code == 200, turn.text
+    assert turn.json()["scopes"] == [scope]
+    record = call(offline_stack, "GET", f"/v1/sessions/s-{tag}/turns/1/memory", bob).json()
+    assert [s["scope"] for s in record["scopes"]] == [scope] and record["scopes"][0]["tokens"] > 0
+
+    # a third user may not bind it: 403, nothing written
+    refused = call(offline_stack, "POST", f"/v1/sessions/c-{tag}/messages", carol, first)
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
+    assert call(offline_stack, "GET", f"/v1/sessions/c-{tag}/messages", carol).json()["turns"] == []
+
+    # the OpenAI route binds with a header, through the official client
+    client = OpenAI(
+        base_url=f"{offline_stack.url}/v1",
+        api_key="dev-mode-needs-no-key",
+        default_headers={"x-user-id": bob, "x-harness-scopes": scope},
+    )
+    raw = client.chat.completions.with_raw_response.create(
+        model="agent-harness", messages=[{"role": "user", "content": f"Orion {tag} ship day?"}]
+    )
+    session = raw.headers["x-session-id"]
+    assert raw.parse().choices[0].message.content
+    chat_record = call(offline_stack, "GET", f"/v1/sessions/{session}/turns/1/memory", bob)
+    assert [s["scope"] for s in chat_record.json()["scopes"]] == [scope]
+    outsider = OpenAI(
+        base_url=f"{offline_stack.url}/v1",
+        api_key="dev-mode-needs-no-key",
+        default_headers={"x-user-id": carol, "x-harness-scopes": scope},
+    )
+    with pytest.raises(PermissionDeniedError):
+        outsider.chat.completions.create(
+            model="agent-harness", messages=[{"role": "user", "content": "anything?"}]
+        )
+
+    # the member leaves: their very next turn of the bound session is refused
+    assert call(offline_stack, "DELETE", f"{members}/{bob}", "ops", admin=True).is_success
+    later = call(
+        offline_stack, "POST", f"/v1/sessions/s-{tag}/messages", bob, {"message": "again?"}
+    )
+    assert later.status_code == 403
+    turns = call(offline_stack, "GET", f"/v1/sessions/s-{tag}/messages", bob).json()["turns"]
+    assert len(turns) == 1

@@ -1,10 +1,12 @@
 """docs/design.md#memory-scopes as a property: users (one whose id is a scope's very text),
 shared scopes and the operators' grants change in any order while everyone saves, reads
-and searches every scope through HTTP and MCP. Whoever the grants at that moment do not
-allow gets 403 (or the tool's error), and no storage request for their action names the
-scope's memory; nobody's answer carries a marker of a scope they may not read, or of
-another scope, or another user's own. Hypothesis generates the sequences (in-process app
-on the fakes)."""
+and searches every scope through HTTP and MCP, and runs turns bound to one (our route,
+chat completions and Responses with the header: injection and recall). Whoever the
+grants at that moment do not allow gets 403 (or the tool's error), and no storage
+request for their action names the scope's memory; nobody's answer carries a marker of a
+scope they may not read, or of another scope, or another user's own (a turn's model is
+shown the caller's own memory and the one scope it bound, nothing else). Hypothesis
+generates the sequences (in-process app on the fakes)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_harness.ids import User
+from agent_harness.models.base import ChatRequest, ChatResponse, Message, Usage
 from agent_harness.scopes import remove_member, set_member
 from agent_harness.settings import Settings
 from tests.fakes import make_runtime
@@ -24,7 +27,8 @@ from tests.reliability.test_isolation import Recorder, request
 USERS = ["alice", "auth0|5f7c1e", "project:apollo", "bob"]
 SCOPES = ["project:apollo", "agent:support", "org"]
 ACTIONS = ["grant_member", "grant_maintainer", "revoke", "save", "get", "search", "mcp_search",
-           "mcp_save", "own_save"]  # fmt: skip
+           "mcp_save", "own_save", "turn", "chat", "responses"]  # fmt: skip
+TURNS = ("turn", "chat", "responses")
 checked = {"actions": 0, "refused": 0, "foreign": 0, "leaks": 0, "wrong_status": 0}
 
 
@@ -43,8 +47,40 @@ def mcp(rt, user: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return json.loads(request(rt, "POST", "/mcp", user, message, accept))["result"]
 
 
+class Shown:
+    """The agent model: answers "ok" and keeps what each call was shown."""
+
+    name = "scripted:shown"
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        self.prompts.append(json.dumps([m.content for m in request.messages]))
+        return ChatResponse(
+            message=Message(role="assistant", content="ok"), usage=Usage(), model=self.name
+        )
+
+
+def bound_turn(rt, model: Shown, user: str, scope: str, action: str, step: int) -> tuple[str, bool]:
+    """A turn of a new session bound to ``scope``: what its model was shown, and whether
+    it ran (our route, chat completions with the header, Responses with the header)."""
+    model.prompts.clear()
+    if action == "turn":
+        body = request(rt, "POST", f"/v1/sessions/t{step}/messages", user,
+                       {"message": "what fact do you know?", "scopes": [scope]})  # fmt: skip
+    else:
+        path = "/v1/chat/completions" if action == "chat" else "/v1/responses"
+        ask = ({"messages": [{"role": "user", "content": "what fact do you know?"}]}
+               if action == "chat" else {"input": "what fact do you know?"})  # fmt: skip
+        body = request(rt, "POST", path, user, {"model": "agent-harness", **ask},
+                       {"x-harness-scopes": scope})  # fmt: skip
+    return body + "".join(model.prompts), bool(model.prompts)
+
+
 def run_steps(steps: list[tuple[int, int, str]]) -> None:
-    rt = make_runtime(settings=Settings(auth_mode="dev"))
+    model = Shown()
+    rt = make_runtime(settings=Settings(auth_mode="dev"), agent=model)
     seen: list[str] = []
     rt.store = Recorder(rt.store, seen)  # type: ignore[assignment]
     rt.table = Recorder(rt.table, seen)  # type: ignore[assignment]
@@ -86,6 +122,8 @@ def run_steps(steps: list[tuple[int, int, str]]) -> None:
             query = {"query": "fact", "match_mode": "any", "limit": 100, "scope": scope}
             body = request(rt, "POST", "/v1/memory/search", user, query)
             ok = '"hits"' in body
+        elif action in ("turn", "chat", "responses"):
+            body, ok = bound_turn(rt, model, user, scope, action, step)
         else:
             args = {"query": "fact", "match_mode": "any", "limit": 100, "scope": scope}
             result = mcp(rt, user, "memory_search", args)
@@ -102,8 +140,9 @@ def run_steps(steps: list[tuple[int, int, str]]) -> None:
         # never another scope's marker, nor anyone's own; a refused caller not even this one's
         others = [m for t, marks in saved.items() if t != s for m in marks]
         visible = [] if allowed else saved[s]
-        leaked = [m for m in [*others, *visible, *map(own_marker, range(len(USERS)))]
-                  if m in body and m != mark]  # fmt: skip
+        # a turn shows the caller's own memory beside the bound scope's, never anyone else's
+        owns = [own_marker(o) for o in range(len(USERS)) if not (o == u and action in TURNS)]
+        leaked = [m for m in [*others, *visible, *owns] if m in body and m != mark]
         checked["leaks"] += len(leaked)
         assert not leaked, (user, scope, action, leaked)
 

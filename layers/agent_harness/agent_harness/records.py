@@ -24,6 +24,7 @@ __all__ = [
     "PendingTurn",
     "RecallCut",
     "RecalledLine",
+    "ScopeInjection",
     "TurnRecord",
     "WorkingContext",
 ]
@@ -35,6 +36,8 @@ class RecalledLine(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
     source: str  # "memory/2026-11-30.md#4", or a past message's segment line
+    #: the bound shared scope the line is from (None: the user's own memory)
+    scope: str | None = None
     #: the fact's id (its words, hashed: memory.facts.authority.fact_id), the same
     #: wherever the fact is found
     fact_id: str
@@ -60,6 +63,18 @@ class RecallCut(BaseModel):
     held: int = 0
 
 
+class ScopeInjection(BaseModel):
+    """A bound shared scope's MEMORY.md as a turn injected it (agent.scoped)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    scope: str
+    etag: str | None = None
+    version_id: str | None = None
+    tokens: int = 0
+    truncated: bool = False
+
+
 class MemoryInjection(BaseModel):
     """How memory entered this turn: MEMORY.md and the recalled lines (provenance of
     what the model was shown, and of what recall left out)."""
@@ -77,11 +92,14 @@ class MemoryInjection(BaseModel):
     recalled: list[str] = Field(default_factory=list)  # "memory/2026-11-30.md#4", ...
     lines: list[RecalledLine] = Field(default_factory=list)
     cut: RecallCut = Field(default_factory=RecallCut)
+    #: the bound shared scopes' MEMORY.md, each as injected
+    scopes: list[ScopeInjection] = Field(default_factory=list)
 
     @property
     def total_tokens(self) -> int:
-        """Every memory token the model was shown: MEMORY.md and the recalled lines."""
-        return self.tokens + self.recall_tokens
+        """Every memory token the model was shown: MEMORY.md, the bound scopes' and the
+        recalled lines."""
+        return self.tokens + self.recall_tokens + sum(s.tokens for s in self.scopes)
 
 
 class TurnRecord(BaseModel):
@@ -179,6 +197,8 @@ class WorkingContext(BaseModel):
     #: ids of the client tool calls answered in turn ``last_turn`` (a repeated submission
     #: of the same results gets that turn's answer again instead of a second model run)
     answered: list[str] = Field(default_factory=list)
+    #: the shared scopes the session bound on its first message (agent.scoped)
+    scopes: list[str] = Field(default_factory=list)
 
     @classmethod
     def parse_or_none(cls, text: str) -> WorkingContext | None:

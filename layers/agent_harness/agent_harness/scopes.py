@@ -31,7 +31,7 @@ from agent_harness.ids import SCOPE_NAME, User
 from agent_harness.paths import user_root
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from agent_harness.ports import Member
     from agent_harness.runtime import Runtime
@@ -48,6 +48,7 @@ __all__ = [
     "parse_scope",
     "remove_member",
     "resolve",
+    "resolve_all",
     "set_member",
 ]
 
@@ -147,14 +148,51 @@ def resolve(
     if not scope.shared:
         return Grant(scope, caller, "maintainer", "owner")
     member = rt.table.get_member(str(scope), caller)
-    by_group = group_roles(groups).get(scope)
+    return _decide(scope, member.role if member else None, group_roles(groups), access)
+
+
+def resolve_all(
+    rt: Runtime,
+    caller: User,
+    scopes: Sequence[Scope],
+    access: Access,
+    groups: Iterable[str] = (),
+) -> list[Grant]:
+    """``resolve`` for each of ``scopes`` (a session's bound scopes) at once: one
+    consistent Query of the caller's memberships, none when groups or ``org`` grant them
+    all; 403 at the first scope refused."""
+    by_group = group_roles(groups)
+    shared = [s for s in scopes if s.shared]
+    granted = {
+        s for s in shared if _enough(by_group.get(s), access) or (s == ORG and access == "read")
+    }
+    held: dict[str, Role] = {}
+    if any(s not in granted for s in shared):
+        held = {m.scope: m.role for m in rt.table.scopes_of(caller)}
+    out = []
+    for scope in scopes:
+        if not scope.shared:
+            out.append(Grant(scope, caller, "maintainer", "owner"))
+        else:
+            out.append(_decide(scope, held.get(str(scope)), by_group, access))
+    return out
+
+
+def _enough(role: Role | None, access: Access) -> bool:
+    return _RANK[role] >= _RANK[_NEEDS[access]]
+
+
+def _decide(
+    scope: Scope, membership: Role | None, by_group: dict[Scope, Role], access: Access
+) -> Grant:
+    """The grant the highest of the caller's roles in ``scope`` gives, or 403."""
     candidates: list[tuple[Role | None, Literal["membership", "group", "org"]]] = [
-        (member.role if member else None, "membership"),
-        (by_group, "group"),
+        (membership, "membership"),
+        (by_group.get(scope), "group"),
         ("member" if scope == ORG else None, "org"),
     ]
     role, via = max(candidates, key=lambda c: _RANK[c[0]])
-    if role is None or _RANK[role] < _RANK[_NEEDS[access]]:
+    if role is None or not _enough(role, access):
         verb = "write to" if access == "write" else "read"
         raise ForbiddenError(
             f"you may not {verb} the {scope} memory: "

@@ -44,7 +44,14 @@ if TYPE_CHECKING:
     from agent_harness.ports import SessionState
     from agent_harness.runtime import Runtime
 
-__all__ = ["FlushState", "TurnResult", "apply_saves", "enqueue_post_turn", "write_turn"]
+__all__ = [
+    "FlushState",
+    "TurnResult",
+    "apply_saves",
+    "enqueue_post_turn",
+    "log_turn",
+    "write_turn",
+]
 
 logger = Logger(child=True)
 metrics = Metrics()
@@ -70,6 +77,8 @@ class TurnResult:
     tool_calls: list[ToolCall] = field(default_factory=list)
     #: the last turn this request completed: the post-turn job covers up to it
     job_turn: int | None = None
+    #: the shared scopes the session is bound to (agent.scoped)
+    scopes: list[str] = field(default_factory=list)
 
     @classmethod
     def of(cls, record: TurnRecord, *, job_turn: int | None) -> TurnResult:
@@ -207,3 +216,24 @@ def enqueue_post_turn(
     if reason == "turn" and flush_throttled(state, now, settings):
         return "throttled"
     return "queued"
+
+
+def log_turn(record: TurnRecord, model_calls: int, pauses: int, memory_tokens: int) -> None:
+    """The metrics and the log line of a completed turn."""
+    metrics.add_metric("Turns", MetricUnit.Count, 1)
+    metrics.add_metric("ModelCalls", MetricUnit.Count, model_calls)
+    metrics.add_metric("MemoryTokens", MetricUnit.Count, memory_tokens)
+    usage = record.usage
+    logger.info(
+        "turn",
+        extra={
+            "session_id": record.session_id,
+            "turn": record.turn,
+            "model_calls": model_calls,
+            "pauses": pauses,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "compaction_input_tokens": record.compaction_usage.input_tokens,
+            "memory_tokens": memory_tokens,
+        },
+    )

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from aws_lambda_powertools import Logger
+
 from agent_harness import markup
 from agent_harness.errors import ConflictError, PreconditionFailedError
 from agent_harness.models.base import Message, ToolCall
@@ -34,6 +36,7 @@ __all__ = [
     "MEMORY_READ",
     "build_messages",
     "framed",
+    "load_context",
     "memory_reference",
     "persona_of",
     "read_persona",
@@ -41,6 +44,8 @@ __all__ = [
     "save_context",
     "system_prompt",
 ]
+
+logger = Logger(child=True)
 
 DEFAULT_PERSONA = "You are a helpful assistant that remembers this user across sessions."
 
@@ -243,3 +248,27 @@ def save_context(rt: Runtime, user: User, context: WorkingContext, etag: str | N
         raise ConflictError(
             f"the working context of session {context.session_id} changed during the call"
         ) from exc
+
+
+def load_context(
+    rt: Runtime, user: User, session_id: str, *, fresh: bool, with_memory: bool
+) -> tuple[WorkingContext, str | None, StoredObject | None]:
+    """Read the working context (AGENTS.md instead for a ``fresh`` session) and MEMORY.md
+    if asked, in parallel: the context, its ETag (None: none stored) and MEMORY.md."""
+    from agent_harness.records import WorkingContext
+
+    ctx_key = context_path(session_id)
+    paths = [AGENTS_FILE if fresh else ctx_key] + ([MEMORY_FILE] if with_memory else [])
+    loaded = rt.store.get_many(user, paths)
+    stored = loaded.get(ctx_key)
+    context = WorkingContext.parse_or_none(stored.content) if stored else None
+    if context is None:
+        if not fresh:  # lost or unreadable: start afresh, the thread log has it all
+            logger.warning(
+                "working context missing; starting afresh", extra={"session_id": session_id}
+            )
+            loaded.update(rt.store.get_many(user, [AGENTS_FILE]))
+        context = WorkingContext(
+            session_id=session_id, agents_md=persona_of(rt, loaded.get(AGENTS_FILE))
+        )
+    return context, stored.etag if stored else None, loaded.get(MEMORY_FILE)

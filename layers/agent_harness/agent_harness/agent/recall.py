@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
+from itertools import chain, zip_longest
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from concurrent.futures import Future
 
+    from agent_harness.agent.scoped import ScopeMemories
     from agent_harness.ids import User
     from agent_harness.memory.engine.cache import MemoryIndexCache
     from agent_harness.memory.engine.file_index import FileIndex
@@ -112,6 +114,7 @@ class Recall:
         text: str,
         loaded_at: str,
         context: Sequence[Message] = (),
+        scoped: ScopeMemories | None = None,
     ) -> RecallResult:
         """The recall message for the new message ``text``, its tokens, its lines and
         what was left out. ``context`` (the session's messages) gives the query the
@@ -148,6 +151,16 @@ class Recall:
                 report=report,
                 truth=truth,
             )
+            if scoped is not None:
+                lines = self._with_scopes(
+                    lines,
+                    scoped,
+                    recall_query(text, said[-1] if said else None),
+                    loaded_at,
+                    budget - recall_frame_tokens(counter, loaded_at, messages is not None),
+                    [text, *map(record_text, context)],
+                    report,
+                )
         message, tokens = recall_reference(lines, counter, loaded_at)
         while lines and tokens > budget:  # lines counted apart can tokenize a bit longer
             report.over_budget.insert(0, lines[-1])
@@ -155,6 +168,52 @@ class Recall:
             message, tokens = recall_reference(lines, counter, loaded_at)
         metrics.add_metric("RecalledLines", MetricUnit.Count, len(lines))
         return RecallResult(message, tokens, lines, report)
+
+    def _with_scopes(
+        self,
+        own: list[Recalled],
+        scoped: ScopeMemories,
+        query: str,
+        loaded_at: str,
+        max_tokens: int,
+        in_context: list[str],
+        report: RecallReport,
+    ) -> list[Recalled]:
+        """The user's lines and each bound scope's (chosen from its MEMORY.md and ledgers
+        as the user's are, each labelled with its scope), taken in turn, the user's first,
+        within the one budget."""
+        settings, counter = self._rt.settings, self._rt.counter
+        day = day_of(datetime.fromisoformat(loaded_at), settings.zone)
+        sources = [own]
+        memories = dict(scoped.loaded())
+        for grant, files in scoped.ledgers():
+            scope = str(grant.scope)
+            truth = truth_of(files, day)
+            memory = memories.get(grant)
+            if memory is not None:
+                indexed = index_read(self._rt.search_cache, grant.owner, memory)
+                files = [(memory.path, indexed), *files]
+            found = select_lines(
+                files,
+                query,
+                shown=scoped.shown.get(scope, ""),
+                counter=counter,
+                max_tokens=max_tokens,
+                min_score=settings.recall_min_score,
+                in_context=in_context,
+                report=report,
+                truth=truth,
+            )
+            sources.append([replace(line, scope=scope) for line in found])
+        chosen, used = [], 0
+        for line in (r for r in chain.from_iterable(zip_longest(*sources)) if r is not None):
+            cost = counter.count(line.render()) + 1
+            if used + cost > max_tokens:
+                report.over_budget.append(line)
+                continue
+            chosen.append(line)
+            used += cost
+        return chosen
 
     def _past_messages(self, ledgers: list[tuple[str, FileIndex]]) -> PastMessages | None:
         """The segments to recall past messages from (None: off, or their read failed:
@@ -198,6 +257,7 @@ class RecallResult:
         shown = [
             RecalledLine(
                 source=line.source,
+                scope=line.scope,
                 fact_id=fact_id(line.text),
                 authority=line.authority,
                 score=round(line.score, 4),

@@ -14,6 +14,10 @@ file, an AWS hiccup), so the model can recover.
                                                (``corrections_of`` reads them from the turn)
     thread_search(query, matchMode?, limit?)   every past message of the user, any session
 
+A session bound to shared scopes (agent.scoped) searches them too: memory_search answers
+from the user's memory and each bound scope, every hit of a scope labelled with it, and
+memory_search and memory_get take a ``scope`` (one of those bound) to read only it.
+
 A correction is the user's (``user``) when the user's own message of the turn supports
 its words (the new text; for a retraction its reason, or else the retired fact's words:
 memory.facts.authority.support), otherwise the agent's (``save:agent``): words that
@@ -24,7 +28,7 @@ decides again at commit, from the turn's record (``correction_authority``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
@@ -38,14 +42,16 @@ from agent_harness.memory.engine.index import (
     MAX_QUERY_CHARS,
     parse_match_mode,
 )
-from agent_harness.memory.search import format_hits, search_memory
+from agent_harness.memory.search import format_hits, format_scoped_hits, search_memory
 from agent_harness.models.base import Message, ToolCall, ToolSpec
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from agent_harness.ids import User
+    from agent_harness.memory.engine.index import Hit
     from agent_harness.runtime import Runtime
+    from agent_harness.scopes import Grant
 
 __all__ = [
     "AGENT_SAVE",
@@ -122,6 +128,7 @@ class _SearchArgs(BaseModel):
 
 
 class _MemorySearchArgs(_SearchArgs):
+    scope: str | None = None
     includeSuperseded: bool = False
     asOf: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
 
@@ -136,6 +143,7 @@ class _GetArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     path: str
+    scope: str | None = None
     startLine: int | None = None
     endLine: int | None = None
 
@@ -245,9 +253,31 @@ class MemoryTools:
     #: the user's own words in this turn: what a correction must be supported by to be
     #: the user's (memory_correct)
     said: str = ""
+    #: the session's bound shared scopes, granted for reading (agent.scoped)
+    scopes: list[Grant] = field(default_factory=list)
 
     def registry(self, *, after: Callable[[ToolCall, str], str] | None = None) -> ToolRegistry:
         return ToolRegistry(self.tools(), after=after)
+
+    def _scoped(self, schema: dict[str, Any], what: str) -> dict[str, Any]:
+        """``schema`` with a ``scope`` argument naming the bound scopes (none bound: as is)."""
+        if not self.scopes:
+            return schema
+        names = ["user", *(str(g.scope) for g in self.scopes)]
+        scope = {"type": "string", "enum": names, "description": what}
+        return {**schema, "properties": {**schema["properties"], "scope": scope}}
+
+    def _grant(self, scope: str | None) -> Grant | None:
+        """The bound scope an argument names (None: the user's own memory)."""
+        if scope in (None, "user"):
+            return None
+        for grant in self.scopes:
+            if str(grant.scope) == scope:
+                return grant
+        from agent_harness.errors import ForbiddenError
+
+        bound = ", ".join(str(g.scope) for g in self.scopes) or "none"
+        raise ForbiddenError(f"scope {scope} is not bound to this session (bound: {bound})")
 
     def tools(self) -> list[Tool]:
         return [
@@ -258,15 +288,21 @@ class MemoryTools:
                 "decisions, dates, people or preferences. Only current facts: a fact "
                 "superseded, retracted or expired is left out unless includeSuperseded. "
                 "Hits read 'Source: <path>#<line> (fact <id>): <text>'; a hit marked "
-                "possibly outdated depends on a fact that changed.",
-                MEMORY_SEARCH_SCHEMA,
+                "possibly outdated depends on a fact that changed."
+                + (
+                    " The shared scopes bound to this session are searched too; their "
+                    "hits are labelled [scope <name>]."
+                    if self.scopes
+                    else ""
+                ),
+                self._scoped(MEMORY_SEARCH_SCHEMA, "search only this one (default: all)"),
                 self.search,
             ),
             Tool(
                 "memory_get",
                 "Read lines of a file of your workspace (e.g. MEMORY.md, "
                 "memory/2026-11-30.md) as 'N|text' rows, to see the context of a hit.",
-                GET_SCHEMA,
+                self._scoped(GET_SCHEMA, "whose file: a bound shared scope's (default: user)"),
                 self.get,
             ),
             Tool(
@@ -349,17 +385,31 @@ class MemoryTools:
         args = _MemorySearchArgs.model_validate(arguments)
         query = args.query or ""
         mode = parse_match_mode(args.matchMode)
-        hits = search_memory(
-            self.rt,
-            self.user,
-            query,
-            mode,
-            args.limit,
-            self.rt.search_cache,
-            include_superseded=args.includeSuperseded,
-            as_of=args.asOf,
+        one = self._grant(args.scope)
+        owners: list[tuple[str | None, User]] = (
+            [(str(one.scope), one.owner)]
+            if one is not None
+            else [
+                (None, self.user),
+                *((str(g.scope), g.owner) for g in self.scopes if args.scope is None),
+            ]
         )
-        return format_hits(query, hits)
+        found: list[tuple[str | None, list[Hit]]] = []
+        for label, owner in owners:
+            hits = search_memory(
+                self.rt,
+                owner,
+                query,
+                mode,
+                args.limit,
+                self.rt.search_cache,
+                include_superseded=args.includeSuperseded,
+                as_of=args.asOf,
+            )
+            found.append((label, hits))
+        if len(found) == 1 and found[0][0] is None:
+            return format_hits(query, found[0][1])
+        return format_scoped_hits(query, found)
 
     def thread_search(self, arguments: dict[str, Any]) -> str:
         from agent_harness.memory.threads import format_thread_hits, search_threads
@@ -370,7 +420,9 @@ class MemoryTools:
         from agent_harness.memory.files import read_lines
 
         args = _GetArgs.model_validate(arguments)
-        return read_lines(self.rt, self.user, args.path, args.startLine, args.endLine)
+        grant = self._grant(args.scope)
+        owner = grant.owner if grant is not None else self.user
+        return read_lines(self.rt, owner, args.path, args.startLine, args.endLine)
 
     def save(self, arguments: dict[str, Any]) -> str:
         """Checks the lines and says what the turn will save: the gate is deterministic,

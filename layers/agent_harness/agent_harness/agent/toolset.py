@@ -20,10 +20,13 @@ from agent_harness.agent.tools import MemoryTools, Tool, ToolRegistry
 from agent_harness.utf8 import scrubbed
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from agent_harness.agent.client_tools import ClientTools
     from agent_harness.ids import User
     from agent_harness.models.base import ToolCall, ToolSpec
     from agent_harness.runtime import Runtime
+    from agent_harness.scopes import Grant
 
 __all__ = ["TurnTools", "turn_tools"]
 
@@ -69,11 +72,17 @@ def _remote_tools(rt: Runtime, user: User) -> list[Tool]:
 
 
 def turn_tools(
-    rt: Runtime, user: User, session_id: str, client: ClientTools | None, said: str = ""
+    rt: Runtime,
+    user: User,
+    session_id: str,
+    client: ClientTools | None,
+    said: str = "",
+    scopes: Sequence[Grant] = (),
 ) -> TurnTools | None:
     """The turn's tool box, or None when it offers no tool at all. ``said``: the user's
-    message of the turn (what makes a memory_correct the user's)."""
-    memory = MemoryTools(rt, user, said=said)
+    message of the turn (what makes a memory_correct the user's); ``scopes``: the
+    session's bound shared scopes, which memory_search and memory_get also read."""
+    memory = MemoryTools(rt, user, said=said, scopes=list(scopes))
     served = [] if rt.settings.disable_memory_tools else memory.tools()
     served += _remote_tools(rt, user)
     registry = ToolRegistry(served, after=Evictor(rt, user, session_id)) if served else None

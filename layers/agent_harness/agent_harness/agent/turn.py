@@ -6,6 +6,9 @@
     2 S3 GET                MEMORY.md  -> reference message, capped       } concurrent
     3 S3 GET                context.json; AGENTS.md instead for a new     }
                             session (the persona is kept in the context)
+      (bound scopes)        a session bound to shared scopes: one Query of the caller's
+                            memberships, then each scope's MEMORY.md GET, its own
+                            labelled block of the reference (agent/scoped)
       model loop            agent role, bounded; memory and remote (MCP) tools run here
     4 S3 PUT                sessions/<s>/turns/<n>.json, create-only (the thread log)
       (the turn's memory_save calls are applied here)
@@ -40,12 +43,18 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.agent import pause
 from agent_harness.agent.client_tools import NOT_RUN, ClientTools, declare_tools
-from agent_harness.agent.commit import TurnResult, apply_saves, enqueue_post_turn, write_turn
+from agent_harness.agent.commit import (
+    TurnResult,
+    apply_saves,
+    enqueue_post_turn,
+    log_turn,
+    write_turn,
+)
 from agent_harness.agent.compaction import compact, shorten_old_arguments
 from agent_harness.agent.context import (
     build_messages,
+    load_context,
     memory_reference,
-    persona_of,
     read_persona,
     save_context,
     system_prompt,
@@ -64,6 +73,7 @@ from agent_harness.agent.lease import session_lease
 from agent_harness.agent.loop import LoopResult, run_loop
 from agent_harness.agent.recall import Recall, start_recall
 from agent_harness.agent.request import ChatTerms, check_request
+from agent_harness.agent.scoped import Binding, ScopeMemories, bound_grants, with_blocks
 from agent_harness.agent.spend import TurnSpend
 from agent_harness.agent.toolset import turn_tools
 from agent_harness.clock import epoch_ms, iso
@@ -76,7 +86,7 @@ from agent_harness.errors import (
 from agent_harness.ids import validate_session_id
 from agent_harness.meter import Spend
 from agent_harness.models.base import Message, ToolSpec
-from agent_harness.paths import AGENTS_FILE, MEMORY_FILE, context_path, turn_path
+from agent_harness.paths import turn_path
 from agent_harness.ports import AdmissionCheck, PauseMark
 from agent_harness.records import MemoryInjection, PendingTurn, TurnRecord, WorkingContext
 from agent_harness.usage import release_turn
@@ -92,6 +102,7 @@ if TYPE_CHECKING:
     from agent_harness.ids import User
     from agent_harness.ports import Place, SessionState, StoredObject
     from agent_harness.runtime import Runtime
+    from agent_harness.scopes import Grant
 
 __all__ = ["run_turn"]
 
@@ -112,6 +123,7 @@ def run_turn(
     persona: str | None = None,
     options: TurnOptions | None = None,
     chat: ChatTerms | None = None,
+    binding: Binding | None = None,
 ) -> TurnResult:
     """A new message (with the caller's ``tools``), or the ``tool_results`` / ``cancel``
     of the turn that awaits them. Every refusal comes before anything is written.
@@ -121,7 +133,8 @@ def run_turn(
     written with the turn, so a failed model call leaves nothing. ``options`` shape the
     agent's model calls (agent/options); a resume sent without them keeps the turn's.
     ``chat``: a chat completion's terms (its instructions, settling a paused turn, its
-    branch point)."""
+    branch point). ``binding``: the shared scopes a first message binds, and the caller's
+    groups (agent.scoped)."""
     chat = chat or ChatTerms()
     validate_session_id(session_id)
     check_request(rt, message, tool_results, cancel, settle=chat.settle)
@@ -139,8 +152,9 @@ def run_turn(
     try:
         with session_lease(rt, user, session_id, must_exist=message is None, admit=admit) as lease:
             admission = lease.admission
-            turn = _Turn(rt, user, session_id, lease, started, options)
+            turn = _Turn(rt, user, session_id, lease, started, options, binding or Binding())
             result = turn.serve(message, declared, tool_results, cancel, history, persona, chat)
+            result.scopes = [str(g.scope) for g in turn.grants]
         keep_turn = result.status == "requires_action"
     except SessionNotFoundError:
         raise pause.no_pending(session_id) from None
@@ -165,8 +179,11 @@ class _Turn:
         lease: SessionLease,
         started: datetime,
         options: TurnOptions | None,
+        binding: Binding,
     ) -> None:
         self.rt, self.user, self.session_id = rt, user, session_id
+        self.binding = binding
+        self.grants: list[Grant] = []  # the session's shared scopes, granted again
         self.options = options  # the request's, for a new turn or a resume
         self.lease, self.started = lease, started
         self.settings = rt.settings
@@ -204,6 +221,13 @@ class _Turn:
             raise pause.no_pending(self.session_id)  # a new session awaits nothing
         recall = start_recall(self.rt, self.user, self.session_id) if message is not None else None
         memory = self._load(state, with_memory=message is not None)
+        fresh = state.turn == 0 and state.pause is None and self.context.last_turn == 0
+        # every request grants the session's scopes again, before anything is written
+        self.grants = bound_grants(
+            self.rt, self.user, self.context, self.binding, fresh=fresh and message is not None
+        )
+        reads = message is not None and self.grants
+        scoped = ScopeMemories(self.rt, self.grants, recall=recall is not None) if reads else None
         pending = pause.effective_pending(state, self.context)
         self.context.pending = pending
         timeout = self.settings.tool_result_timeout_seconds
@@ -221,9 +245,9 @@ class _Turn:
                     raise pause.results_required(self.session_id, pending, timeout)
                 else:
                     self._close(pending, commit=False)  # forgotten by the caller: closed first
-            if state.turn == 0 and state.pause is None and self.context.last_turn == 0:
+            if fresh:
                 self._begin(history or [], persona)
-            return self._start(message, tools or [], memory, recall)
+            return self._start(message, tools or [], memory, recall, scoped)
         if pending is None:
             return self._repeat(results or [])
         if cancel:
@@ -233,30 +257,14 @@ class _Turn:
         return self._resume(pending, results, tools)
 
     def _load(self, state: SessionState, *, with_memory: bool) -> StoredObject | None:
-        """Read the context (AGENTS.md instead for a new session) and MEMORY.md if asked,
-        in parallel; returns MEMORY.md."""
-        ctx_key = context_path(self.session_id)
+        """The working context (agent.context.load_context); returns MEMORY.md."""
         fresh = state.turn == 0 and state.pause is None
-        paths = [AGENTS_FILE if fresh else ctx_key] + ([MEMORY_FILE] if with_memory else [])
-        loaded = self.rt.store.get_many(self.user, paths)
-        stored = loaded.get(ctx_key)
-        context = WorkingContext.parse_or_none(stored.content) if stored else None
-        if context is None:
-            if not fresh:  # lost or unreadable: start afresh, the thread log has it all
-                logger.warning(
-                    "working context missing; starting afresh",
-                    extra={"session_id": self.session_id},
-                )
-                loaded.update(self.rt.store.get_many(self.user, [AGENTS_FILE]))
-            agents = loaded.get(AGENTS_FILE)
-            context = WorkingContext(
-                session_id=self.session_id, agents_md=persona_of(self.rt, agents)
-            )
-        self.context = context
-        self.etag = stored.etag if stored else None
+        self.context, self.etag, memory = load_context(
+            self.rt, self.user, self.session_id, fresh=fresh, with_memory=with_memory
+        )
         # a completion written but never committed (a crash) still took its number
-        self.last_turn = max(state.turn, context.last_turn)
-        return loaded.get(MEMORY_FILE)
+        self.last_turn = max(state.turn, self.context.last_turn)
+        return memory
 
     def _begin(self, history: list[ImportedMessage], persona: str | None) -> None:
         """A new session: the caller's persona, and its earlier history as the first
@@ -279,18 +287,27 @@ class _Turn:
             self.history = []
 
     def _start(
-        self, text: str, tools: list[ToolSpec], memory: StoredObject | None, recall: Recall | None
+        self,
+        text: str,
+        tools: list[ToolSpec],
+        memory: StoredObject | None,
+        recall: Recall | None,
+        scoped: ScopeMemories | None = None,
     ) -> TurnResult:
         reference, injection, recalled = None, MemoryInjection(), None
         if recall is not None:  # MEMORY.md lags the ledgers: no retired fact is injected
             memory = recall.current_memory(memory, iso(self.started))
+        blocks: list[str] = []
         if self.tools_on or self.hooks_on:
+            cap, at = self.settings.consolidation_max_tokens, iso(self.started)
+            blocks, scopes = scoped.blocks(self.rt.counter, cap, at) if scoped else ([], [])
             reference, injection = memory_reference(
-                memory, self.rt.counter, self.settings.consolidation_max_tokens, iso(self.started)
+                memory, self.rt.counter, cap - sum(s.tokens for s in scopes), at
             )
+            injection = injection.model_copy(update={"scopes": scopes})
         if recall is not None:
             found = recall.message(
-                memory, reference, text, iso(self.started), self.context.messages
+                memory, reference, text, iso(self.started), self.context.messages, scoped
             )
             recalled = found.message
             injection = injection.model_copy(update=found.recorded())
@@ -299,7 +316,7 @@ class _Turn:
             number=self.last_turn + 1,
             started=iso(self.started),
             user_message=Message(role="user", content=text),
-            reference=reference,
+            reference=with_blocks(reference, blocks),
             memory=injection,
             recall=recalled,
             client_tools=tools,
@@ -374,7 +391,11 @@ class _Turn:
         def attempt() -> LoopResult:
             client = ClientTools(draft.client_tools) if draft.client_tools else None
             said = draft.user_message.content
-            tools = None if final else turn_tools(self.rt, self.user, self.session_id, client, said)
+            tools = (
+                None
+                if final
+                else turn_tools(self.rt, self.user, self.session_id, client, said, self.grants)
+            )
             persona = draft.instructions or self.context.agents_md
             prompt = build_messages(
                 system_prompt(persona, tools=self.tools_on, hooks=self.hooks_on),
@@ -468,22 +489,7 @@ class _Turn:
         else:
             self.spend.hold_completed(draft.uncounted)
         draft.uncounted = Spend()
-        metrics.add_metric("Turns", MetricUnit.Count, 1)
-        metrics.add_metric("ModelCalls", MetricUnit.Count, result.model_calls)
-        metrics.add_metric("MemoryTokens", MetricUnit.Count, draft.memory.total_tokens)
-        logger.info(
-            "turn",
-            extra={
-                "session_id": self.session_id,
-                "turn": record.turn,
-                "model_calls": result.model_calls,
-                "pauses": len(draft.pauses),
-                "input_tokens": record.usage.input_tokens,
-                "output_tokens": record.usage.output_tokens,
-                "compaction_input_tokens": record.compaction_usage.input_tokens,
-                "memory_tokens": draft.memory.total_tokens,
-            },
-        )
+        log_turn(record, result.model_calls, len(draft.pauses), draft.memory.total_tokens)
         return done
 
     def places(self, result: TurnResult) -> Sequence[Place]:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from agent_harness.agent.commit import TurnResult
     from agent_harness.agent.options import TurnOptions
+    from agent_harness.agent.scoped import Binding
     from agent_harness.api.schemas import ToolDeclaration
     from agent_harness.ids import User
     from agent_harness.ports import Place
@@ -160,6 +161,7 @@ def run_conversation(
     more_places: Callable[[TurnResult], Sequence[Place]] | None = None,
     *,
     whole: bool = True,
+    binding: Binding | None = None,
 ) -> TurnResult:
     """The conversation's new messages as a turn: of ``pin``'s session, or (None) of the
     session the conversation continues, else a new one; its place is put with the turn
@@ -169,7 +171,7 @@ def run_conversation(
         raise ValidationFailedError("no new user or tool message after the last assistant one")
     check_persona(rt, conversation.instructions)
     if pin is not None:
-        return _turn(rt, user, pin, conversation, tools, options, more_places, whole)
+        return _turn(rt, user, pin, conversation, tools, options, more_places, whole, binding)
     place = None
     if conversation.at >= 0:
         digest = conversation_digest(user, conversation.shapes(conversation.at))
@@ -177,11 +179,13 @@ def run_conversation(
     if place is not None:
         try:
             pinned = Pin(place.session_id, place.turn)
-            return _turn(rt, user, pinned, conversation, tools, options, more_places, whole)
+            return _turn(
+                rt, user, pinned, conversation, tools, options, more_places, whole, binding
+            )
         except ConversationDivergedError:
             pass  # another branch of the conversation: a session of its own
     fresh = Pin(f"chat-{rt.new_id()}")
-    return _turn(rt, user, fresh, conversation, tools, options, more_places, whole)
+    return _turn(rt, user, fresh, conversation, tools, options, more_places, whole, binding)
 
 
 def _turn(
@@ -193,6 +197,7 @@ def _turn(
     options: TurnOptions | None,
     more_places: Callable[[TurnResult], Sequence[Place]] | None,
     whole: bool,
+    binding: Binding | None,
 ) -> TurnResult:
     from agent_harness.agent.turn import run_turn
 
@@ -214,6 +219,7 @@ def _turn(
             tool_results=conversation.results,
             chat=terms,
             options=options,
+            binding=binding,
         )
     return run_turn(
         rt,
@@ -226,4 +232,5 @@ def _turn(
         persona=conversation.instructions,
         chat=terms,
         options=options,
+        binding=binding,
     )

@@ -46,6 +46,7 @@ from agent_harness.errors import (
 if TYPE_CHECKING:
     from agent_harness.agent.commit import TurnResult
     from agent_harness.agent.options import TurnOptions
+    from agent_harness.agent.scoped import Binding
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
@@ -85,14 +86,16 @@ def _parse(raw: str, model: str) -> tuple[ChatBody, TurnOptions | None]:
     return body, turn_options(data, [t.name for t in body.tools or []])
 
 
-def chat_completion(rt: Runtime, user: User, session_id: str | None, raw: str) -> Answer:
+def chat_completion(
+    rt: Runtime, user: User, session_id: str | None, raw: str, binding: Binding | None = None
+) -> Answer:
     """One chat completion: the request's new messages as a turn of ``session_id``, or,
     without one, of the session the conversation continues (api/chat_sessions)."""
     body, options = _parse(raw, rt.settings.agent_model)
     conversation = Conversation.of(body.messages)
     pin = Pin(session_id) if session_id is not None else None
     tools = caller_tools(body.tools, body.tool_choice)
-    result = run_conversation(rt, user, pin, conversation, tools, options)
+    result = run_conversation(rt, user, pin, conversation, tools, options, binding=binding)
     created = int(rt.clock.now().timestamp())
     answer = _completion(result, body.model, f"chatcmpl-{rt.new_id()}", created)
     headers = {"X-Session-Id": result.session_id}

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from aws_lambda_powertools.event_handler import Response
 
+    from agent_harness.agent.scoped import Binding
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
@@ -41,16 +42,18 @@ def protocol_routes(rt: Runtime) -> Router:
     router = Router()
     http = Http(router, rt)
 
-    def _turn(serve: Callable[[Runtime, User, str | None, str], Answer]) -> Response[str]:
-        """An OpenAI route's turn: the caller, the session it pins, the raw body; errors
-        in OpenAI's shape."""
+    def _turn(serve: Callable[[Runtime, User, str | None, str, Binding], Answer]) -> Response[str]:
+        """An OpenAI route's turn: the caller, the session it pins, the raw body, the
+        scopes its ``X-Harness-Scopes`` header binds; errors in OpenAI's shape."""
+        from agent_harness.agent.scoped import SCOPES_HEADER, Binding, parse_bound
         from agent_harness.api.openai_compat import openai_error
 
         try:
             user = http.user()
             named = http.header("x-session-id")
             session_id = http.session(named) if named else None
-            answer = serve(rt, user, session_id, http.raw_body())
+            binding = Binding(parse_bound(http.header(SCOPES_HEADER)), tuple(http.groups()))
+            answer = serve(rt, user, session_id, http.raw_body(), binding)
         except HarnessError as exc:
             if exc.status >= 500:
                 logger.warning("request failed", extra={"code": exc.code, "error": exc.message})

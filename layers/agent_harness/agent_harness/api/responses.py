@@ -52,6 +52,7 @@ from agent_harness.ports import Place
 if TYPE_CHECKING:
     from agent_harness.agent.commit import TurnResult
     from agent_harness.agent.options import TurnOptions
+    from agent_harness.agent.scoped import Binding
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
@@ -182,7 +183,9 @@ def _echo(body: ResponsesBody) -> Echo:
     }
 
 
-def create_response(rt: Runtime, user: User, session_id: str | None, raw: str) -> Answer:
+def create_response(
+    rt: Runtime, user: User, session_id: str | None, raw: str, binding: Binding | None = None
+) -> Answer:
     """One response: the request's new input as a turn of the session it follows."""
     body, data = _body(raw)
     declared = _tools(body.tools)
@@ -203,19 +206,23 @@ def create_response(rt: Runtime, user: User, session_id: str | None, raw: str) -
 
     if body.previous_response_id is None:
         pin = Pin(session_id) if session_id is not None else None
-        result = run_conversation(rt, user, pin, conversation, tools, options, stored)
+        result = run_conversation(
+            rt, user, pin, conversation, tools, options, stored, binding=binding
+        )
     else:
         previous = _previous(rt, user, body.previous_response_id, session_id)
         try:
             pin = Pin(previous.session_id, previous.turn)
             result = run_conversation(
-                rt, user, pin, conversation, tools, options, stored, whole=False
+                rt, user, pin, conversation, tools, options, stored, whole=False, binding=binding
             )
         except ConversationDivergedError:
             history = [*_fork(rt, user, previous), *conversation.history][-MAX_MESSAGES:]
             forked = replace(conversation, history=history)
             pin = Pin(f"chat-{rt.new_id()}")
-            result = run_conversation(rt, user, pin, forked, tools, options, stored, whole=False)
+            result = run_conversation(
+                rt, user, pin, forked, tools, options, stored, whole=False, binding=binding
+            )
     done = response_object(result, echo, response_id, created)
     headers = {"X-Session-Id": result.session_id}
     if body.stream:

@@ -131,6 +131,8 @@ class MessageBody(_Body):
     tools: list[ToolDeclaration] | None = None
     tool_results: list[ToolResultBody] | None = Field(default=None, max_length=MAX_TOOL_RESULTS)
     cancel: StrictBool | None = None
+    #: the shared scopes a session's first message binds (agent.scoped)
+    scopes: list[StrictStr] | None = Field(default=None, max_length=64)
     # the agent model's options, in OpenAI's words (api/openai_options checks them)
     response_format: dict[str, Any] | None = None
     tool_choice: StrictStr | dict[str, Any] | None = None

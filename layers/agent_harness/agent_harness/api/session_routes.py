@@ -42,10 +42,12 @@ def session_routes(rt: Runtime) -> Router:
     @router.post("/v1/sessions/<session_id>/messages")
     def post_message(session_id: str) -> Response[str]:
         from agent_harness.agent.client_tools import ToolResult, call_view
+        from agent_harness.agent.scoped import Binding, parse_bound
         from agent_harness.agent.turn import run_turn  # the turn machinery loads on first use
 
         user, session_id = http.user(), http.session(session_id)
         request = http.body(MessageBody)
+        binding = Binding(parse_bound(request.scopes), tuple(http.groups()))
         # a resume sent without tools keeps the turn's, unknown here: its choice is unchecked
         names = [t.name for t in request.tools or []]
         resume_keeps = request.tools is None and request.message is None
@@ -62,6 +64,7 @@ def session_routes(rt: Runtime) -> Router:
             tool_results=results,
             cancel=bool(request.cancel),
             options=options,
+            binding=binding,
         )
         return json_response(
             200,
@@ -75,6 +78,7 @@ def session_routes(rt: Runtime) -> Router:
                 "compacted": result.compacted,
                 "flush": result.flush,
                 "model": result.model,
+                "scopes": result.scopes,
             },
         )
 

@@ -84,6 +84,7 @@ def turn_memory(rt: Runtime, user: User, session_id: str, turn: int) -> dict[str
             "sources": memory.recalled,
             "cut": memory.cut.model_dump(),
         },
+        "scopes": [s.model_dump() for s in memory.scopes],
         "tools": memory_tools_of(record),
         "total_tokens": memory.total_tokens,
     }

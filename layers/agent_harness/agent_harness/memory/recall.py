@@ -92,12 +92,15 @@ class Recalled:
     authority: str | None = None
     #: a current fact that depended on one since retired (memory.engine.truth)
     outdated: bool = False
+    #: the bound shared scope whose memory holds the line (None: the user's own)
+    scope: str | None = None
 
     @property
     def source(self) -> str:
         """``path#line``: a memory file's line, or a past message's line in its month's
-        thread segment."""
-        return f"{self.path}#{self.line}"
+        thread segment; a shared scope's line is ``<scope>/path#line``."""
+        where = f"{self.path}#{self.line}"
+        return f"{self.scope}/{where}" if self.scope else where
 
     def render(self) -> str:
         """The line as the model sees it, with its source. A ledger's path is its day
@@ -112,7 +115,9 @@ class Recalled:
             said = f"[{self.authority}] " if self.authority else ""
             return f"- {said}{text} ({role}, session {session} turn {turn}, {self.day})"
         note = "; possibly outdated: a fact it depends on changed" if self.outdated else ""
-        return f"- {self.text.strip().lstrip('-*• ').strip()} ({self.source}{note})"
+        label = f"[scope {self.scope}] " if self.scope else ""
+        text = self.text.strip().lstrip("-*• ").strip()
+        return f"- {label}{text} ({self.path}#{self.line}{note})"
 
 
 @dataclass

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from agent_harness.memory.engine.cache import MemoryIndexCache
     from agent_harness.runtime import Runtime
 
-__all__ = ["format_hits", "label", "search_memory"]
+__all__ = ["format_hits", "format_scoped_hits", "label", "search_memory"]
 
 #: at most this many hits more are ranked, to fill ``limit`` once retired ones are out
 OVERFETCH = 200
@@ -127,3 +127,18 @@ def format_hits(query: str, hits: list[Hit]) -> str:
     noun = "match" if len(hits) == 1 else "matches"
     rows = [f"Source: {h.path}#{h.line}{label(h)}: {h.text.strip()}" for h in hits]
     return f"Found {len(hits)} {noun} for: {query}\n" + "\n".join(rows)
+
+
+def format_scoped_hits(query: str, found: list[tuple[str | None, list[Hit]]]) -> str:
+    """memory_search's answer over several memories: each hit's rows as ``format_hits``
+    writes them, a shared scope's labelled ``[scope <name>]``."""
+    if not query or not query.strip():
+        return "No query provided"
+    rows = []
+    for label, hits in found:
+        for row in format_hits(query, hits).splitlines()[1:] if hits else []:
+            rows.append(f"[scope {label}] {row}" if label else row)
+    if not rows:
+        return f"No matching memories found for: {query}"
+    noun = "match" if len(rows) == 1 else "matches"
+    return f"Found {len(rows)} {noun} for: {query}\n" + "\n".join(rows)
