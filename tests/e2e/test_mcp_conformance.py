@@ -126,6 +126,8 @@ def test_a_strict_client_takes_every_schema_and_the_result_it_checks(
     run = node(STRICT_CLIENT, f"{stack.url}/mcp")
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout.strip().splitlines()[-1])
-    assert report["problems"] == [] and len(report["tools"]) == 7  # memory_correct too
+    assert (
+        report["problems"] == [] and len(report["tools"]) == 8
+    )  # memory_correct, memory_promote too
     search = report["search"]
     assert search["isError"] is False and search["structuredContent"]["match_mode"] == "phrase"

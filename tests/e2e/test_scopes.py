@@ -175,3 +175,75 @@ def test_a_bound_session_sees_the_scope_and_a_removed_member_loses_it_next_turn(
     assert later.status_code == 403
     turns = call(offline_stack, "GET", f"/v1/sessions/s-{tag}/messages", bob).json()["turns"]
     assert len(turns) == 1
+
+
+def test_a_promoted_fact_reaches_the_other_member_and_never_an_outsider(offline_stack) -> None:
+    tag = uuid.uuid4().hex[:8]
+    scope, ann, bob, carol = f"project:vega-{tag}", f"ann-{tag}", f"bob-{tag}", f"carol-{tag}"
+    members = f"/v1/admin/scopes/{scope}/members"
+    for user, role in ((ann, "maintainer"), (bob, "member")):
+        assert call(
+            offline_stack, "PUT", f"{members}/{user}", "ops", {"role": role}, True
+        ).is_success
+    fact = f"Vega {tag} builds must pass the soak test before a release."
+
+    # bob proposes; it waits for review and nobody sees it yet
+    proposed = call(
+        offline_stack, "POST", "/v1/memory/promote", bob, {"scope": scope, "content": fact}
+    )
+    assert proposed.status_code == 200 and proposed.json()["status"] == "queued"
+    (item,) = proposed.json()["items"]
+    assert (
+        fact not in call(offline_stack, "GET", f"/v1/memory?scope={scope}", ann).json()["content"]
+    )
+    assert call(offline_stack, "GET", f"/v1/memory/review?scope={scope}", bob).status_code == 403
+    assert (
+        call(
+            offline_stack, "POST", "/v1/memory/promote", carol, {"scope": scope, "content": fact}
+        ).status_code
+        == 403
+    )
+
+    # the maintainer approves it: both members' next turns are shown it
+    decided = call(
+        offline_stack,
+        "POST",
+        f"/v1/memory/review/{item}",
+        ann,
+        {"action": "approve", "scope": scope},
+    )
+    assert decided.status_code == 200 and decided.json()["written"]
+    for user in (ann, bob):
+        turn = call(
+            offline_stack,
+            "POST",
+            f"/v1/sessions/v-{tag}/messages",
+            user,
+            {"message": f"What must vega {tag} builds pass?", "scopes": [scope]},
+        )
+        assert turn.status_code == 200, turn.text
+        shown = call(offline_stack, "GET", f"/v1/sessions/v-{tag}/turns/1/memory", user).json()
+        assert shown["scopes"][0]["scope"] == scope and shown["scopes"][0]["tokens"] > 0
+        hits = call(
+            offline_stack,
+            "POST",
+            "/v1/memory/search",
+            user,
+            {"query": f"vega {tag} soak", "match_mode": "all", "scope": scope},
+        ).json()["hits"]
+        assert any("soak test" in h["text"] for h in hits)
+
+    # the outsider finds it nowhere: not in their own memory, not in the scope
+    assert call(
+        offline_stack, "POST", "/v1/memory/search", carol,
+        {"query": "soak", "match_mode": "any", "scope": scope},
+    ).status_code == 403  # fmt: skip
+    own = call(
+        offline_stack, "POST", "/v1/memory/search", carol, {"query": "soak", "match_mode": "any"}
+    )
+    assert all(tag not in h["text"] for h in own.json()["hits"])
+    refused = call(
+        offline_stack, "POST", f"/v1/sessions/v-{tag}/messages", carol,
+        {"message": "soak?", "scopes": [scope]},
+    )  # fmt: skip
+    assert refused.status_code == 403

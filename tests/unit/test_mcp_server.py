@@ -34,6 +34,7 @@ TOOLS = {
     "memory_get",
     "memory_read",
     "memory_save",
+    "memory_promote",
     "memory_correct",
     "thread_search",
     "record_conversation",
@@ -148,7 +149,7 @@ def test_each_post_stands_alone_so_tools_work_without_initialize() -> None:
     rt = make_runtime()
     assert set(listed(rt)) == TOOLS
     status, payload = legacy(rt, "tools/list", version=None)  # no header: read as 2025-03-26
-    assert status == 200 and len(payload["result"]["tools"]) == 7
+    assert status == 200 and len(payload["result"]["tools"]) == 8
     assert "resultType" not in payload["result"]  # 2026 fields stay out of the old era
 
 
@@ -196,7 +197,7 @@ def test_a_batch_at_2025_03_26_gets_its_answers_in_order() -> None:
         status, answers = post(rt, batch, headers)
         assert status == 200
         assert [a["id"] for a in answers] == [1, "b", 2, None]
-        assert answers[0]["result"] == {} and len(answers[1]["result"]["tools"]) == 7
+        assert answers[0]["result"] == {} and len(answers[1]["result"]["tools"]) == 8
         assert [a.get("error", {}).get("code") for a in answers[2:]] == [-32600, -32600]
 
 
@@ -426,7 +427,7 @@ def test_every_tool_has_a_description_valid_schemas_and_truthful_annotations() -
         if name != "memory_get":  # N|text rows are the whole answer
             Draft202012Validator.check_schema(tool["outputSchema"])
             assert tool["outputSchema"]["type"] == "object"
-        writes = name in ("memory_save", "record_conversation", "memory_correct")
+        writes = name in ("memory_save", "record_conversation", "memory_correct", "memory_promote")
         assert tool["annotations"] == {
             "title": tool["title"],
             "readOnlyHint": not writes,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+from agent_harness.agent.scoped import apply_promotions
 from agent_harness.agent.tools import (
     AGENT_SAVE,
     correction_authority,
@@ -38,11 +39,13 @@ from agent_harness.paths import ledger_path, turn_path
 from agent_harness.records import TurnRecord
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from datetime import datetime
 
     from agent_harness.ids import User
     from agent_harness.ports import SessionState
     from agent_harness.runtime import Runtime
+    from agent_harness.scopes import Grant
 
 __all__ = [
     "FlushState",
@@ -121,12 +124,17 @@ def write_turn(rt: Runtime, user: User, record: TurnRecord) -> tuple[TurnRecord,
     raise ConflictError(f"could not allocate a turn number in session {record.session_id}")
 
 
-def apply_saves(rt: Runtime, user: User, record: TurnRecord, fresh: bool) -> None:
+def apply_saves(
+    rt: Runtime, user: User, record: TurnRecord, fresh: bool, scopes: Sequence[Grant] = ()
+) -> None:
     """The turn's memory_save calls, into MEMORY.md and the ledger of its day; then its
-    memory_correct calls. A turn kept from an earlier, crashed completion may have saved
-    already: its ledger says (and a fact it corrected is not current any more)."""
+    memory_correct calls; then its memory_promote calls into the bound ``scopes``. A turn
+    kept from an earlier, crashed completion may have saved already: its ledger says (and
+    a fact it corrected is not current any more)."""
     _apply_saves(rt, user, record, fresh)
     _apply_corrections(rt, user, record)
+    if scopes:
+        apply_promotions(rt, user, record, scopes)
 
 
 def _apply_corrections(rt: Runtime, user: User, record: TurnRecord) -> None:

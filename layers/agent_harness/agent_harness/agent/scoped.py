@@ -15,15 +15,19 @@
     tools    memory_search answers from the user's memory and every bound scope, each
              hit labelled with its scope; memory_get reads a bound scope's file
 
+    promote  memory_promote(scope, content): the agent proposes facts for a bound scope;
+             checked when called, applied when the turn is saved (as memory_save is),
+             with the session and turn as provenance (memory.facts.promotion)
+
 The flush writes the user's own memory only: what a session's turns say never lands in
-a shared scope except through ``memory_promote`` (memory.facts.promotion).
+a shared scope except through ``memory_promote``.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -39,22 +43,27 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from concurrent.futures import Future
 
+    from agent_harness.agent.tools import Tool
     from agent_harness.ids import User
     from agent_harness.memory.engine.file_index import FileIndex
     from agent_harness.ports import StoredObject
-    from agent_harness.records import WorkingContext
+    from agent_harness.records import TurnRecord, WorkingContext
     from agent_harness.runtime import Runtime
     from agent_harness.scopes import Grant, Scope
     from agent_harness.tokens import TokenCounter
 
 __all__ = [
     "MAX_BOUND_SCOPES",
+    "PROMOTING",
     "SCOPES_HEADER",
     "SCOPE_MEMORY_MAX_TOKENS",
     "Binding",
     "ScopeMemories",
+    "apply_promotions",
     "bound_grants",
     "parse_bound",
+    "promote_tool",
+    "promotions_of",
     "scope_blocks",
     "with_blocks",
 ]
@@ -249,3 +258,89 @@ def with_blocks(reference: Message | None, blocks: Sequence[str]) -> Message | N
         return reference
     parts = [reference.content] if reference is not None else []
     return Message(role="user", content="\n\n".join([*parts, *blocks]))
+
+
+#: how an accepted memory_promote answers: the turn applies those when it is written
+PROMOTING = "Promoting "
+PROMOTE_DESCRIPTION = (
+    "Propose durable facts for a shared scope bound to this session (a project's, an "
+    "agent's, the organisation's) when they hold for everyone there, not just this user: "
+    "one fact per line. They wait for the scope's maintainers' review (written at once "
+    "when this user maintains it). Never promote the user's private details."
+)
+
+
+def promote_tool(rt: Runtime, grants: Sequence[Grant]) -> Tool | None:
+    """The turn's memory_promote, offered when the session has bound scopes."""
+    from agent_harness.agent.tools import Tool
+    from agent_harness.memory.facts.promotion import check_lines
+
+    if not grants:
+        return None
+    by_name = {str(g.scope): g for g in grants}
+    schema = {
+        "type": "object",
+        "properties": {
+            "scope": {"type": "string", "enum": list(by_name)},
+            "content": {"type": "string", "description": "one fact per line"},
+        },
+        "required": ["scope", "content"],
+        "additionalProperties": False,
+    }
+
+    def run(arguments: dict[str, Any]) -> str:
+        scope, content = arguments.get("scope"), arguments.get("content")
+        grant = by_name.get(scope) if isinstance(scope, str) else None
+        if grant is None:
+            raise ValidationFailedError(f"scope must be one bound to this session: {list(by_name)}")
+        if not isinstance(content, str):
+            raise ValidationFailedError("content must be text, one fact per line")
+        lines = check_lines(rt, content)
+        how = (
+            "written into it"
+            if grant.role == "maintainer"
+            else "queued for its maintainers' review"
+        )
+        return f"{PROMOTING}{len(lines)} to {scope}: {how} when this turn is saved"
+
+    return Tool("memory_promote", PROMOTE_DESCRIPTION, schema, run)
+
+
+def promotions_of(messages: Sequence[Message]) -> list[dict[str, str]]:
+    """The arguments of each memory_promote call of a turn that was accepted, in order."""
+    import json
+
+    results = {m.tool_call_id: m.content for m in messages if m.role == "tool"}
+    found = []
+    for message in messages:
+        for call in message.tool_calls:
+            if call.name == "memory_promote" and results.get(call.id, "").startswith(PROMOTING):
+                found.append(json.loads(call.arguments))
+    return found
+
+
+def apply_promotions(rt: Runtime, user: User, record: TurnRecord, grants: Sequence[Grant]) -> None:
+    """Each accepted memory_promote of the turn, with the turn as its provenance. A retried
+    completion queues nothing twice (a queue item's id is its words and source) and a
+    maintainer's lines are not written twice (their ledger names the turn)."""
+    from agent_harness.memory.facts.ledger import Source, day_of
+    from agent_harness.memory.facts.promotion import check_lines, promote, promoted_by
+    from agent_harness.paths import ledger_path
+
+    by_name = {str(g.scope): g for g in grants}
+    source = Source(record.session_id, (record.turn,))
+    for args in promotions_of(record.messages):
+        grant = by_name.get(args.get("scope", ""))
+        if grant is None:
+            continue
+        try:
+            if grant.role == "maintainer":
+                day = day_of(record.created(), rt.settings.zone)
+                ledger = rt.store.get(grant.owner, ledger_path(day))
+                if ledger is not None and promoted_by(user, source, "agent") in ledger.content:
+                    continue
+            lines = check_lines(rt, args.get("content", ""))
+            promote(rt, user, grant, lines, source=source, origin="agent")
+        except HarnessError as exc:  # the turn stands; the promotion is logged
+            logger.warning("memory_promote not applied", extra={"code": exc.code})
+            metrics.add_metric("MemoryPromotionsRefused", MetricUnit.Count, 1)

@@ -1,7 +1,7 @@
 """Every tool a turn offers the model, in one tool box:
 
     memory tools    memory_search, memory_get, thread_search, memory_save,
-                    memory_correct                                         run here
+                    memory_correct (memory_promote with bound scopes)      run here
     remote tools    <server>__<tool> of HARNESS_MCP_SERVERS (MCP, Streamable HTTP)  run here
     client tools    declared by the caller with the message              run by the caller
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent_harness.agent.eviction import Evictor
+from agent_harness.agent.scoped import promote_tool
 from agent_harness.agent.tools import MemoryTools, Tool, ToolRegistry
 from agent_harness.utf8 import scrubbed
 
@@ -84,6 +85,8 @@ def turn_tools(
     session's bound shared scopes, which memory_search and memory_get also read."""
     memory = MemoryTools(rt, user, said=said, scopes=list(scopes))
     served = [] if rt.settings.disable_memory_tools else memory.tools()
+    promote = None if rt.settings.disable_memory_tools else promote_tool(rt, scopes)
+    served += [promote] if promote is not None else []
     served += _remote_tools(rt, user)
     registry = ToolRegistry(served, after=Evictor(rt, user, session_id)) if served else None
     if registry is None and client is None:

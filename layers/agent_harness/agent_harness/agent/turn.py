@@ -471,7 +471,7 @@ class _Turn:
         record = draft.record(self.session_id, result)
         self._write_history()
         record, fresh = write_turn(self.rt, self.user, record)
-        apply_saves(self.rt, self.user, record, fresh)
+        apply_saves(self.rt, self.user, record, fresh, self.grants)
         self.context.messages = [*self.context.messages, *record.messages]
         self.context.last_turn = record.turn
         self.context.pending = None

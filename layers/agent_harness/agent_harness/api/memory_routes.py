@@ -198,15 +198,21 @@ def memory_routes(rt: Runtime) -> Router:
     def review_items() -> Response[str]:
         from agent_harness.memory.review import list_review
 
-        items = [item.view() for item in list_review(rt, http.user())]
-        return json_response(200, {"items": items})
+        # a shared scope's queue (its promotions) is for its maintainers
+        grant = http.grant(router.current_event.get_query_string_value("scope"), "write")
+        items = [item.view() for item in list_review(rt, grant.owner)]
+        body: dict[str, object] = {"items": items}
+        if grant.scope.shared:
+            body["scope"] = str(grant.scope)
+        return json_response(200, body)
 
     @router.post("/v1/memory/review/<item_id>")
     def review_decision(item_id: str) -> Response[str]:
         from agent_harness.memory.review import decide
 
-        user, request = http.user(), http.body(ReviewBody)
-        return json_response(200, decide(rt, user, item_id, request.action).view())
+        request = http.body(ReviewBody)
+        grant = http.grant(request.scope, "write")
+        return json_response(200, decide(rt, grant.owner, item_id, request.action).view())
 
     @router.post("/v1/memory/consolidate")
     def consolidate_now() -> Response[str]:

@@ -103,6 +103,7 @@ def openapi_document() -> dict[str, Any]:
         MemorySaveBody,
         MemorySearchBody,
         MessageBody,
+        PromoteBody,
         ReviewBody,
         RollbackBody,
         SearchBody,
@@ -201,6 +202,13 @@ def openapi_document() -> dict[str, Any]:
         "/v1/memory/save": {
             "post": op("Save facts", _ok("saved"), requestBody=body(MemorySaveBody)),
         },
+        "/v1/memory/promote": {
+            "post": op(
+                "Propose facts for a shared scope (a maintainer's are written at once)",
+                _ok("promoted or queued"),
+                requestBody=body(PromoteBody),
+            ),
+        },
         "/v1/memory/facts/{fact_id}": {
             "parameters": [_FACT],
             "get": op(
@@ -218,7 +226,9 @@ def openapi_document() -> dict[str, Any]:
             ),
         },
         "/v1/memory/consolidate": {"post": op("Consolidate now", _ok("queued", "202"))},
-        "/v1/memory/review": {"get": op("Lines held for a person's review", _ok("items"))},
+        "/v1/memory/review": {
+            "get": op("Lines held for a person's review", _ok("items"), parameters=[_SCOPE_QUERY])
+        },
         "/v1/memory/review/{item_id}": {
             "parameters": [
                 {"name": "item_id", "in": "path", "required": True, "schema": {"type": "string"}}

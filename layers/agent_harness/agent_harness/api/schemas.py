@@ -166,6 +166,8 @@ class ReviewBody(_Body):
     action: Literal["approve", "reject"] = Field(
         validation_alias=AliasChoices("action", "decision")
     )
+    #: a shared scope's queue, which its maintainers decide (default: the caller's own)
+    scope: StrictStr | None = Field(default=None, max_length=80)
 
 
 class RollbackBody(_Body):
@@ -226,6 +228,15 @@ class MemorySaveBody(_Body):
     source: SaveSource | None = None
     #: whose memory: ``user`` (the default) or a shared scope the caller maintains
     scope: StrictStr | None = Field(default=None, max_length=80)
+
+
+class PromoteBody(_Body):
+    """Facts of the caller's proposed for a shared scope (memory.facts.promotion)."""
+
+    scope: StrictStr = Field(max_length=80)
+    content: StrictStr
+    #: the turns of the caller's session the facts came from: kept as their provenance
+    source: SaveSource | None = None
 
 
 class SupersedeBody(_Body):

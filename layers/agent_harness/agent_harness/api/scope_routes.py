@@ -1,5 +1,6 @@
-"""The operators' routes of shared memory scopes: who is a member, with which role
-(``scopes`` holds the rules; operators only, as the budget routes)."""
+"""The routes of shared memory scopes: the operators' (who is a member, with which role;
+``scopes`` holds the rules; operators only, as the budget routes), and a member's
+promotion of their facts into one (memory.facts.promotion)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from agent_harness import scopes
 from agent_harness.api.http import Http, json_response
-from agent_harness.api.schemas import MemberBody
+from agent_harness.api.schemas import MemberBody, PromoteBody
 from agent_harness.ids import User
 
 if TYPE_CHECKING:
@@ -46,5 +47,23 @@ def scope_routes(rt: Runtime) -> Router:
         http.operator()
         user = User.from_id(unquote(user_id))
         return json_response(200, scopes.remove_member(rt, unquote(scope), user))
+
+    @router.post("/v1/memory/promote")
+    def promote() -> Response[str]:
+        from agent_harness.memory.facts.promotion import propose
+
+        caller, body = http.user(), http.body(PromoteBody)
+        grant = http.grant(body.scope, "read")  # a member proposes; a maintainer writes
+        source = body.source
+        done = propose(
+            rt,
+            caller,
+            grant,
+            body.content,
+            origin="api",
+            session_id=source.session_id if source else None,
+            turns=source.turns if source else None,
+        )
+        return json_response(200, done.view())
 
     return router

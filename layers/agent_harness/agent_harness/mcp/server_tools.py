@@ -7,6 +7,8 @@ the argument names, limits and errors of the HTTP routes that do the same thing.
     memory_read          GET /v1/memory                   files.get_memory (``scope`` too)
     memory_save          POST /v1/memory/save             files.save_facts (the route's rules;
                          ``scope``: a shared scope the user maintains)
+    memory_promote       POST /v1/memory/promote          promotion.propose (a member's go to
+                         the scope's review queue, a maintainer's are written)
     memory_correct       POST /v1/memory/facts/{id}/supersede, as ``save:mcp``: an MCP
                          client is an agent, so it never retires the user's or an
                          operator's fact (corrections.correct_fact)
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, create_model
 
-from agent_harness.api.schemas import MemorySaveBody, MemorySearchBody, SearchBody
+from agent_harness.api.schemas import MemorySaveBody, MemorySearchBody, PromoteBody, SearchBody
 from agent_harness.errors import HarnessError, ValidationFailedError
 from agent_harness.ids import SESSION_ID_PATTERN, validate_session_id
 from agent_harness.memory import files
@@ -196,6 +198,34 @@ def _memory_save(rt: Runtime, user: User, args: MemorySaveBody) -> Output:
     return text, {"saved": saved.count, "held": saved.held}
 
 
+def _memory_promote(rt: Runtime, user: User, args: PromoteBody) -> Output:
+    """Promote to a shared scope
+
+    Propose facts of the user's for a shared scope the user is a member of (a project's,
+    an agent's, the organisation's), one fact per line: they wait in the scope's review
+    queue for a maintainer, or, when the user maintains the scope, are written at once.
+    The user and the turns they came from are kept as their provenance."""
+    from agent_harness.memory.facts.promotion import propose
+
+    source = args.source
+    done = propose(
+        rt,
+        user,
+        resolve(rt, user, parse_scope(args.scope), "read"),
+        args.content,
+        origin="mcp",
+        session_id=source.session_id if source else None,
+        turns=source.turns if source else None,
+    )
+    if done.status == "queued":
+        text = f"Proposed {done.queued} for review by the maintainers of {done.scope}"
+    else:
+        text = f"Promoted {done.promoted} into {done.scope}"
+        if done.queued:
+            text += f"; {done.queued} held for review"
+    return text, done.view()
+
+
 def _memory_correct(rt: Runtime, user: User, args: CorrectArgs) -> Output:
     """Correct a memory
 
@@ -299,6 +329,13 @@ _SAVE: dict[str, dict[str, Any]] = {
         "maintains, e.g. 'project:apollo'"
     },
 }
+_PROMOTE: dict[str, dict[str, Any]] = {
+    "scope": {"description": "the shared scope, e.g. 'project:apollo', 'agent:support', 'org'"},
+    "content": {
+        "description": "one fact per line, e.g. '- Refunds over 500 EUR need a second approver'"
+    },
+    "source": {"description": "the turns of one of the user's sessions they came from"},
+}
 _CORRECT: dict[str, dict[str, Any]] = {
     "fact_id": {"description": "the fact's id, e.g. 2026-11-02.3f9a0c1d"},
     "text": {"description": "the corrected fact; absent or null: retract the fact"},
@@ -329,6 +366,14 @@ def tools() -> dict[str, _Tool]:
     )
     saved = create_model("SaveResult", saved=(int, ...), held=(int, 0))
     corrected = create_model("CorrectResult", id=(str, ...), retired=(str, ...), state=(str, ...))
+    promoted = create_model(
+        "PromoteResult",
+        scope=(str, ...),
+        status=(str, ...),
+        promoted=(int, ...),
+        queued=(int, ...),
+        items=(list[str], ...),
+    )
     return {
         tool.name: tool
         for tool in (
@@ -336,6 +381,7 @@ def tools() -> dict[str, _Tool]:
             _Tool(MemoryGetArgs, _memory_get, None, False, {}),
             _Tool(ReadArgs, _memory_read, document, False, {}),
             _Tool(MemorySaveBody, _memory_save, saved, True, _SAVE),
+            _Tool(PromoteBody, _memory_promote, promoted, True, _PROMOTE),
             _Tool(CorrectArgs, _memory_correct, corrected, True, _CORRECT),
             _Tool(SearchBody, _thread_search, thread_hits, False, _SEARCH),
             _Tool(record_args, _record_conversation, ImportResult, True, _RECORD),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Literal
 
@@ -78,6 +79,7 @@ class Decision:
 
 
 _FIELDS = tuple(f.name for f in fields(ReviewItem))
+_BY = re.compile(r"\bby=\S+")
 
 
 def _item_id(held: Held, source: str) -> str:
@@ -199,6 +201,9 @@ def _write_approved(rt: Runtime, user: User, item: ReviewItem, lines: list[str])
         if origin is not None
         else saved_by(OPERATOR, "review")
     ) + f" item={item.id}"
+    promoter = _BY.search(item.source)  # a promotion keeps the member who proposed it
+    if promoter is not None:
+        source += f" {promoter.group(0)}"
     ledger = rt.store.get(user, path)
     if ledger is not None and f" item={item.id}" in ledger.content:
         return
