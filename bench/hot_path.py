@@ -70,6 +70,12 @@ TURNS_PER_SESSION = 8  # 16 messages: far below the compaction trigger of 50
 MEMORY_OFF = {"HARNESS_DISABLE_MEMORY_TOOLS": "true", "HARNESS_DISABLE_MEMORY_HOOKS": "true"}
 RECALL_OFF = {"HARNESS_RECALL_MAX_TOKENS": "0"}
 LEDGER_DAYS = 90
+#: the shared scopes of the scoped runs: each has a MEMORY.md and ledgers of its own
+SCOPES = ("project:apollo", "agent:support")
+SCOPE_MEMORY_TOKENS = 1_500
+SCOPE_LEDGER_DAYS = 30
+#: what two bound scopes may add to a turn's AWS requests (docs/design.md#memory-scopes)
+SCOPE_REQUEST_BUDGET = 2
 
 
 # -- the handler on the embedded AWS ------------------------------------------------------
@@ -187,6 +193,39 @@ def count_requests(resolver: Resolver, env: dict[str, str]) -> dict[str, Any]:
     return turns
 
 
+def shared_memories(rt: Any, user: User) -> None:
+    """``user`` a member of both ``SCOPES``, each with a MEMORY.md and ledgers."""
+    for scope in SCOPES:
+        rt.table.put_member(scope, user, "member", "2026-01-01T00:00:00Z")
+        owner = User.for_scope(scope)
+        rt.store.put(owner, MEMORY_FILE, synthetic_memory(SCOPE_MEMORY_TOKENS, rt.counter.count))
+        for path, text in synthetic_ledgers(SCOPE_LEDGER_DAYS).items():
+            rt.store.put(owner, path, text)
+
+
+def count_scoped_requests(resolver: Resolver, env: dict[str, str]) -> dict[str, Any]:
+    """A later turn's AWS requests without and with two bound scopes (each in a container
+    of its own after the same first turn): within the listing window, and once it has
+    passed (every turn relists)."""
+    out: dict[str, Any] = {}
+    for suffix, extra in (("", {}), (", the listing window passed", LISTING_EVERY_TURN)):
+        tag = "window" if extra else "warm"
+        for label, scopes in (("no scope", []), ("two bound scopes", list(SCOPES))):
+            # a container each, the same two turns: the difference is the scopes'
+            app = import_handler(resolver, FN, {**env, **extra})
+            shared_memories(app.runtime, User.from_id(USER))
+            session = f"scoped-{tag}-{len(scopes)}"
+            first = {"message": "Remember that I prefer green tea."}
+            post_body(app, session, first | ({"scopes": scopes} if scopes else {}))
+            meter = AwsMeter().attach(app.runtime.clients)
+            post(app, session, "Remember that I prefer green tea.")
+            out[f"later turn, {label}{suffix}"] = {
+                "requests": len(meter.operations),
+                "operations": sorted(meter.operations),
+            }
+    return out
+
+
 # -- memory on vs off ---------------------------------------------------------------------
 
 
@@ -228,6 +267,8 @@ class Arm:
     turns: list[dict[str, float]] = field(default_factory=list)
     warmup_ms: list[float] = field(default_factory=list)
     memory_tokens: list[int] = field(default_factory=list)
+    #: the shared scopes every session of the arm binds (its first message names them)
+    scopes: list[str] = field(default_factory=list)
 
     @classmethod
     def start(cls, name: str, resolver: Resolver, env: dict[str, str], seconds: float) -> Arm:
@@ -252,7 +293,11 @@ class Arm:
         self.meter.reset()
         slept = self.model.slept
         started = time.perf_counter()
-        body = post(self.app, session, f"Turn {number}: what should I drink this afternoon?")
+        text = f"Turn {number}: what should I drink this afternoon?"
+        payload: dict[str, Any] = {"message": text} | (
+            {"scopes": self.scopes} if self.scopes else {}
+        )
+        body = post_body(self.app, session, payload)
         total = (time.perf_counter() - started) * 1000
         if warmup:
             self.warmup_ms.append(total)
@@ -322,6 +367,8 @@ def measure_latency(resolver: Resolver, env: dict[str, str], quick: bool) -> dic
     on = Arm.start("on", resolver, env, seconds)
     off = Arm.start("off", resolver, {**env, **MEMORY_OFF}, seconds)
     no_recall = Arm.start("recall_off", resolver, {**env, **RECALL_OFF}, seconds)
+    scoped = Arm.start("scoped", resolver, env, seconds)
+    scoped.scopes = list(SCOPES)
     memory = synthetic_memory(MEMORY_TOKENS, on.app.runtime.counter.count)
     user = User.from_id(USER)
     on.app.runtime.store.put(user, MEMORY_FILE, memory)
@@ -330,12 +377,13 @@ def measure_latency(resolver: Resolver, env: dict[str, str], quick: bool) -> dic
     history = turn_records(LEDGER_DAYS)  # past messages for recall to rank
     for month in by_month(history):
         index_turns(on.app.runtime, user, month)
-    every = (on, off, no_recall)
+    shared_memories(on.app.runtime, user)
+    every = (on, off, no_recall, scoped)
     for i in range(warmup):
         for arm in every:
             arm.turn(i, warmup=True)
     for i in range(turns):
-        for arm in every[i % 3 :] + every[: i % 3]:  # each arm first as often as the others
+        for arm in every[i % 4 :] + every[: i % 4]:  # each arm first as often as the others
             arm.turn(i)
     arms: dict[str, Any] = {}
     for arm in every:
@@ -370,6 +418,9 @@ def measure_latency(resolver: Resolver, env: dict[str, str], quick: bool) -> dic
         "recall_ratio": ratio("total", base="recall_off"),
         "recall_ratio_p90": ratio("total", "p90", base="recall_off"),
         "recall_within_budget": ratio("total", base="recall_off") <= RATIO_BUDGET,
+        "scopes": list(SCOPES),
+        "scoped_ratio": round(arms["scoped"]["total"]["median"] / arms["on"]["total"]["median"], 3),
+        "scoped_ratio_p90": round(arms["scoped"]["total"]["p90"] / arms["on"]["total"]["p90"], 3),
         "arms": arms,
     }
 
@@ -377,8 +428,19 @@ def measure_latency(resolver: Resolver, env: dict[str, str], quick: bool) -> dic
 def run(quick: bool = False) -> dict[str, Any]:
     with embedded_stack() as (resolver, env):
         turns = count_requests(resolver, env)
+        scoped = count_scoped_requests(resolver, env)
         latency = measure_latency(resolver, env, quick)
-    return {"budget": REQUEST_BUDGET, "turns": turns, "latency": latency}
+    added = {
+        suffix: scoped[f"later turn, two bound scopes{suffix}"]["requests"]
+        - scoped[f"later turn, no scope{suffix}"]["requests"]
+        for suffix in ("", ", the listing window passed")
+    }
+    return {
+        "budget": REQUEST_BUDGET,
+        "turns": turns,
+        "scoped": {"turns": scoped, "added": added, "budget": SCOPE_REQUEST_BUDGET},
+        "latency": latency,
+    }
 
 
 # -- reporting ----------------------------------------------------------------------------
@@ -389,6 +451,14 @@ def report(result: dict[str, Any]) -> str:
     for label, row in result["turns"].items():
         out.append(f"  {label:<28} {row['requests']}   {', '.join(row['operations'])}")
     out.append(f"  budget: <= {result['budget']} (docs/design.md#budgets)")
+    if "scoped" in result:
+        sc = result["scoped"]
+        out.append("two bound shared scopes (a later turn, one container):")
+        for label, row in sc["turns"].items():
+            out.append(f"  {label:<28} {row['requests']}   {', '.join(row['operations'])}")
+        for suffix, n in sc["added"].items():
+            ok = "ok" if n <= sc["budget"] else "OVER BUDGET"
+            out.append(f"  added by the scopes{suffix}: {n} (budget <= {sc['budget']})   {ok}")
     lat = result["latency"]
     on, off = lat["arms"]["on"], lat["arms"]["off"]
     verdict = "ok" if lat["within_budget"] else "OVER BUDGET"
@@ -402,6 +472,14 @@ def report(result: dict[str, Any]) -> str:
         f"  ratio {lat['ratio']:.3f} (p90 {lat['ratio_p90']:.3f}, without AWS time "
         f"{lat['ratio_without_aws']:.3f})   budget <= {lat['budget']}   {verdict}",
     ]
+    if "scoped_ratio" in lat:
+        sc_arm = lat["arms"]["scoped"]
+        out.append(
+            f"two bound scopes vs none ({', '.join(lat['scopes'])}; memory on otherwise): median "
+            f"{sc_arm['total']['median']:.1f} ms, ratio {lat['scoped_ratio']:.3f} "
+            f"(p90 {lat['scoped_ratio_p90']:.3f}), "
+            f"requests {'/'.join(map(str, sc_arm['requests']))}"
+        )
     if "recall_ratio" in lat:
         rec = lat["arms"]["recall_off"]
         ok = "ok" if lat["recall_within_budget"] else "OVER BUDGET"
@@ -426,6 +504,15 @@ def _requests_table(result: dict[str, Any]) -> list[str]:
     for arm in ("on", "off"):
         counts = "/".join(str(n) for n in lat["arms"][arm]["requests"])
         rows.append(f"| latency run, memory {arm} (every turn) | {counts} | | |")
+    if "scoped" in result:
+        sc = result["scoped"]
+        for label, row in sc["turns"].items():
+            rows.append(f"| {label} | {row['requests']} | {', '.join(row['operations'])} | |")
+        for suffix, n in sc["added"].items():
+            verdict = "ok" if n <= sc["budget"] else "**over**"
+            rows.append(
+                f"| added by two bound scopes{suffix} | +{n} | | ≤ +{sc['budget']}: {verdict} |"
+            )
     return rows
 
 
@@ -515,6 +602,29 @@ def _interpretation(lat: dict[str, Any]) -> str:
     )
 
 
+def _scoped_text(result: dict[str, Any]) -> list[str]:
+    """What two bound shared scopes add to a turn, in requests and in latency."""
+    if "scoped" not in result or "scoped_ratio" not in result["latency"]:
+        return []
+    sc, lat = result["scoped"], result["latency"]
+    added = sc["added"]
+    return [
+        f"**Two bound shared scopes** (target: at most {sc['budget']} requests more than "
+        f"without). The user is a member of {' and '.join(f'`{x}`' for x in lat['scopes'])}, "
+        f"each with a MEMORY.md of about {SCOPE_MEMORY_TOKENS:,} tokens and "
+        f"{SCOPE_LEDGER_DAYS} ledgers; each row is a container of its own after the same "
+        f"first turn. A later turn adds **{added['']}** (the `Query` of the caller's "
+        "memberships, which grants both scopes again), and "
+        f"**{added[', the listing window passed']}** once the listing window has passed "
+        "(one scope's `ListObjectsV2` a turn, the oldest; a scope's MEMORY.md comes from the "
+        "container's cache while its listed ETag holds). In the latency run the same "
+        f"handler with both scopes bound takes **{lat['scoped_ratio']:.3f}×** the time of "
+        f"memory on without scopes (median; p90 {lat['scoped_ratio_p90']:.3f}), requests "
+        f"{'/'.join(map(str, lat['arms']['scoped']['requests']))} per turn.",
+        "",
+    ]
+
+
 def markdown(result: dict[str, Any], img_dir: Path) -> str:
     lat = result["latency"]
     verdict = "within" if lat["within_budget"] else "over"
@@ -549,6 +659,7 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
             "messages off* (`HARNESS_RECALL_MESSAGES=false`) lists `memory/` alone: the same "
             "count.",
             "",
+            *_scoped_text(result),
             f"**Memory on vs off** (target: median latency ratio ≤ {lat['budget']}). The same "
             "handler in two containers, the agent model a stub that sleeps "
             f"{lat['model_ms']} ms and answers plainly (no tool calls). *On* is the default "

@@ -219,3 +219,46 @@ def test_recall_never_reads_a_scope_the_session_did_not_bind() -> None:
     run_turn(rt, ANN, "s1", "When is the deploy window for apollo?", binding=bind("project:apollo"))
     sent = json.dumps([m.content for m in model.requests[0].messages])
     assert "secret for support" not in sent and "first name" not in sent
+
+
+def count_scope_lists(rt) -> list[str]:  # type: ignore[no-untyped-def]
+    """Spy on the store's LISTs of a shared scope's root; returns the owners listed."""
+    listed: list[str] = []
+    real = rt.store.list
+
+    def spy(user, prefix, **kw):  # type: ignore[no-untyped-def]
+        if user.is_scope and prefix == "":
+            listed.append(user.key)
+        return real(user, prefix, **kw)
+
+    rt.store.list = spy
+    return listed
+
+
+def test_a_scope_is_listed_once_per_window_and_one_stale_scope_is_relisted_per_turn() -> None:
+    rt, _ = shared_runtime("1", "2", "3", "4")
+    listed = count_scope_lists(rt)
+    both = bind("project:apollo", "agent:support")
+    run_turn(rt, ANN, "s1", "first", binding=both)
+    assert sorted(listed) == sorted([APOLLO.key, SUPPORT.key])  # never listed here: both
+    listed.clear()
+    run_turn(rt, ANN, "s1", "second")
+    assert listed == []  # within the window: no request for either
+    rt.clock.advance(seconds=rt.settings.recall_listing_seconds + 1)
+    run_turn(rt, ANN, "s1", "third")
+    assert len(listed) == 1  # past the window: one scope a turn, the oldest
+    run_turn(rt, ANN, "s1", "fourth")
+    assert sorted(listed) == sorted([APOLLO.key, SUPPORT.key])
+
+
+def test_a_maintainers_save_in_this_container_reaches_the_next_bound_turn() -> None:
+    from tests.unit.test_promotion import call
+
+    rt, model = shared_runtime("1", "2")
+    rt.settings = rt.settings.model_copy(update={"auth_mode": "dev"})
+    set_member(rt, "project:apollo", BOB, "maintainer")
+    run_turn(rt, ANN, "s1", "first", binding=bind("project:apollo"))
+    fact = {"content": "- Release notes go to the wiki.", "scope": "project:apollo"}
+    assert call(rt, "POST", "/v1/memory/save", "bob", fact)[0] == 200
+    run_turn(rt, ANN, "s1", "second")  # no time passed: the listing was dropped by the write
+    assert "Release notes go to the wiki." in model.requests[1].messages[1].content

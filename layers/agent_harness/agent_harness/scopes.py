@@ -148,7 +148,10 @@ def resolve(
     if not scope.shared:
         return Grant(scope, caller, "maintainer", "owner")
     member = rt.table.get_member(str(scope), caller)
-    return _decide(scope, member.role if member else None, group_roles(groups), access)
+    grant = _decide(scope, member.role if member else None, group_roles(groups), access)
+    if access == "write":  # this container's bound sessions see the write on their next turn
+        rt.listings.forget(grant.owner.key)
+    return grant
 
 
 def resolve_all(

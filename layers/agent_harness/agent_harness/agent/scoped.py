@@ -8,8 +8,9 @@
              consistent Query of the caller's memberships, none when JWT groups or
              ``org`` grant them all): a member removed is refused on their next turn
              (403, nothing written)
-    inject   each bound scope's MEMORY.md, read beside the turn's own reads (one GET a
-             scope), as its own labelled reference block: at most
+    inject   each bound scope's MEMORY.md, read beside the turn's own reads (from its
+             root's LIST, reused as the user's is: ``ScopeMemories``), as its own
+             labelled reference block: at most
              ``SCOPE_MEMORY_MAX_TOKENS`` a scope, and all of them at most half the
              injection cap; the user's MEMORY.md has the rest
     tools    memory_search answers from the user's memory and every bound scope, each
@@ -25,6 +26,8 @@ a shared scope except through ``memory_promote``.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -35,7 +38,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from agent_harness import markup
 from agent_harness.errors import ConflictError, HarnessError, ValidationFailedError
 from agent_harness.models.base import Message
-from agent_harness.paths import MEMORY_FILE
+from agent_harness.paths import LEDGER_DIR, MEMORY_FILE
 from agent_harness.records import ScopeInjection
 from agent_harness.scopes import parse_scope, resolve_all
 
@@ -130,29 +133,69 @@ def bound_grants(
     return resolve_all(rt, user, scopes, "read", binding.groups)
 
 
+#: MEMORY.md of the scopes this container read, by (owner key, ETag): a listing that
+#: shows the same ETag needs no GET
+_MEMORIES: OrderedDict[tuple[str, str], StoredObject] = OrderedDict()
+_MEMORIES_MAX = 256
+_MEMORIES_LOCK = threading.Lock()
+
+
 class ScopeMemories:
-    """Each bound scope's MEMORY.md, and with automatic recall on its ledgers (one LIST,
-    reused for ``recall_listing_seconds`` as the user's is), being read beside the turn's
-    own reads."""
+    """Each bound scope's MEMORY.md and, with automatic recall on, its ledgers, read
+    beside the turn's own reads from one LIST of the scope's root. The LIST is reused for
+    ``recall_listing_seconds``, as the user's is; once past, one scope's (the oldest) is
+    made again per turn, so two bound scopes cost a turn at most two requests (the
+    memberships' Query and one LIST) and a shared memory lags at most one turn more per
+    further bound scope. A scope this container never listed is listed at once."""
 
     def __init__(self, rt: Runtime, grants: Sequence[Grant], *, recall: bool) -> None:
-        from agent_harness.memory.engine.corpus import load_ledgers
-
         self.grants = list(grants)
-        self._reads: list[Future[StoredObject | None]] = [
-            _READERS.submit(rt.store.get, g.owner, MEMORY_FILE) for g in self.grants
-        ]
-        age = rt.settings.recall_listing_seconds
-        self._ledgers: list[Future[list[tuple[str, FileIndex]]]] | None = (
-            [
-                _READERS.submit(load_ledgers, rt, g.owner, rt.search_cache, rt.listings, age)
-                for g in self.grants
-            ]
-            if recall
-            else None
+        now = rt.clock.now().timestamp()
+        ages = {g: rt.listings.age(_root_key(g), now) for g in self.grants}
+        window = rt.settings.recall_listing_seconds
+        stale = sorted(
+            (g for g in self.grants if (ages[g] or 0) >= window),
+            key=lambda g: -(ages[g] or 0),
         )
+        cold = [g for g in self.grants if ages[g] is None]
+        relist = set(cold) or set(stale[:1])
+        self._reads: list[Future[tuple[StoredObject | None, list[tuple[str, FileIndex]]]]] = [
+            _READERS.submit(_read_scope, rt, g, g in relist, recall, now) for g in self.grants
+        ]
         #: what each scope's block showed of its MEMORY.md (recall skips those lines)
         self.shown: dict[str, str] = {}
+        self._done: (
+            list[tuple[Grant, tuple[StoredObject | None, list[tuple[str, FileIndex]]] | None]]
+            | None
+        ) = None
+
+    def loaded(self) -> list[tuple[Grant, StoredObject | None]]:
+        """Each scope with its MEMORY.md (None: none yet, or its read failed: the turn
+        goes on without it)."""
+        return [(g, read[0] if read else None) for g, read in self._results()]
+
+    def ledgers(self) -> list[tuple[Grant, list[tuple[str, FileIndex]]]]:
+        """Each scope's ledgers for recall (a scope whose read failed is left out)."""
+        return [(g, read[1]) for g, read in self._results() if read is not None]
+
+    def _results(
+        self,
+    ) -> list[tuple[Grant, tuple[StoredObject | None, list[tuple[str, FileIndex]]] | None]]:
+        if self._done is not None:  # once: a failure is logged once
+            return self._done
+        out: list[tuple[Grant, tuple[StoredObject | None, list[tuple[str, FileIndex]]] | None]] = []
+        for grant, read in zip(self.grants, self._reads, strict=True):
+            try:
+                out.append((grant, read.result()))
+            except HarnessError as exc:
+                logger.warning(
+                    "a scope's memory could not be read",
+                    extra={"scope": str(grant.scope), "error": str(exc)},
+                )
+                metrics.add_metric("ScopeMemoryFailures", MetricUnit.Count, 1)
+                out.append((grant, None))
+        self._done = out
+        return out
 
     def blocks(
         self, counter: TokenCounter, total_tokens: int, loaded_at: str
@@ -166,35 +209,39 @@ class ScopeMemories:
         }
         return blocks, injected
 
-    def ledgers(self) -> list[tuple[Grant, list[tuple[str, FileIndex]]]]:
-        """Each scope's ledgers for recall (a scope whose read failed is left out)."""
-        out = []
-        for grant, read in zip(self.grants, self._ledgers or [], strict=False):
-            try:
-                out.append((grant, read.result()))
-            except HarnessError as exc:
-                logger.warning(
-                    "a scope's ledgers could not be read",
-                    extra={"scope": str(grant.scope), "error": str(exc)},
-                )
-                metrics.add_metric("RecallFailures", MetricUnit.Count, 1)
-        return out
 
-    def loaded(self) -> list[tuple[Grant, StoredObject | None]]:
-        """Each scope with its MEMORY.md (None: none yet, or its read failed: the turn
-        goes on without it)."""
-        out = []
-        for grant, read in zip(self.grants, self._reads, strict=True):
-            try:
-                out.append((grant, read.result()))
-            except HarnessError as exc:
-                logger.warning(
-                    "a scope's MEMORY.md could not be read",
-                    extra={"scope": str(grant.scope), "error": str(exc)},
-                )
-                metrics.add_metric("ScopeMemoryFailures", MetricUnit.Count, 1)
-                out.append((grant, None))
-        return out
+def _root_key(grant: Grant) -> str:
+    return f"{grant.owner.key} *"
+
+
+def _read_scope(
+    rt: Runtime, grant: Grant, relist: bool, recall: bool, now: float
+) -> tuple[StoredObject | None, list[tuple[str, FileIndex]]]:
+    """A scope's MEMORY.md and (``recall``) ledgers, from its root's listing (made again
+    when ``relist``); a GET only for what this container does not hold at that ETag."""
+    from agent_harness.memory.engine.corpus import load_ledgers
+
+    key, owner = _root_key(grant), grant.owner
+    listed = None if relist else rt.listings.get(key, now, float("inf"))
+    if listed is None:
+        listed = rt.store.list(owner, "")
+        rt.listings.put(key, now, listed)
+    info = next((i for i in listed if i.path == MEMORY_FILE), None)
+    memory = None
+    if info is not None:
+        with _MEMORIES_LOCK:
+            memory = _MEMORIES.get((owner.key, info.etag))
+        if memory is None:
+            memory = rt.store.get(owner, MEMORY_FILE)
+            if memory is not None:
+                with _MEMORIES_LOCK:
+                    _MEMORIES[(owner.key, memory.etag)] = memory
+                    while len(_MEMORIES) > _MEMORIES_MAX:
+                        _MEMORIES.popitem(last=False)
+    if not recall:
+        return memory, []
+    ledgers = [i for i in listed if i.path.startswith(LEDGER_DIR) and i.path.endswith(".md")]
+    return memory, load_ledgers(rt, owner, rt.search_cache, listed=ledgers)
 
 
 SCOPE_INTRO = (

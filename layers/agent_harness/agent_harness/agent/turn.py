@@ -7,8 +7,8 @@
     3 S3 GET                context.json; AGENTS.md instead for a new     }
                             session (the persona is kept in the context)
       (bound scopes)        a session bound to shared scopes: one Query of the caller's
-                            memberships, then each scope's MEMORY.md GET, its own
-                            labelled block of the reference (agent/scoped)
+                            memberships; each scope's root LIST reused like recall's
+                            (one relisted a turn), its MEMORY.md its own block
       model loop            agent role, bounded; memory and remote (MCP) tools run here
     4 S3 PUT                sessions/<s>/turns/<n>.json, create-only (the thread log)
       (the turn's memory_save calls are applied here)

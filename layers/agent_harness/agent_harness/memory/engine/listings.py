@@ -30,6 +30,19 @@ class RecentListings:
             self._items.move_to_end(key)
             return item[1]
 
+    def age(self, key: str, now: float) -> float | None:
+        """Seconds since the last LIST of ``key`` (None: never listed here)."""
+        with self._lock:
+            item = self._items.get(key)
+            return None if item is None else now - item[0]
+
+    def forget(self, owner_key: str) -> None:
+        """Drop every listing of one owner's folders (``<owner key> <folder>``): what this
+        container is about to write there is seen by its next read."""
+        with self._lock:
+            for key in [k for k in self._items if k.startswith(f"{owner_key} ")]:
+                del self._items[key]
+
     def count(self, key: str) -> int | None:
         """How many files the last LIST found, however old: what to expect of the next."""
         with self._lock:

@@ -108,6 +108,8 @@ def promote(
     # a maintainer's: written now, under the scope's daily budget as a save is
     from agent_harness.import_budget import imports_admitted
 
+    rt.listings.forget(scope.key)  # this container's bound sessions see it next turn
+
     with imports_admitted(rt, scope, 1, "memory promotion"):
         admitted = save_memories(
             rt,
