@@ -38,6 +38,7 @@ TOOLS = {
     "memory_get",
     "memory_read",
     "memory_save",
+    "memory_promote",
     "thread_search",
     "record_conversation",
 }
@@ -93,7 +94,12 @@ def test_the_sdk_client_connects_and_lists_the_memory_tools(
         assert search.output_schema is not None and "hits" in search.output_schema["properties"]
         assert tools["memory_get"].output_schema is None
         for name, tool in tools.items():
-            writes = name in ("memory_save", "record_conversation", "memory_correct")
+            writes = name in (
+                "memory_save",
+                "record_conversation",
+                "memory_correct",
+                "memory_promote",
+            )
             assert tool.annotations is not None
             assert tool.annotations.read_only_hint is (not writes)
             # a correction retires a fact (the ledger keeps it): the one destructive tool

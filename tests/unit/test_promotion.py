@@ -146,3 +146,15 @@ def test_a_maintainers_agent_promotion_is_written_once() -> None:
     assert f"session=s1 turns=1 via=memory_promote by={ANN.key}" in rt.store.text(
         APOLLO, ledger.path
     )
+
+
+def test_a_scopes_spend_is_its_own_and_shown_to_its_members() -> None:
+    rt, _ = scoped_runtime()
+    rt.settings = rt.settings.model_copy(update={"user_daily_turns": 1000})  # budgets on
+    body = {"scope": "project:apollo", "content": FACT}
+    assert call(rt, "POST", "/v1/memory/promote", "ann", body)[0] == 200
+    status, usage = call(rt, "GET", "/v1/usage?scope=project:apollo", "bob")
+    assert status == 200 and usage["scope"] == "project:apollo"
+    assert usage["totals"]["imported_turns"] == 1  # the maintainer's promotion, the scope's
+    assert call(rt, "GET", "/v1/usage", "ann")[1]["totals"]["imported_turns"] == 0
+    assert call(rt, "GET", "/v1/usage?scope=project:apollo", "carol")[0] == 403

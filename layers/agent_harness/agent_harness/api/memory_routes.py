@@ -124,9 +124,13 @@ def memory_routes(rt: Runtime) -> Router:
     def usage() -> Response[str]:
         from agent_harness.usage import MAX_USAGE_DAYS, usage_report
 
-        user = http.user()
+        # a shared scope's spend (its consolidation, its saves) is counted to the scope
+        grant = http.grant(router.current_event.get_query_string_value("scope"), "read")
         days = http.int_query("days", 7, 1, MAX_USAGE_DAYS)
-        return json_response(200, usage_report(rt, user, days).view())
+        body = usage_report(rt, grant.owner, days).view()
+        if grant.scope.shared:
+            body["scope"] = str(grant.scope)
+        return json_response(200, body)
 
     @router.post("/v1/memory/search")
     def memory_search() -> Response[str]:

@@ -279,11 +279,12 @@ def openapi_document() -> dict[str, Any]:
                 "The caller's spend: tokens by role and day, turns, model calls",
                 _ok("usage"),
                 parameters=[
+                    _SCOPE_QUERY,
                     {
                         "name": "days",
                         "in": "query",
                         "schema": {"type": "integer", "minimum": 1, "maximum": 90, "default": 7},
-                    }
+                    },
                 ],
             ),
         },
