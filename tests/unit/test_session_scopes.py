@@ -262,3 +262,14 @@ def test_a_maintainers_save_in_this_container_reaches_the_next_bound_turn() -> N
     assert call(rt, "POST", "/v1/memory/save", "bob", fact)[0] == 200
     run_turn(rt, ANN, "s1", "second")  # no time passed: the listing was dropped by the write
     assert "Release notes go to the wiki." in model.requests[1].messages[1].content
+
+
+def test_a_member_reads_a_scopes_memory_but_never_its_review_queue() -> None:
+    queue = tool_call(
+        "memory_get", json.dumps({"path": "review/queue.jsonl", "scope": "project:apollo"})
+    )
+    rt, model = shared_runtime(queue, "done")
+    rt.store.put(APOLLO, "review/queue.jsonl", '{"id": "r1", "text": "bob proposal secret"}\n')
+    run_turn(rt, ANN, "s1", "read the queue", binding=bind("project:apollo"))
+    answer = next(m.content for m in model.requests[1].messages if m.role == "tool")
+    assert answer.startswith("Error:") and "proposal secret" not in answer

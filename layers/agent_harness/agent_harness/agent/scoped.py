@@ -74,7 +74,7 @@ __all__ = [
 logger = Logger(child=True)
 metrics = Metrics()
 
-#: scopes one session may bind (each costs a GET a turn)
+#: scopes one session may bind (each is read on every turn of the session)
 MAX_BOUND_SCOPES = 8
 #: the most of one scope's MEMORY.md a turn injects
 SCOPE_MEMORY_MAX_TOKENS = 1000

@@ -219,8 +219,14 @@ def read_lines(
     The file is split on newlines, so a trailing newline counts as a last, empty line
     (numbered as the reference numbers them). ``start`` below 1 reads from 1; ``end``
     before ``start`` is empty; ``start`` past the end is an error. The path may be any
-    file of the caller's own workspace and nothing else."""
+    file of the caller's own workspace and nothing else; of a shared scope's, only its
+    memory (MEMORY.md, the ledgers): its review queue holds members' proposals, which
+    only its maintainers see."""
     validate_relative_path(path)
+    if user.is_scope and path != MEMORY_FILE and not path.startswith(LEDGER_DIR):
+        raise NotFoundError(
+            f"file not found: {path} (a shared scope's memory is MEMORY.md and memory/)"
+        )
     obj = rt.store.get(user, path)
     if obj is None or not obj.content.strip():
         raise NotFoundError(f"file not found: {path}")
