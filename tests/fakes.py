@@ -693,6 +693,7 @@ class MemoryTable:
         return sorted(self.scopes)
 
     def scopes_of(self, user: User) -> list[Member]:
+        self.calls.append("scopes_of")
         return [m for (_, key), m in self.members.items() if key == user.key]
 
     def set_budget(self, user: User, budget: Budget | None) -> None:

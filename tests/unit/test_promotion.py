@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-from agent_harness.agent.scoped import Binding, parse_bound
 from agent_harness.agent.turn import run_turn
 from agent_harness.api.routes import build_app
 from agent_harness.ids import User
@@ -16,6 +15,7 @@ from agent_harness.settings import Settings
 from local_stack.lambdas import context_for
 from tests.fakes import ScriptedModel, make_runtime, tool_call
 from tests.unit.test_routes import http_event
+from tests.unit.test_session_scopes import bind
 
 ANN, BOB, CAROL = User.from_id("ann"), User.from_id("bob"), User.from_id("carol")
 APOLLO = User.for_scope("project:apollo")
@@ -108,7 +108,7 @@ def test_the_agents_memory_promote_queues_with_the_session_and_turn() -> None:
         BOB,
         "s1",
         "Share the refund rule with the team",
-        binding=Binding(parse_bound(["project:apollo"])),
+        binding=bind("project:apollo"),
     )
     answer = next(m.content for m in model.requests[1].messages if m.role == "tool")
     assert answer.startswith("Promoting 1 to project:apollo: queued")
@@ -124,7 +124,7 @@ def test_memory_promote_is_offered_only_with_bound_scopes_and_only_for_them() ->
     rt, model = scoped_runtime("plain", wrong, "done")
     run_turn(rt, ANN, "s1", "hi")
     assert "memory_promote" not in {t.name for t in model.requests[0].tools}
-    run_turn(rt, ANN, "s2", "promote it", binding=Binding(parse_bound(["project:apollo"])))
+    run_turn(rt, ANN, "s2", "promote it", binding=bind("project:apollo"))
     answer = next(m.content for m in model.requests[2].messages if m.role == "tool")
     assert answer.startswith("Error:") and "bound to this session" in answer
     assert rt.store.get(APOLLO, "MEMORY.md") is None
@@ -138,7 +138,7 @@ def test_a_maintainers_agent_promotion_is_written_once() -> None:
         ANN,
         "s1",
         "Add the refund rule for the team",
-        binding=Binding(parse_bound(["project:apollo"])),
+        binding=bind("project:apollo"),
     )
     text = rt.store.text(APOLLO, "MEMORY.md")
     assert text.count("second approver") == 1

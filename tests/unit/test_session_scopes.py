@@ -64,6 +64,7 @@ def test_each_bound_scope_is_injected_as_its_own_labelled_block_after_the_users(
     )
 
     assert result.scopes == ["project:apollo", "agent:support"]
+    assert rt.table.calls.count("scopes_of") == 1  # both granted by one read
     reference = model.requests[0].messages[1].content
     users, apollo, support = (
         reference.index("Ann prefers"),
@@ -181,13 +182,22 @@ def test_without_a_bound_scope_the_tools_offer_no_scope_argument() -> None:
     assert "scope" not in specs["memory_search"].parameters["properties"]
 
 
+def put_saved(rt, owner: User, fact: str, source: str = "api via=memory_save") -> None:  # type: ignore[no-untyped-def]
+    """A ledger of 2026-11-30 holding one saved fact."""
+    rt.store.put(
+        owner,
+        "memory/2026-11-30.md",
+        f"## Save — 2026-11-30T10:00:00Z\n> source: {source}\n- [save:api] {fact}\n",
+    )
+
+
 def test_recall_brings_lines_of_the_bound_scopes_labelled_within_the_one_budget() -> None:
     rt, model = shared_runtime("ok")
-    rt.store.put(
+    put_saved(
+        rt,
         APOLLO,
-        "memory/2026-11-30.md",
-        "## Save — 2026-11-30T10:00:00Z\n> source: api via=memory_save by=ann\n"
-        "- [save:api] The apollo deploy window is Tuesday at 14:00 UTC.\n",
+        "The apollo deploy window is Tuesday at 14:00 UTC.",
+        "api via=memory_save by=ann",
     )
     rt.store.put(
         ANN,
@@ -210,12 +220,7 @@ def test_recall_brings_lines_of_the_bound_scopes_labelled_within_the_one_budget(
 
 def test_recall_never_reads_a_scope_the_session_did_not_bind() -> None:
     rt, model = shared_runtime("ok")
-    rt.store.put(
-        SUPPORT,
-        "memory/2026-11-30.md",
-        "## Save — 2026-11-30T10:00:00Z\n> source: api via=memory_save\n"
-        "- [save:api] The apollo deploy window is secret for support.\n",
-    )
+    put_saved(rt, SUPPORT, "The apollo deploy window is secret for support.")
     run_turn(rt, ANN, "s1", "When is the deploy window for apollo?", binding=bind("project:apollo"))
     sent = json.dumps([m.content for m in model.requests[0].messages])
     assert "secret for support" not in sent and "first name" not in sent

@@ -137,30 +137,25 @@ class Recall:
         counter = self._rt.counter
         budget = settings.recall_max_tokens  # the whole message: frame and lines
         report = RecallReport()
+        query = recall_query(text, said[-1] if said else None)
+        in_context = [text, *map(record_text, context)]
         with building():  # a cold ranking indexes the files once, for the cache
             messages = self._past_messages(files)
+            room = budget - recall_frame_tokens(counter, loaded_at, messages is not None)
             lines = select_lines(
                 files,
-                recall_query(text, said[-1] if said else None),
+                query,
                 shown=shown,
                 counter=counter,
-                max_tokens=budget - recall_frame_tokens(counter, loaded_at, messages is not None),
+                max_tokens=room,
                 min_score=settings.recall_min_score,
                 messages=messages,
-                in_context=[text, *map(record_text, context)],
+                in_context=in_context,
                 report=report,
                 truth=truth,
             )
             if scoped is not None:
-                lines = self._with_scopes(
-                    lines,
-                    scoped,
-                    recall_query(text, said[-1] if said else None),
-                    loaded_at,
-                    budget - recall_frame_tokens(counter, loaded_at, messages is not None),
-                    [text, *map(record_text, context)],
-                    report,
-                )
+                lines = self._with_scopes(lines, scoped, query, loaded_at, room, in_context, report)
         message, tokens = recall_reference(lines, counter, loaded_at)
         while lines and tokens > budget:  # lines counted apart can tokenize a bit longer
             report.over_budget.insert(0, lines[-1])

@@ -26,8 +26,6 @@ a shared scope except through ``memory_promote``.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -133,11 +131,10 @@ def bound_grants(
     return resolve_all(rt, user, scopes, "read", binding.groups)
 
 
-#: MEMORY.md of the scopes this container read, by (owner key, ETag): a listing that
+#: the key under which the container's cache (``Runtime.search_cache``, keyed by owner,
+#: path and ETag) holds a scope's MEMORY.md as read, beside its index: a listing that
 #: shows the same ETag needs no GET
-_MEMORIES: OrderedDict[tuple[str, str], StoredObject] = OrderedDict()
-_MEMORIES_MAX = 256
-_MEMORIES_LOCK = threading.Lock()
+_MEMORY_OBJECT = f"{MEMORY_FILE} object"
 
 
 class ScopeMemories:
@@ -227,17 +224,11 @@ def _read_scope(
         listed = rt.store.list(owner, "")
         rt.listings.put(key, now, listed)
     info = next((i for i in listed if i.path == MEMORY_FILE), None)
-    memory = None
-    if info is not None:
-        with _MEMORIES_LOCK:
-            memory = _MEMORIES.get((owner.key, info.etag))
-        if memory is None:
-            memory = rt.store.get(owner, MEMORY_FILE)
-            if memory is not None:
-                with _MEMORIES_LOCK:
-                    _MEMORIES[(owner.key, memory.etag)] = memory
-                    while len(_MEMORIES) > _MEMORIES_MAX:
-                        _MEMORIES.popitem(last=False)
+    memory = rt.search_cache.get((owner.key, _MEMORY_OBJECT, info.etag)) if info else None
+    if info is not None and memory is None:
+        memory = rt.store.get(owner, MEMORY_FILE)
+        if memory is not None:
+            rt.search_cache.put((owner.key, _MEMORY_OBJECT, memory.etag), memory)
     if not recall:
         return memory, []
     ledgers = [i for i in listed if i.path.startswith(LEDGER_DIR) and i.path.endswith(".md")]
@@ -353,17 +344,11 @@ def promote_tool(rt: Runtime, grants: Sequence[Grant]) -> Tool | None:
     return Tool("memory_promote", PROMOTE_DESCRIPTION, schema, run)
 
 
-def promotions_of(messages: Sequence[Message]) -> list[dict[str, str]]:
+def promotions_of(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """The arguments of each memory_promote call of a turn that was accepted, in order."""
-    import json
+    from agent_harness.agent.tools import accepted_calls
 
-    results = {m.tool_call_id: m.content for m in messages if m.role == "tool"}
-    found = []
-    for message in messages:
-        for call in message.tool_calls:
-            if call.name == "memory_promote" and results.get(call.id, "").startswith(PROMOTING):
-                found.append(json.loads(call.arguments))
-    return found
+    return accepted_calls(messages, "memory_promote", PROMOTING)
 
 
 def apply_promotions(rt: Runtime, user: User, record: TurnRecord, grants: Sequence[Grant]) -> None:

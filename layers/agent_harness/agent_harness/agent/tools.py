@@ -46,7 +46,7 @@ from agent_harness.memory.search import format_hits, format_scoped_hits, search_
 from agent_harness.models.base import Message, ToolCall, ToolSpec
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from agent_harness.ids import User
     from agent_harness.memory.engine.index import Hit
@@ -59,6 +59,7 @@ __all__ = [
     "MemoryTools",
     "Tool",
     "ToolRegistry",
+    "accepted_calls",
     "correction_authority",
     "corrections_of",
     "saved_lines",
@@ -481,13 +482,18 @@ def correction_authority(fact: str, text: str | None, reason: str | None, said: 
     return USER if said.strip() and support(evidence, said) >= SUPPORT else AGENT_SAVE
 
 
-def corrections_of(messages: list[Message]) -> list[dict[str, Any]]:
-    """The arguments of each memory_correct call of a turn that was accepted, in order:
-    what the turn applies when it is written."""
+def accepted_calls(messages: Sequence[Message], name: str, answer: str) -> list[dict[str, Any]]:
+    """The arguments of each ``name`` call of a turn whose result starts with ``answer``
+    (the tool accepted it), in order: what the turn applies when it is written."""
     results = {m.tool_call_id: m.content for m in messages if m.role == "tool"}
     found = []
     for message in messages:
         for call in message.tool_calls:
-            if call.name == "memory_correct" and results.get(call.id, "").startswith(CORRECTING):
+            if call.name == name and results.get(call.id, "").startswith(answer):
                 found.append(json.loads(call.arguments))
     return found
+
+
+def corrections_of(messages: list[Message]) -> list[dict[str, Any]]:
+    """The arguments of each memory_correct call of a turn that was accepted, in order."""
+    return accepted_calls(messages, "memory_correct", CORRECTING)

@@ -33,7 +33,8 @@ def building() -> Iterator[None]:
 
 
 class Sized(Protocol):
-    size: int
+    @property
+    def size(self) -> int: ...
 
 
 class MemoryIndexCache:
