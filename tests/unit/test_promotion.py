@@ -158,3 +158,17 @@ def test_a_scopes_spend_is_its_own_and_shown_to_its_members() -> None:
     assert usage["totals"]["imported_turns"] == 1  # the maintainer's promotion, the scope's
     assert call(rt, "GET", "/v1/usage", "ann")[1]["totals"]["imported_turns"] == 0
     assert call(rt, "GET", "/v1/usage?scope=project:apollo", "carol")[0] == 403
+
+
+def test_a_members_promotions_count_to_their_own_daily_budget() -> None:
+    rt, _ = scoped_runtime()
+    rt.settings = rt.settings.model_copy(
+        update={"user_daily_turns": 1000, "user_daily_imported_turns": 1}
+    )
+    first = {"scope": "project:apollo", "content": FACT}
+    assert call(rt, "POST", "/v1/memory/promote", "bob", first)[0] == 200
+    again = {"scope": "project:apollo", "content": "- Invoices are sent on the 1st."}
+    status, body = call(rt, "POST", "/v1/memory/promote", "bob", again)
+    assert status == 429, body
+    assert len(list_review(rt, APOLLO)) == 1  # the refused one queued nothing
+    assert call(rt, "GET", "/v1/usage", "bob")[1]["totals"]["imported_turns"] == 1

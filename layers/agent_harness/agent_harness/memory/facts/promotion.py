@@ -11,7 +11,8 @@ session and turn (``session=s1 turns=4 via=memory_promote``); an approval keeps 
 the ledger's source line. The flush never writes a shared scope: this is the one way a
 session's facts reach one. Checked before anything is written: the scope's grant (a
 member at least: ``scopes.resolve``), non-blank lines within the size cap, the turns
-named committed turns of the caller's own session.
+named committed turns of the caller's own session, and the daily budget a save takes
+(a member's promotion counts to the member, a maintainer's to the scope).
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ def promote(
 ) -> Promoted:
     """Propose ``lines`` for ``grant``'s scope (the caller's read grant): queued for its
     maintainers' review, or, for a maintainer, written at once."""
+    from agent_harness.import_budget import imports_admitted
     from agent_harness.memory.files import save_memories
     from agent_harness.memory.review import hold
 
@@ -103,11 +105,11 @@ def promote(
     authority = f"save:{origin}"
     if grant.role != "maintainer":
         held = [Held(line, authority, PROMOTION) for line in lines]
-        items = hold(rt, scope, held, source=fields, writer=VIA, day=day)
+        # under the member's own daily budget, as a save is: no member floods the queue
+        with imports_admitted(rt, caller, 1, "memory promotion"):
+            items = hold(rt, scope, held, source=fields, writer=VIA, day=day)
         return Promoted(str(grant.scope), 0, len(items), [i.id for i in items])
     # a maintainer's: written now, under the scope's daily budget as a save is
-    from agent_harness.import_budget import imports_admitted
-
     rt.listings.forget(scope.key)  # this container's bound sessions see it next turn
 
     with imports_admitted(rt, scope, 1, "memory promotion"):
