@@ -317,3 +317,43 @@ def test_mcp_memory_read_and_memory_get_read_a_scope_for_its_members_only() -> N
         assert refused["isError"] and REFUNDS not in refused["content"][0]["text"]
     own = call_tool(rt, BOB, "memory_read", {})
     assert not own["isError"] and REFUNDS not in own["structuredContent"]["content"]
+
+
+def test_the_mcp_door_honours_the_callers_jwt_groups_as_the_routes_do() -> None:
+    import json
+
+    rt = project()
+    scope_call(
+        rt, "POST", "/v1/memory/save", "ann", {"content": REFUNDS, "scope": "project:apollo"}
+    )
+
+    def mcp(user: str, name: str, arguments: dict, groups: str | None = None) -> dict:
+        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": name, "arguments": arguments}}  # fmt: skip
+        from agent_harness.api.routes import build_app
+        from local_stack.lambdas import context_for, http_event
+
+        headers = {"content-type": "application/json", "x-user-id": user,
+                   "accept": "application/json, text/event-stream"}  # fmt: skip
+        if groups:
+            headers["x-groups"] = groups
+        event = http_event("POST", "/mcp", headers=headers, body=json.dumps(message).encode())
+        response = build_app(rt).resolve(event, context_for("AgentCallFunction"))
+        return json.loads(response["body"])["result"]
+
+    read = {"scope": "project:apollo"}
+    assert mcp("dave", "memory_read", read)["isError"]  # no membership, no group
+    other = "agent-harness:project:gemini:maintainer"
+    assert mcp("dave", "memory_read", read, other)["isError"]  # another scope's group
+    member = "agent-harness:project:apollo:member"
+    shown = mcp("dave", "memory_read", read, f"staff,{member}")
+    assert not shown["isError"] and REFUNDS in shown["structuredContent"]["content"]
+    before = dict(rt.store.objects)
+    save = {"content": "- Planted by a member", "scope": "project:apollo"}
+    refused = mcp("dave", "memory_save", save, member)
+    assert refused["isError"] and "maintainer" in refused["content"][0]["text"]
+    assert rt.store.objects == before
+    maintainer = "agent-harness:project:apollo:maintainer"
+    assert not mcp("dave", "memory_save", save, maintainer)["isError"]
+    ledger = rt.store.text(User.for_scope("project:apollo"), "memory/2026-11-30.md") or ""
+    assert "Planted by a member" in ledger and "by=dave" in ledger

@@ -127,7 +127,7 @@ def protocol_routes(rt: Runtime) -> Router:
             text = http.raw_body()
         except InvalidRequestError:
             text = ""  # not UTF-8: handle_http answers a JSON-RPC parse error
-        status, payload, headers = handle_http(rt, user, http.headers(), text)
+        status, payload, headers = handle_http(rt, user, http.headers(), text, http.groups())
         body = json.dumps(payload, ensure_ascii=False) if payload is not None else ""
         return text_response(status, content_types.APPLICATION_JSON, body, headers)
 

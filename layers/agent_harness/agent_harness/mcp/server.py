@@ -3,7 +3,7 @@ Streamable HTTP transport, stateless and answering with JSON (never an event str
 an ``Mcp-Session-Id``). Both protocol generations, routed as the official SDK's server
 routes them, by the ``MCP-Protocol-Version`` header:
 
-    handle_http(rt, user, headers, body) -> (status, JSON payload or None, headers)
+    handle_http(rt, user, headers, body, groups) -> (status, JSON payload or None, headers)
       ├─ Accept must admit application/json (406)
       ├─ header names a 2026 revision (or an unknown one): the per-request envelope
       │    one request or notification per POST (a batch or a response: -32600)
@@ -37,10 +37,12 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger
 
 from agent_harness import __version__
-from agent_harness.mcp.server_tools import UnknownToolError, call_tool, list_tools
+from agent_harness.mcp.server_tools import Caller, UnknownToolError, call_tool, list_tools
 from agent_harness.utf8 import unencodable_at
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
 
@@ -109,9 +111,13 @@ class RpcFault(Exception):
         return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
-def handle_http(rt: Runtime, user: User, headers: dict[str, str], body: str) -> Reply:
-    """One POST to /mcp by ``user`` (already authenticated): the status, the JSON payload
-    (None: an empty body) and extra response headers. Never raises."""
+def handle_http(
+    rt: Runtime, user: User, headers: dict[str, str], body: str, groups: Iterable[str] = ()
+) -> Reply:
+    """One POST to /mcp by ``user`` (already authenticated; ``groups``: their JWT groups,
+    which may grant shared scopes): the status, the JSON payload (None: an empty body) and
+    extra response headers. Never raises."""
+    caller = Caller(user, tuple(groups))
     # a header's surrounding whitespace is not part of its value (RFC 9110, 5.5)
     lowered = {name.lower(): value.strip() for name, value in headers.items()}
     version = lowered.get("mcp-protocol-version")
@@ -126,12 +132,12 @@ def handle_http(rt: Runtime, user: User, headers: dict[str, str], body: str) -> 
     except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
         return _refuse(400, PARSE_ERROR, "Parse error: the body is not JSON")
     if modern:
-        return _modern(rt, user, lowered, decoded)
-    return _handshake_era(rt, user, version or DEFAULT_VERSION, decoded)
+        return _modern(rt, caller, lowered, decoded)
+    return _handshake_era(rt, caller, version or DEFAULT_VERSION, decoded)
 
 
 # -- 2026-07-28: the per-request envelope ---------------------------------------------------
-def _modern(rt: Runtime, user: User, headers: dict[str, str], message: Any) -> Reply:
+def _modern(rt: Runtime, caller: Caller, headers: dict[str, str], message: Any) -> Reply:
     requested = headers["mcp-protocol-version"]
     if isinstance(message, dict) and "id" not in message:  # JSON-RPC: no id, a notification
         if _kind(message) != "notification":
@@ -143,7 +149,7 @@ def _modern(rt: Runtime, user: User, headers: dict[str, str], message: Any) -> R
         return _refuse(400, INVALID_REQUEST, _ONE_MESSAGE)
     try:
         _check_envelope(message, headers)
-        result = _run(rt, user, message, modern=True)
+        result = _run(rt, caller, message, modern=True)
     except RpcFault as fault:
         return _FAULT_STATUS.get(fault.code, 200), fault.answer(message["id"]), {}
     stamped = result | {"resultType": "complete", "_meta": {_SERVER_INFO_KEY: SERVER_INFO}}
@@ -197,21 +203,21 @@ def _header_value(raw: str | None) -> str | None:
 
 
 # -- 2024-11-05 .. 2025-11-25: the handshake era --------------------------------------------
-def _handshake_era(rt: Runtime, user: User, version: str, decoded: Any) -> Reply:
+def _handshake_era(rt: Runtime, caller: Caller, version: str, decoded: Any) -> Reply:
     if isinstance(decoded, list):
         if version not in BATCH_VERSIONS:
             return _refuse(400, INVALID_REQUEST, f"protocol version {version} has no batches")
         if not 0 < len(decoded) <= MAX_BATCH:
             return _refuse(400, INVALID_REQUEST, f"a batch holds 1 to {MAX_BATCH} messages")
-        answers = [a for item in decoded if (a := _answer(rt, user, item, batched=True))]
+        answers = [a for item in decoded if (a := _answer(rt, caller, item, batched=True))]
         return (200, answers, {}) if answers else (202, None, {})
-    answer = _answer(rt, user, decoded, batched=False)
+    answer = _answer(rt, caller, decoded, batched=False)
     if answer is None:
         return 202, None, {}
     return (200 if _kind(decoded) else 400), answer, {}  # not JSON-RPC: the SDK's 400
 
 
-def _answer(rt: Runtime, user: User, message: Any, *, batched: bool) -> dict[str, Any] | None:
+def _answer(rt: Runtime, caller: Caller, message: Any, *, batched: bool) -> dict[str, Any] | None:
     """The answer to one message of the handshake era: None for a notification or a posted
     response (each POST stands alone: an ``initialized`` has nothing to change)."""
     kind = _kind(message)
@@ -224,14 +230,14 @@ def _answer(rt: Runtime, user: User, message: Any, *, batched: bool) -> dict[str
     try:
         if batched and message["method"] == "initialize":
             raise RpcFault(INVALID_REQUEST, "initialize must not be part of a batch")
-        result = _run(rt, user, message, modern=False)
+        result = _run(rt, caller, message, modern=False)
     except RpcFault as fault:
         return fault.answer(message["id"])
     return {"jsonrpc": "2.0", "id": message["id"], "result": result}
 
 
 # -- methods ----------------------------------------------------------------------------------
-def _run(rt: Runtime, user: User, message: dict[str, Any], *, modern: bool) -> dict[str, Any]:
+def _run(rt: Runtime, caller: Caller, message: dict[str, Any], *, modern: bool) -> dict[str, Any]:
     method, params = message["method"], message.get("params") or {}
     logger.debug("MCP request", extra={"method": method[:100], "modern": modern})
     try:
@@ -247,7 +253,7 @@ def _run(rt: Runtime, user: User, message: dict[str, Any], *, modern: bool) -> d
                 raise RpcFault(INVALID_PARAMS, "Invalid cursor")
             return {"tools": list(list_tools())} | (_CACHE_HINT if modern else {})
         if method == "tools/call":
-            return _call(rt, user, params)
+            return _call(rt, caller, params)
     except RpcFault:
         raise
     except Exception:  # a bug: the client learns nothing internal, the log keeps it
@@ -273,7 +279,7 @@ def _initialize(params: dict[str, Any]) -> dict[str, Any]:
     return {"protocolVersion": version} | hello | {"instructions": INSTRUCTIONS}
 
 
-def _call(rt: Runtime, user: User, params: dict[str, Any]) -> dict[str, Any]:
+def _call(rt: Runtime, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
     name, arguments = params.get("name"), params.get("arguments")
     if not isinstance(name, str):
         raise RpcFault(INVALID_PARAMS, "tools/call needs the tool's name")
@@ -283,7 +289,7 @@ def _call(rt: Runtime, user: User, params: dict[str, Any]) -> dict[str, Any]:
         place = f"arguments.{where}" if where else "arguments"
         raise RpcFault(INVALID_PARAMS, f"{place}: not valid Unicode text (a lone surrogate)")
     try:
-        return call_tool(rt, user, name, arguments or {})
+        return call_tool(rt, caller.user, name, arguments or {}, caller.groups)
     except UnknownToolError:  # the spec's answer to an unknown tool: a protocol error
         raise RpcFault(INVALID_PARAMS, f"Unknown tool: {name[:100]}") from None
 

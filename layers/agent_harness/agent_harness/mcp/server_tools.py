@@ -38,10 +38,10 @@ from agent_harness.ids import SESSION_ID_PATTERN, validate_session_id
 from agent_harness.memory import files
 from agent_harness.memory.engine.index import MATCH_MODES, Hit, Mode, parse_match_mode
 from agent_harness.memory.facts.ledger import day_of
-from agent_harness.scopes import Access, parse_scope, resolve
+from agent_harness.scopes import Access, Grant, parse_scope, resolve
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from pydantic import TypeAdapter
 
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from agent_harness.runtime import Runtime
 
 __all__ = [
+    "Caller",
     "UnknownToolError",
     "call_tool",
     "list_tools",
@@ -102,15 +103,28 @@ _AFTER_RECORDING = {
 }
 
 
-def _owner(rt: Runtime, user: User, scope: str | None, access: Access) -> User:
-    """Whose memory a tool works on: the caller's, or a shared scope's they may use for
-    ``access`` (the choke point, ``scopes.resolve``: its memberships; a refusal is the
-    tool's error and nothing is written)."""
-    return resolve(rt, user, parse_scope(scope or "user"), access).owner
+@dataclass(frozen=True)
+class Caller:
+    """Who calls a tool: the signed-in user and their JWT groups (roles on shared scopes)."""
+
+    user: User
+    groups: tuple[str, ...] = ()
+
+
+def _grant(rt: Runtime, caller: Caller, scope: str | None, access: Access) -> Grant:
+    """The caller's grant on ``scope`` (None: their own memory) for ``access``: the choke
+    point, ``scopes.resolve`` (memberships and JWT groups; a refusal is the tool's error
+    and nothing is written)."""
+    return resolve(rt, caller.user, parse_scope(scope or "user"), access, caller.groups)
+
+
+def _owner(rt: Runtime, caller: Caller, scope: str | None, access: Access) -> User:
+    """Whose memory a tool works on: the caller's, or a shared scope's they may use."""
+    return _grant(rt, caller, scope, access).owner
 
 
 # -- handlers: each one's name and docstring (title, description) are its tool's ----------
-def _memory_search(rt: Runtime, user: User, args: MemorySearchBody) -> Output:
+def _memory_search(rt: Runtime, caller: Caller, args: MemorySearchBody) -> Output:
     """Search memory
 
     Search the user's long-term memory (MEMORY.md and the daily ledgers
@@ -120,7 +134,7 @@ def _memory_search(rt: Runtime, user: User, args: MemorySearchBody) -> Output:
     read around it with memory_get, correct a wrong fact by its id with memory_correct."""
     from agent_harness.memory.search import format_hits, search_memory
 
-    owner = _owner(rt, user, args.scope, "read")
+    owner = _owner(rt, caller, args.scope, "read")
     query, mode = args.query or "", parse_match_mode(args.match_mode)  # null: phrase
     hits = search_memory(
         rt,
@@ -135,7 +149,7 @@ def _memory_search(rt: Runtime, user: User, args: MemorySearchBody) -> Output:
     return format_hits(query, hits), {"hits": hits, "match_mode": mode}
 
 
-def _thread_search(rt: Runtime, user: User, args: SearchBody) -> Output:
+def _thread_search(rt: Runtime, caller: Caller, args: SearchBody) -> Output:
     """Search past messages
 
     Search every past message of the user, in all sessions (one message per record).
@@ -144,35 +158,35 @@ def _thread_search(rt: Runtime, user: User, args: SearchBody) -> Output:
     from agent_harness.memory.threads import format_thread_hits, search_threads
 
     query, mode = args.query or "", parse_match_mode(args.match_mode)
-    hits = search_threads(rt, user, query, mode, args.limit, rt.search_cache)
+    hits = search_threads(rt, caller.user, query, mode, args.limit, rt.search_cache)
     return format_thread_hits(query, hits), {"hits": hits, "match_mode": mode}
 
 
-def _memory_get(rt: Runtime, user: User, args: MemoryGetArgs) -> Output:
+def _memory_get(rt: Runtime, caller: Caller, args: MemoryGetArgs) -> Output:
     """Read memory lines
 
     Read lines of one file of the user's memory workspace (e.g. MEMORY.md,
     memory/2026-11-30.md) as 'N|text' rows, to see the context of a search hit."""
-    owner = _owner(rt, user, args.scope, "read")
+    owner = _owner(rt, caller, args.scope, "read")
     return files.read_lines(rt, owner, args.path, args.start_line, args.end_line), None
 
 
-def _memory_read(rt: Runtime, user: User, args: ReadArgs) -> Output:
+def _memory_read(rt: Runtime, caller: Caller, args: ReadArgs) -> Output:
     """Read MEMORY.md
 
     Read the user's consolidated long-term memory, MEMORY.md, whole, with its version."""
-    doc = files.get_memory(rt, _owner(rt, user, args.scope, "read"))
+    doc = files.get_memory(rt, _owner(rt, caller, args.scope, "read"))
     text = doc.content if doc.content.strip() else "MEMORY.md is empty: nothing saved yet."
     return text, {"content": doc.content, "etag": doc.etag}
 
 
-def _memory_save(rt: Runtime, user: User, args: MemorySaveBody) -> Output:
+def _memory_save(rt: Runtime, caller: Caller, args: MemorySaveBody) -> Output:
     """Save to memory
 
     Save durable facts to the user's long-term memory (MEMORY.md and the ledger of the
     day) when the user asks you to remember something or states a lasting preference or
     decision. One fact per line."""
-    owner = _owner(rt, user, args.scope, "write")
+    owner = _owner(rt, caller, args.scope, "write")
     if owner.is_scope and args.source:
         raise ValidationFailedError(
             "source names turns of your own sessions; a save into a shared scope takes none"
@@ -185,7 +199,7 @@ def _memory_save(rt: Runtime, user: User, args: MemorySaveBody) -> Output:
         timestamp=args.timestamp,
         source=source,
         origin="mcp",
-        by=user if owner.is_scope else None,
+        by=caller.user if owner.is_scope else None,
     )
     noun = "memory" if saved.count == 1 else "memories"
     day = day_of(saved.at, rt.settings.zone)
@@ -198,7 +212,7 @@ def _memory_save(rt: Runtime, user: User, args: MemorySaveBody) -> Output:
     return text, {"saved": saved.count, "held": saved.held}
 
 
-def _memory_promote(rt: Runtime, user: User, args: PromoteBody) -> Output:
+def _memory_promote(rt: Runtime, caller: Caller, args: PromoteBody) -> Output:
     """Promote to a shared scope
 
     Propose facts of the user's for a shared scope the user is a member of (a project's,
@@ -210,8 +224,8 @@ def _memory_promote(rt: Runtime, user: User, args: PromoteBody) -> Output:
     source = args.source
     done = propose(
         rt,
-        user,
-        resolve(rt, user, parse_scope(args.scope), "read"),
+        caller.user,
+        _grant(rt, caller, args.scope, "read"),
         args.content,
         origin="mcp",
         session_id=source.session_id if source else None,
@@ -226,7 +240,7 @@ def _memory_promote(rt: Runtime, user: User, args: PromoteBody) -> Output:
     return text, done.view()
 
 
-def _memory_correct(rt: Runtime, user: User, args: CorrectArgs) -> Output:
+def _memory_correct(rt: Runtime, caller: Caller, args: CorrectArgs) -> Output:
     """Correct a memory
 
     When the user says a remembered fact is wrong or no longer true: supersede the fact
@@ -237,10 +251,10 @@ def _memory_correct(rt: Runtime, user: User, args: CorrectArgs) -> Output:
     from agent_harness.import_budget import imports_admitted
     from agent_harness.memory.facts.corrections import correct_fact
 
-    with imports_admitted(rt, user, 1, "memory correction"):  # as a save is
+    with imports_admitted(rt, caller.user, 1, "memory correction"):  # as a save is
         done = correct_fact(
             rt,
-            user,
+            caller.user,
             args.fact_id,
             args.text,
             authority="save:mcp",
@@ -252,7 +266,7 @@ def _memory_correct(rt: Runtime, user: User, args: CorrectArgs) -> Output:
     return text, {"id": done.id, "retired": done.retired, "state": done.state}
 
 
-def _record_conversation(rt: Runtime, user: User, args: Any) -> Output:
+def _record_conversation(rt: Runtime, caller: Caller, args: Any) -> Output:
     """Record a conversation
 
     Hand a conversation you had with the user to long-term memory: its messages become
@@ -262,7 +276,7 @@ def _record_conversation(rt: Runtime, user: User, args: Any) -> Output:
 
     done = import_history(
         rt,
-        user,
+        caller.user,
         validate_session_id(args.session_id, rt.settings.max_session_id_chars),
         args.messages,
     )
@@ -274,7 +288,7 @@ def _record_conversation(rt: Runtime, user: User, args: Any) -> Output:
 @dataclass(frozen=True)
 class _Tool:
     args: type[BaseModel]
-    run: Callable[[Runtime, User, Any], Output]
+    run: Callable[[Runtime, Caller, Any], Output]
     output: Any  # a type pydantic can adapt, or None: text only
     writes: bool
     #: per argument: schema keywords added to the model's (descriptions, the enum of modes)
@@ -430,9 +444,12 @@ def list_tools() -> tuple[dict[str, Any], ...]:
     return tuple(listed)
 
 
-def call_tool(rt: Runtime, user: User, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """One tools/call as its result object: ``content`` (text), ``structuredContent`` when
-    the tool declares an output schema, ``isError``. Raises only UnknownToolError."""
+def call_tool(
+    rt: Runtime, user: User, name: str, arguments: dict[str, Any], groups: Iterable[str] = ()
+) -> dict[str, Any]:
+    """One tools/call by ``user`` (``groups``: their JWT groups) as its result object:
+    ``content`` (text), ``structuredContent`` when the tool declares an output schema,
+    ``isError``. Raises only UnknownToolError."""
     tool = tools().get(name)
     if tool is None:
         raise UnknownToolError(name)
@@ -444,7 +461,7 @@ def call_tool(rt: Runtime, user: User, name: str, arguments: dict[str, Any]) -> 
         )
         return _failed(f"invalid arguments for {name}: {problems}")
     try:
-        text, structured = tool.run(rt, user, args)
+        text, structured = tool.run(rt, Caller(user, tuple(groups)), args)
         result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": False}
         if structured is not None:  # checked against the schema the tool declares, then sent
             value = _adapter(tool.output).validate_python(structured)
