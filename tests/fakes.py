@@ -193,6 +193,33 @@ class MemoryStore:
             self.deleted[key] = self.objects.pop(key)
             self.markers[key] = self.markers.get(key, 0) + 1
 
+    def changed_since(self, user: User, since: datetime) -> list[str]:
+        base = user_root(user.key)
+        self.calls.append(("changed_since", ""))
+        with self.lock:
+            keys = {
+                key[len(base) :]
+                for table in (self.objects, self.deleted)
+                for key, versions in table.items()
+                if key.startswith(base) and any(v.at >= since for v in versions)
+            }
+        return sorted(keys)
+
+    def delete_versions(self, user: User, path: str, version_ids: list[str]) -> int:
+        key = self.key(user, path)
+        self.calls.append(("delete_versions", path))
+        doomed = set(version_ids)
+        with self.lock:
+            for table in (self.objects, self.deleted):
+                if key not in table:
+                    continue
+                kept = [v for v in table[key] if v.version_id not in doomed]
+                if kept:
+                    table[key] = kept
+                else:  # S3: no version left, no object (a delete marker alone stays)
+                    del table[key]
+        return len(version_ids)
+
     def purge(self, user: User) -> int:
         base = user_root(user.key)
         with self.lock:
@@ -328,6 +355,8 @@ class MemoryTable:
         #: (scope, user key) -> the membership; the scopes that have had a member
         self.members: dict[tuple[str, str], Member] = {}
         self.scopes: set[str] = set()
+        #: (user key, scope) -> the first time the scope's memory named the user
+        self.writers: dict[tuple[str, str], str] = {}
         self.lock = threading.Lock()
         self.calls: list[str] = []
 
@@ -598,8 +627,11 @@ class MemoryTable:
             memberships = [k for k in self.members if k[1] == user.key]
             for k in memberships:
                 del self.members[k]
+            wrote = [k for k in self.writers if k[0] == user.key]
+            for k in wrote:
+                del self.writers[k]
             removed = len(doomed) + len(days) + int(had_user) + int(had_override)
-            return removed + len(places) + int(expiry) + len(memberships)
+            return removed + len(places) + int(expiry) + len(memberships) + len(wrote)
 
     def add_usage(self, user: User, delta: UsageDelta) -> None:
         """Records a call only when it writes (an empty delta makes no request)."""
@@ -695,6 +727,15 @@ class MemoryTable:
     def scopes_of(self, user: User) -> list[Member]:
         self.calls.append("scopes_of")
         return [m for (_, key), m in self.members.items() if key == user.key]
+
+    def note_writer(self, scope: str, user: User, at: str) -> None:
+        self.calls.append("note_writer")
+        with self.lock:
+            self.writers.setdefault((user.key, scope), at)
+
+    def written_by(self, user: User) -> dict[str, str]:
+        self.calls.append("written_by")
+        return {scope: at for (key, scope), at in sorted(self.writers.items()) if key == user.key}
 
     def set_budget(self, user: User, budget: Budget | None) -> None:
         self.calls.append("set_budget")

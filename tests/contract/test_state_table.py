@@ -1143,6 +1143,23 @@ def test_a_membership_is_kept_replaced_listed_and_removed(table: StateTable) -> 
     assert table.scopes_of(ALICE) == []
 
 
+def test_the_scopes_a_user_wrote_into_keep_the_first_time_and_go_with_them(
+    table: StateTable,
+) -> None:
+    assert table.written_by(BOB) == {}
+    table.note_writer("project:apollo", BOB, "2026-12-01T00:00:00Z")
+    table.note_writer("project:apollo", BOB, "2026-12-02T00:00:00Z")  # the first is kept
+    table.note_writer("org", BOB, "2026-12-03T00:00:00Z")
+    table.note_writer("org", ALICE, "2026-12-04T00:00:00Z")
+    assert table.written_by(BOB) == {
+        "org": "2026-12-03T00:00:00Z",
+        "project:apollo": "2026-12-01T00:00:00Z",
+    }
+    table.purge_user(BOB)
+    assert table.written_by(BOB) == {}
+    assert table.written_by(ALICE) == {"org": "2026-12-04T00:00:00Z"}
+
+
 def test_forgetting_a_user_removes_their_memberships_from_every_scope(table: StateTable) -> None:
     table.put_member("project:apollo", BOB, "member", "2026-12-01T00:00:00Z")
     table.put_member("org", BOB, "maintainer", "2026-12-01T00:00:00Z")

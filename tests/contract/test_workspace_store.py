@@ -578,6 +578,47 @@ def test_purge_counts_every_version_and_every_delete_marker(store: WorkspaceStor
     assert store.purge(ALICE) == 5
 
 
+def test_delete_versions_removes_exactly_those_versions_for_good(store: WorkspaceStore) -> None:
+    for text in ("v1", "v2", "v3"):
+        store.put(ALICE, "MEMORY.md", text)
+    store.put(AL, "MEMORY.md", "al's")
+    v3, v2, v1 = store.list_versions(ALICE, "MEMORY.md")
+
+    assert store.delete_versions(ALICE, "MEMORY.md", [v2.version_id]) == 1
+    assert [v.version_id for v in store.list_versions(ALICE, "MEMORY.md")] == [
+        v3.version_id,
+        v1.version_id,
+    ]
+    # the current version deleted: the one before it is current again, no delete marker
+    store.delete_versions(ALICE, "MEMORY.md", [v3.version_id])
+    got = store.get(ALICE, "MEMORY.md")
+    assert got is not None and got.content == "v1"
+    assert [v.is_latest for v in store.list_versions(ALICE, "MEMORY.md")] == [True]
+    store.delete_versions(ALICE, "MEMORY.md", [v1.version_id])
+    assert store.get(ALICE, "MEMORY.md") is None and paths(store, ALICE) == []
+    assert store.list_versions(ALICE, "MEMORY.md") == []
+    other = store.get(AL, "MEMORY.md")
+    assert other is not None and other.content == "al's"
+
+
+def test_changed_since_names_paths_with_a_version_from_then_on_deleted_ones_too(
+    store: WorkspaceStore,
+) -> None:
+    from datetime import timedelta
+
+    store.put(ALICE, "MEMORY.md", "v1")
+    store.put(ALICE, "memory/2026-11-30.md", "ledger")
+    store.delete(ALICE, "memory/2026-11-30.md")
+    store.put(AL, "MEMORY.md", "al's")
+    (first,) = store.list_versions(ALICE, "MEMORY.md")
+    assert first.last_modified is not None
+    since = first.last_modified - timedelta(seconds=1)
+
+    assert store.changed_since(ALICE, since) == ["MEMORY.md", "memory/2026-11-30.md"]
+    assert store.changed_since(ALICE, first.last_modified + timedelta(hours=1)) == []
+    assert store.changed_since(User.from_id("nobody"), since) == []
+
+
 # -- appends -------------------------------------------------------------------------------
 
 

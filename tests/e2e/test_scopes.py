@@ -247,3 +247,57 @@ def test_a_promoted_fact_reaches_the_other_member_and_never_an_outsider(offline_
         {"message": "soak?", "scopes": [scope]},
     )  # fmt: skip
     assert refused.status_code == 403
+
+
+def test_a_forgotten_member_is_anonymised_in_every_version_of_the_scope(offline_stack) -> None:
+    import re
+    from urllib.parse import unquote
+
+    tag = uuid.uuid4().hex[:8]
+    scope, ann, bob = f"project:lyra-{tag}", f"ann-{tag}", f"bob-{tag}"
+    members = f"/v1/admin/scopes/{scope}/members"
+    for user, role in ((ann, "maintainer"), (bob, "member")):
+        assert call(
+            offline_stack, "PUT", f"{members}/{user}", "ops", {"role": role}, True
+        ).is_success
+    accepted, pending = f"Lyra {tag} releases need two reviews.", f"Lyra {tag} idea pending."
+    items = []
+    for text in (accepted, pending):
+        done = call(
+            offline_stack, "POST", "/v1/memory/promote", bob, {"scope": scope, "content": text}
+        )
+        assert done.status_code == 200
+        items += done.json()["items"]
+    decided = call(offline_stack, "POST", f"/v1/memory/review/{items[0]}", ann,
+                   {"action": "approve", "scope": scope})  # fmt: skip
+    assert decided.status_code == 200
+    own = {"content": f"Lyra {tag} standup is at nine.", "scope": scope}
+    assert call(offline_stack, "POST", "/v1/memory/save", ann, own).status_code == 200
+
+    s3, bucket = offline_stack.s3(), "agent-harness-local-workspace"
+    root = f"scopes/project/lyra-{tag}/"
+    named = re.compile(rf"\bby[= ]{re.escape(bob)}(?![A-Za-z0-9_%-])")
+
+    def versions_naming(pattern: re.Pattern[str]) -> list[str]:
+        found = []
+        for v in s3.list_object_versions(Bucket=bucket, Prefix=root).get("Versions", []):
+            obj = s3.get_object(Bucket=bucket, Key=v["Key"], VersionId=v["VersionId"])
+            writers = [unquote(m) for m in obj.get("Metadata", {}).values()]  # percent-encoded
+            text = obj["Body"].read().decode() + " " + " ".join(writers)
+            if pattern.search(text):
+                found.append(v["Key"])
+        return found
+
+    assert versions_naming(named)  # bob is named before he is forgotten
+    assert call(offline_stack, "DELETE", "/v1/memory", bob).status_code == 204
+
+    assert versions_naming(named) == []
+    assert versions_naming(re.compile(r"\bby=\(forgotten\)"))  # anonymised, still there
+    assert versions_naming(re.compile(rf"\bby={re.escape(ann)}\b"))  # ann keeps her name
+    review = call(offline_stack, "GET", f"/v1/memory/review?scope={scope}", ann).json()["items"]
+    assert review == []  # bob's pending proposal is gone
+    memory = call(offline_stack, "GET", f"/v1/memory?scope={scope}", ann).json()["content"]
+    assert f"Lyra {tag} releases need two reviews." in memory and pending not in memory
+    query = {"query": f"lyra {tag} reviews", "match_mode": "all", "scope": scope}
+    hits = call(offline_stack, "POST", "/v1/memory/search", ann, query).json()["hits"]
+    assert any("two reviews" in h["text"] for h in hits)

@@ -98,6 +98,12 @@ def test_forget_needs_confirmation_and_then_removes_only_that_user(capsys) -> No
 
     status, out = cli(rt, capsys, "forget", "alice", "--yes")
     assert status == 0 and json.loads(out)["object_versions"] >= 2
+    assert json.loads(out)["scopes"] == {
+        "scopes": 0,
+        "anonymised": 0,
+        "versions": 0,
+        "proposals": 0,
+    }
     assert rt.store.text(ALICE, "MEMORY.md") is None
     assert rt.store.text(BOB, "MEMORY.md") == "- [save:api] likes coffee\n"
 

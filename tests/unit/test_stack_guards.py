@@ -113,3 +113,13 @@ def test_every_dynamodb_call_of_the_adapters_is_one_the_table_above_knows() -> N
     granted = set().union(*STATE_TABLE_ACTIONS.values())
     # Scan is the operators' (the CLI's top users, with their own credentials)
     assert {CALLS[c] for c in calls} - {None, "Scan"} <= granted
+
+
+def test_the_agent_function_may_delete_a_scopes_versions_but_never_its_objects() -> None:
+    statements = RESOURCES["AgentCallFunction"]["Properties"]["Policies"][0]["Statement"]
+    (scopes,) = [
+        s for s in statements if s["Resource"] == {"Fn::Sub": "${WorkspaceBucket.Arn}/scopes/*"}
+    ]
+    # forgetting a user deletes the versions that name them (memory.jobs.forget)
+    assert "s3:DeleteObjectVersion" in scopes["Action"]
+    assert "s3:DeleteObject" not in scopes["Action"]

@@ -47,7 +47,7 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -297,7 +297,7 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
             return 2
         from agent_harness.memory.jobs.forget import forget_user
 
-        _print(forget_user(rt, user).__dict__)
+        _print(asdict(forget_user(rt, user)))
     return 0
 
 

@@ -44,6 +44,8 @@ __all__ = [
     "usage_sk",
     "user_key_of",
     "user_pk",
+    "wrote_scope_of",
+    "wrote_sk",
 ]
 
 DUE_INDEX = "due-index"
@@ -58,6 +60,8 @@ _USAGE = "D#"
 _PLACE = "P#"
 _SCOPE = "G#"
 _MEMBER = "M#"
+#: a scope the user wrote into (their key is in its provenance; forgetting them finds it)
+_WROTE = "W#"
 #: the partition listing the scopes that have had members
 SCOPES_PK = "SCOPES"
 
@@ -73,6 +77,15 @@ def scope_of(key: str) -> str:
 
 def member_sk(user_key: str) -> str:
     return f"{_MEMBER}{user_key}"
+
+
+def wrote_sk(scope: str) -> str:
+    """In the user's partition: a shared scope whose memory names them (``""``: all)."""
+    return f"{_WROTE}{scope}"
+
+
+def wrote_scope_of(sk: str) -> str:
+    return sk.removeprefix(_WROTE)
 
 
 def user_pk(user_key: str) -> str:

@@ -3,7 +3,7 @@
 may do what are ``scopes``').
 
     MembershipTable     a shared scope's members and their roles, the scopes that have
-                        members, forgotten with the user
+                        members, the scopes each user wrote into; forgotten with the user
 """
 
 from __future__ import annotations
@@ -51,4 +51,14 @@ class MembershipTable(Protocol):
 
     def scopes_of(self, user: User) -> list[Member]:
         """The user's memberships (the console's view; forgetting the user)."""
+        ...
+
+    def note_writer(self, scope: str, user: User, at: str) -> None:
+        """Record that ``scope``'s memory names ``user`` as a writer (a save, promotion or
+        correction by them), keeping the first time (``at``, ISO): forgetting the user
+        visits exactly these scopes, and their versions from then on."""
+        ...
+
+    def written_by(self, user: User) -> dict[str, str]:
+        """The scopes whose memory names ``user``: scope text -> the first time."""
         ...

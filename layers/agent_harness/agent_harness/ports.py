@@ -184,6 +184,18 @@ class WorkspaceStore(Protocol):
 
     def delete(self, user: User, path: str, *, if_match: str | None = None) -> None: ...
 
+    def changed_since(self, user: User, since: datetime) -> builtins.list[str]:
+        """The paths under the user's root with a version written at or after ``since``,
+        sorted, deleted ones too (their versions are still stored): one listing of every
+        version under the root."""
+        ...
+
+    def delete_versions(self, user: User, path: str, version_ids: builtins.list[str]) -> int:
+        """Delete these versions of one object for good (not a delete marker: forgetting
+        a writer removes the versions that name them); how many were deleted. An id that
+        names no version is no error."""
+        ...
+
     def purge(self, user: User) -> int: ...
 
 

@@ -204,6 +204,15 @@ def _decide(
     return Grant(scope, User.for_scope(str(scope)), role, via)
 
 
+def note_writer(rt: Runtime, writer: User, owner: User) -> None:
+    """Before a write that names ``writer`` in a shared scope's memory (``owner``: the
+    scope's; ``by=<user key>`` in provenance or a version's writer): record it in the
+    writer's partition, so forgetting them finds the scope (memory.jobs.forget). A
+    user's own memory needs no record."""
+    if owner.is_scope:
+        rt.table.note_writer(owner.id, writer, iso(rt.clock.now()))
+
+
 # -- memberships: an operator's ----------------------------------------------------------
 
 

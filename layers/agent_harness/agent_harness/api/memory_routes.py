@@ -177,6 +177,7 @@ def memory_routes(rt: Runtime) -> Router:
         a save is."""
         from agent_harness.import_budget import imports_admitted
         from agent_harness.memory.facts.corrections import correct_fact, fact_view, find_fact
+        from agent_harness.scopes import note_writer
 
         caller, request = http.user(), http.body(SupersedeBody)
         # a shared scope's fact: its maintainers correct it (named in its source line),
@@ -194,6 +195,8 @@ def memory_routes(rt: Runtime) -> Router:
                 via="supersede",
                 reason=request.reason,
             )
+            # after: a refused correction (no such fact, bad text) wrote nothing at all
+            note_writer(rt, caller, user)
         fact = fact_view(*find_fact(rt, user, fact_id))
         body = {"id": done.id, "retired": done.retired, "state": done.state, "fact": fact}
         return json_response(200, body)

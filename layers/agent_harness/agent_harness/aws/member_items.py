@@ -4,7 +4,9 @@ A membership is two items written in one transaction, so neither side exists wit
 the other: ``pk = G#<scope>, sk = M#<user key>`` (the scope's members, one Query; the
 check a request makes, one consistent GetItem) and ``pk = U#<user key>, sk = G#<scope>``
 (the user's memberships, found by forgetting the user with the rest of their partition).
-``pk = SCOPES, sk = G#<scope>`` lists the scopes that have had a member.
+``pk = SCOPES, sk = G#<scope>`` lists the scopes that have had a member, and
+``pk = U#<user key>, sk = W#<scope>`` the scopes whose memory names the user as a writer
+(``since``: the first time), which forgetting them visits.
 """
 
 from __future__ import annotations
@@ -16,7 +18,15 @@ from botocore.exceptions import BotoCoreError, ClientError
 from agent_harness.aws.dynamo import DynamoItems, plain, s_
 from agent_harness.errors import StoreError
 from agent_harness.ids import User
-from agent_harness.keys import SCOPES_PK, member_sk, scope_of, scope_pk, user_pk
+from agent_harness.keys import (
+    SCOPES_PK,
+    member_sk,
+    scope_of,
+    scope_pk,
+    user_pk,
+    wrote_scope_of,
+    wrote_sk,
+)
 from agent_harness.ports import Member
 
 if TYPE_CHECKING:
@@ -128,6 +138,24 @@ class DynamoMembershipTable(DynamoItems):
     def scopes_of(self, user: User) -> list[Member]:
         found = (member_of(i) for i in self._query(user_pk(user.key), scope_pk("")))
         return [m for m in found if m is not None]
+
+    def note_writer(self, scope: str, user: User, at: str) -> None:
+        """One UpdateItem in the user's partition (gone with it), the first time kept."""
+        key = {"pk": s_(user_pk(user.key)), "sk": s_(wrote_sk(scope))}
+        try:
+            self._ddb.update_item(
+                TableName=self._table,
+                Key=key,
+                UpdateExpression="SET since = if_not_exists(since, :at), #s = :scope",
+                ExpressionAttributeNames={"#s": "scope"},
+                ExpressionAttributeValues={":at": s_(at), ":scope": s_(scope)},
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("recording the scope's writer failed") from exc
+
+    def written_by(self, user: User) -> dict[str, str]:
+        items = self._query(user_pk(user.key), wrote_sk(""))
+        return {wrote_scope_of(str(i["sk"])): str(i.get("since", "")) for i in items}
 
     def _forget_memberships(self, user: User) -> None:
         """The scopes' side of the user's memberships (their own partition's items go

@@ -28,6 +28,7 @@ from agent_harness.ports import ObjectInfo, StoredObject, VersionInfo, cas_appen
 if TYPE_CHECKING:
     import builtins
     from collections.abc import Callable
+    from datetime import datetime
 
     from agent_harness.ids import User
     from agent_harness.ports import AppendBuilder
@@ -354,6 +355,40 @@ class S3WorkspaceStore:
             raise StoreError(f"deleting {path} failed") from exc
         except BotoCoreError as exc:
             raise StoreError(f"deleting {path} failed") from exc
+
+    def changed_since(self, user: User, since: datetime) -> builtins.list[str]:
+        prefix = self.prefix(user)
+        found: set[str] = set()
+        try:
+            pages = self._s3.get_paginator("list_object_versions").paginate(
+                Bucket=self._bucket, Prefix=prefix
+            )
+            for page in pages:
+                for item in page.get("Versions", []):
+                    modified = item.get("LastModified")
+                    if modified is None or modified >= since:
+                        found.add(item["Key"][len(prefix) :])
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("listing the workspace's versions failed") from exc
+        return sorted(found)
+
+    def delete_versions(self, user: User, path: str, version_ids: builtins.list[str]) -> int:
+        key = self._key(user, path)
+        try:
+            for start in range(0, len(version_ids), 1000):  # DeleteObjects takes 1,000
+                batch = [{"Key": key, "VersionId": v} for v in version_ids[start : start + 1000]]
+                resp = self._s3.delete_objects(
+                    Bucket=self._bucket, Delete={"Objects": batch, "Quiet": True}
+                )
+                if resp.get("Errors"):
+                    first = resp["Errors"][0]
+                    raise StoreError(
+                        f"deleting {len(resp['Errors'])} versions of {path} failed "
+                        f"({first.get('Code')})"
+                    )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError(f"deleting versions of {path} failed") from exc
+        return len(version_ids)
 
     def purge(self, user: User) -> int:
         """Delete every version and delete marker under the user's prefix (forget-user).

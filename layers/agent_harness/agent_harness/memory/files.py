@@ -353,6 +353,10 @@ def save_facts(
         session_id = validate_session_id(source[0], rt.settings.max_session_id_chars)
         provenance = save_source(rt, user, session_id, source[1])
     with imports_admitted(rt, user, 1, "memory save"):  # a write no turn counted
+        if by is not None:
+            from agent_harness.scopes import note_writer
+
+            note_writer(rt, by, user)
         admitted = save_memories(
             rt,
             user,

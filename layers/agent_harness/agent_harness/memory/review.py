@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from agent_harness.memory.facts.gate import Held
     from agent_harness.runtime import Runtime
 
-__all__ = ["MAX_PENDING", "Decision", "ReviewItem", "decide", "hold", "list_review"]
+__all__ = ["MAX_PENDING", "Decision", "ReviewItem", "decide", "drop_where", "hold", "list_review"]
 
 logger = Logger(child=True)
 metrics = Metrics()
@@ -186,6 +186,21 @@ def decide(rt: Runtime, user: User, item_id: str, action: Action) -> Decision:
     _update(rt, user, lambda items: [i for i in items if i.id != item_id])
     metrics.add_metric(f"ReviewItems_{action}", MetricUnit.Count, 1)
     return Decision(id=item_id, action=action, written=written)
+
+
+def drop_where(rt: Runtime, user: User, names: Callable[[str], bool]) -> int:
+    """Drop every item whose source or writer ``names`` matches (forgetting a member
+    drops the proposals they made); how many were dropped."""
+    dropped = 0
+
+    def keep(items: list[ReviewItem]) -> list[ReviewItem] | None:
+        nonlocal dropped
+        kept = [i for i in items if not (names(i.source) or names(i.writer))]
+        dropped = len(items) - len(kept)
+        return kept if dropped else None
+
+    _update(rt, user, keep)
+    return dropped
 
 
 def _write_approved(rt: Runtime, user: User, item: ReviewItem, lines: list[str]) -> None:

@@ -91,28 +91,34 @@ def promote(
     *,
     source: Source | None,
     origin: str,
+    authority: str | None = None,
 ) -> Promoted:
     """Propose ``lines`` for ``grant``'s scope (the caller's read grant): queued for its
-    maintainers' review, or, for a maintainer, written at once."""
+    maintainers' review, or, for a maintainer, written at once. ``authority``: whose
+    words they are (default ``save:<origin>``; the console's operator vouches as
+    ``operator``)."""
     from agent_harness.import_budget import imports_admitted
     from agent_harness.memory.files import save_memories
     from agent_harness.memory.review import hold
+    from agent_harness.scopes import note_writer
 
     scope = grant.owner
     fields = promoted_by(caller, source, origin)
     now = rt.clock.now()
     day = day_of(now, rt.settings.zone)
-    authority = f"save:{origin}"
+    authority = authority or f"save:{origin}"
     if grant.role != "maintainer":
         held = [Held(line, authority, PROMOTION) for line in lines]
         # under the member's own daily budget, as a save is: no member floods the queue
         with imports_admitted(rt, caller, 1, "memory promotion"):
+            note_writer(rt, caller, scope)
             items = hold(rt, scope, held, source=fields, writer=VIA, day=day)
         return Promoted(str(grant.scope), 0, len(items), [i.id for i in items])
     # a maintainer's: written now, under the scope's daily budget as a save is
     rt.listings.forget(scope.key)  # this container's bound sessions see it next turn
 
     with imports_admitted(rt, scope, 1, "memory promotion"):
+        note_writer(rt, caller, scope)
         admitted = save_memories(
             rt,
             scope,
