@@ -126,7 +126,7 @@ class Page:
     headers: dict[str, str] = field(default_factory=dict)
 
     def render(self, target: str) -> str:
-        nav = [link("/", "Users"), link("/operations", "Operations")]
+        nav = [link("/", "Users"), link("/scopes", "Scopes"), link("/operations", "Operations")]
         tabs = ""
         if self.user_id is not None:
             names = [

@@ -10,10 +10,14 @@
                                          memory record
     GET  /users/<id>/search              four match modes side by side, recall preview
     GET  /operations                     dead letters, forget
+    GET  /scopes[/<scope>]               shared scopes; a scope's members, MEMORY.md,
+                                         review queue and spend
     POST /users/<id>/memory | rollback   edit over an ETag, restore a version
     POST /users/<id>/review              approve (``operator``) or reject a held line
     POST /users/<id>/facts               correct a fact (``operator``): supersede, retract
     POST /operations/redrive | forget    redrive a DLQ, forget a user (typed confirmation)
+    POST /scopes[/<scope>/members]       grant a role; /remove a member; /review decide
+    POST /users/<id>/promote             promote a MEMORY.md line into a scope of the user's
 
 Every request must name the console's own host (DNS rebinding) and carry the cookie its
 launch link set (console.launch: another local process has no way in), and a POST must
@@ -33,7 +37,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from agent_harness.errors import HarnessError
-from console import views, views_data, views_facts, views_review, views_sessions
+from console import views, views_data, views_facts, views_review, views_scopes, views_sessions
 from console.launch import LAUNCH_PATH, Launch
 from console.page import Ctx, Page, error_page
 from console.target import TargetError
@@ -103,6 +107,10 @@ def _route(method: str, parts: list[str]) -> Callable[[Ctx], Result] | None:
             return views.users_page
         if parts == ["operations"]:
             return views_data.operations_page
+        if parts == ["scopes"]:
+            return views_scopes.scopes_page
+        if len(parts) == 2 and parts[0] == "scopes":
+            return lambda ctx: views_scopes.scope_page(ctx, parts[1])
         if parts and parts[0] == "users" and len(parts) >= 2:
             user = parts[1]
             tail = parts[2:]
@@ -125,6 +133,17 @@ def _route(method: str, parts: list[str]) -> Callable[[Ctx], Result] | None:
             return views_data.redrive
         if parts == ["operations", "forget"]:
             return views_data.forget
+        if parts == ["scopes"]:
+            return views_scopes.add_member
+        if len(parts) == 3 and parts[0] == "scopes":
+            scope_actions: dict[str, Callable[[Ctx, str], Result]] = {
+                "members": views_scopes.add_member,
+                "remove": views_scopes.remove_member,
+                "review": views_scopes.decide_scope_review,
+            }
+            if parts[2] in scope_actions:
+                scope_action = scope_actions[parts[2]]
+                return lambda ctx: scope_action(ctx, parts[1])
         if len(parts) == 3 and parts[0] == "users":
             user = parts[1]
             actions: dict[str, Callable[[Ctx, User], Result]] = {
@@ -132,6 +151,7 @@ def _route(method: str, parts: list[str]) -> Callable[[Ctx], Result] | None:
                 "rollback": views.rollback,
                 "review": views_review.decide_review,
                 "facts": views_facts.correct,
+                "promote": views_scopes.promote,
             }
             if parts[2] in actions:
                 action = actions[parts[2]]

@@ -27,6 +27,7 @@ from console.page import (
     table,
     user_url,
 )
+from console.views_scopes import promote_section
 
 if TYPE_CHECKING:
     from agent_harness.records import TurnRecord
@@ -137,6 +138,8 @@ def memory_page(ctx: Ctx, user: User, *, draft: str | None = None, message: str 
     )
     if not message and ctx.q("saved"):
         message = notice("Saved: MEMORY.md has a new version.", "ok")
+    if not message and ctx.q("promoted"):
+        message = notice(f"The fact is {ctx.q('promoted')}.", "ok")
     body = (
         message
         + facts
@@ -146,6 +149,7 @@ def memory_page(ctx: Ctx, user: User, *, draft: str | None = None, message: str 
         + text
         + "</section>"
         + origin
+        + promote_section(ctx, user, lines)
         + edit
         + f'<section class="charts" aria-label="Charts">{charts}</section>'
     )

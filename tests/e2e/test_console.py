@@ -398,3 +398,50 @@ def test_an_operator_corrects_a_remembered_fact_from_its_ledger_line_in_a_browse
         if h.get("fact_id") == vim["fact_id"]
     ]
     page.close()
+
+
+def test_an_operator_grants_a_scope_promotes_a_users_fact_and_approves_it_in_a_browser(
+    console: tuple[str, Path, str], operator: Any, ann: httpx.Client
+) -> None:
+    url, _, _ = console
+    scope = "project:console-e2e"
+    page = operator.new_page()
+    page.goto(url + "/")
+    page.get_by_role("link", name="Scopes", exact=True).click()
+    page.get_by_label("Scope", exact=True).fill(scope)
+    page.get_by_label("User id", exact=True).fill(USER)
+    page.get_by_label("Role", exact=True).select_option("member")
+    page.get_by_role("button", name="Grant").click()
+    assert page.url.startswith(f"{url}/scopes/{scope}")
+    members = page.get_by_role("table", name=re.compile(f"Members of {scope}"))
+    assert USER in members.inner_text() and "member" in members.inner_text()
+    assert ann.get(f"/v1/memory?scope={scope}").status_code == 200  # a member reads it now
+
+    # the promote button on the user's MEMORY.md page: a member's fact waits for review
+    page.goto(f"{url}/users/{USER}")
+    choice = page.get_by_label("Fact", exact=True).locator("option", has_text="vim").first
+    fact = choice.inner_text().rstrip("…")  # the consolidated line about the editor
+    page.get_by_label("Fact", exact=True).select_option(choice.get_attribute("value"))
+    page.get_by_label("Scope", exact=True).select_option(scope)
+    page.get_by_role("button", name="Promote").click()
+    assert f"queued for review in {scope}" in page.get_by_role("status").first.inner_text()
+    assert fact not in ann.get(f"/v1/memory?scope={scope}").json()["content"]
+
+    page.goto(f"{url}/scopes/{scope}")
+    queue = page.get_by_role("table", name=re.compile("waiting for a maintainer"))
+    assert fact in queue.inner_text() and f"by={USER}" in queue.inner_text()
+    page.screenshot(path=str(SHOTS / "console-scope.png"), full_page=True)
+    queue.get_by_role("button", name=re.compile("^Approve")).click()
+    assert "Approved" in page.get_by_role("status").first.inner_text()
+    assert fact in page.get_by_label(f"{scope} MEMORY.md").inner_text()
+    shared = ann.get(f"/v1/memory?scope={scope}").json()["content"]
+    assert f"- [operator] {fact}" in shared
+    assert fact in ann.get("/v1/memory").json()["content"]  # still the user's own too
+    found = ann.post("/v1/memory/search", json={"query": "vim", "scope": scope}).json()
+    assert any(fact in hit["text"] for hit in found["hits"])
+
+    # removing the member takes the scope away on their next request
+    page.get_by_role("button", name=f"Remove: {USER}").click()
+    assert "no longer a member" in page.get_by_role("status").first.inner_text()
+    assert ann.get(f"/v1/memory?scope={scope}").status_code == 403
+    page.close()

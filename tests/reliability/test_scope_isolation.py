@@ -1,11 +1,13 @@
 """docs/design.md#memory-scopes as a property: users (one whose id is a scope's very text),
 shared scopes and the operators' grants change in any order while everyone saves, reads
 and searches every scope through HTTP and MCP, and runs turns bound to one (our route,
-chat completions and Responses with the header: injection and recall). Whoever the
+chat completions and Responses with the header: injection and recall), while the
+operator's console shows a scope's page and a user's. Whoever the
 grants at that moment do not allow gets 403 (or the tool's error), and no storage
 request for their action names the scope's memory; nobody's answer carries a marker of a
 scope they may not read, or of another scope, or another user's own (a turn's model is
-shown the caller's own memory and the one scope it bound, nothing else). Hypothesis
+shown the caller's own memory and the one scope it bound, nothing else; a scope's
+console page shows that scope only, a user's page that user's only). Hypothesis
 generates the sequences (in-process app on the fakes)."""
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_harness.ids import User
+from agent_harness.memory.files import save_memories
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, Usage
 from agent_harness.scopes import remove_member, set_member
 from agent_harness.settings import Settings
@@ -27,7 +30,8 @@ from tests.reliability.test_isolation import Recorder, request
 USERS = ["alice", "auth0|5f7c1e", "project:apollo", "bob"]
 SCOPES = ["project:apollo", "agent:support", "org"]
 ACTIONS = ["grant_member", "grant_maintainer", "revoke", "save", "get", "search", "mcp_search",
-           "mcp_save", "own_save", "turn", "chat", "responses"]  # fmt: skip
+           "mcp_save", "own_save", "turn", "chat", "responses", "console",
+           "console_user"]  # fmt: skip
 TURNS = ("turn", "chat", "responses")
 checked = {"actions": 0, "refused": 0, "foreign": 0, "leaks": 0, "wrong_status": 0}
 
@@ -78,6 +82,22 @@ def bound_turn(rt, model: Shown, user: str, scope: str, action: str, step: int) 
     return body + "".join(model.prompts), bool(model.prompts)
 
 
+def console_view(rt, scope: str | None, user: str) -> str:
+    """The body of the console's page of ``scope`` (None: of ``user``), as the operator
+    sees it; "" for a user with nothing stored yet (the console's 404)."""
+    from agent_harness.errors import NotFoundError
+    from console import views, views_scopes
+    from console.page import Ctx
+
+    ctx = Ctx(rt, {}, {}, "token")
+    try:
+        if scope is not None:
+            return views_scopes.scope_page(ctx, scope).body
+        return views.memory_page(ctx, User.from_id(user)).body
+    except NotFoundError:
+        return ""
+
+
 def run_steps(steps: list[tuple[int, int, str]]) -> None:
     model = Shown()
     rt = make_runtime(settings=Settings(auth_mode="dev"), agent=model)
@@ -85,7 +105,17 @@ def run_steps(steps: list[tuple[int, int, str]]) -> None:
     rt.store = Recorder(rt.store, seen)  # type: ignore[assignment]
     rt.table = Recorder(rt.table, seen)  # type: ignore[assignment]
     roles: dict[tuple[int, int], str] = {}  # the model of the grants
-    saved: dict[int, list[str]] = {s: [] for s in range(len(SCOPES))}
+    saved: dict[int, list[str]] = {s: [marker(s, -1)] for s in range(len(SCOPES))}
+    # every scope and every user holds a marker from the start, so each check has
+    # something to find whatever the sequence granted
+    for number, name in enumerate(SCOPES):
+        lines = [f"fact {marker(number, -1)}"]
+        save_memories(rt, User.for_scope(name), lines, authority="operator",
+                      provenance="> source: seed", at=rt.clock.now())  # fmt: skip
+    for number, name in enumerate(USERS):
+        lines = [f"own {own_marker(number)}"]
+        save_memories(rt, User.from_id(name), lines, authority="save:api",
+                      provenance="> source: seed", at=rt.clock.now())  # fmt: skip
     for step, (u, s, action) in enumerate(steps):
         Metrics().clear_metrics()  # each step is an invocation, whose metrics are its own
         user, scope, owner = USERS[u], SCOPES[s], User.for_scope(SCOPES[s]).key
@@ -105,6 +135,15 @@ def run_steps(steps: list[tuple[int, int, str]]) -> None:
             continue
         if action == "own_save":  # the user's own memory, which no scope shows
             request(rt, "POST", "/v1/memory/save", user, {"content": f"own {own_marker(u)}"})
+            continue
+        if action.startswith("console"):  # the operator's: a page shows its owner's only
+            page_of_scope = action == "console"
+            body = console_view(rt, scope if page_of_scope else None, user)
+            scoped = [m for t, ms in saved.items() if not page_of_scope or t != s for m in ms]
+            owns = [own_marker(o) for o in range(len(USERS)) if page_of_scope or o != u]
+            leaked = [m for m in [*scoped, *owns] if m in body]
+            checked["leaks"] += len(leaked)
+            assert not leaked, (user, scope, action, leaked)
             continue
         mark = marker(s, step)
         allowed = may_write if action in ("save", "mcp_save") else may_read
@@ -175,6 +214,7 @@ def test_a_member_reads_what_a_maintainer_saved_and_the_control_finds_it() -> No
     assert "scopemark0s0x" in request(rt, "POST", "/v1/memory/search", "bob", query)
     assert "scopemark0s0x" in json.dumps(mcp(rt, "bob", "memory_search", query))
     assert "scopemark0s0x" not in request(rt, "GET", "/v1/memory", "project:apollo")
+    assert "scopemark0s0x" in console_view(rt, "project:apollo", "alice")
 
 
 def test_no_one_outside_a_scope_reads_finds_or_writes_it(record) -> None:
