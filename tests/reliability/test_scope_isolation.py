@@ -2,8 +2,8 @@
 shared scopes and the operators' grants change in any order while everyone saves, reads
 and searches every scope through HTTP and MCP, and runs turns bound to one (our route,
 chat completions and Responses with the header: injection and recall), while the
-operator's console shows a scope's page and a user's. Whoever the
-grants at that moment do not allow gets 403 (or the tool's error), and no storage
+operator's console shows a scope's page and a user's and promotes a user's line. Whoever
+the grants at that moment do not allow gets 403 (or the tool's error), and no storage
 request for their action names the scope's memory; nobody's answer carries a marker of a
 scope they may not read, or of another scope, or another user's own (a turn's model is
 shown the caller's own memory and the one scope it bound, nothing else; a scope's
@@ -31,7 +31,7 @@ USERS = ["alice", "auth0|5f7c1e", "project:apollo", "bob"]
 SCOPES = ["project:apollo", "agent:support", "org"]
 ACTIONS = ["grant_member", "grant_maintainer", "revoke", "save", "get", "search", "mcp_search",
            "mcp_save", "own_save", "turn", "chat", "responses", "console",
-           "console_user"]  # fmt: skip
+           "console_user", "console_promote"]  # fmt: skip
 TURNS = ("turn", "chat", "responses")
 checked = {"actions": 0, "refused": 0, "foreign": 0, "leaks": 0, "wrong_status": 0}
 
@@ -98,6 +98,22 @@ def console_view(rt, scope: str | None, user: str) -> str:
         return ""
 
 
+def console_promote(rt, scope: str, user: str) -> bool:
+    """The console's Promote button on the user's first MEMORY.md line: True if it went
+    through, False when the user's grants refused it (403)."""
+    from agent_harness.errors import ForbiddenError
+    from console import views_scopes
+    from console.page import Ctx
+
+    try:
+        views_scopes.promote(
+            Ctx(rt, {}, {"line": "1", "scope": scope}, "token"), User.from_id(user)
+        )
+    except ForbiddenError:
+        return False
+    return True
+
+
 def run_steps(steps: list[tuple[int, int, str]]) -> None:
     model = Shown()
     rt = make_runtime(settings=Settings(auth_mode="dev"), agent=model)
@@ -135,6 +151,16 @@ def run_steps(steps: list[tuple[int, int, str]]) -> None:
             continue
         if action == "own_save":  # the user's own memory, which no scope shows
             request(rt, "POST", "/v1/memory/save", user, {"content": f"own {own_marker(u)}"})
+            continue
+        if action == "console_promote":
+            if may_read:  # a member's would carry their own marker into the scope
+                checked["actions"] -= 1
+                continue
+            assert not console_promote(rt, scope, user), (user, scope, action)
+            checked["refused"] += 1
+            foreign = [k for k in seen if k == owner]
+            checked["foreign"] += len(foreign)
+            assert not foreign, (user, scope, action, seen)
             continue
         if action.startswith("console"):  # the operator's: a page shows its owner's only
             page_of_scope = action == "console"
