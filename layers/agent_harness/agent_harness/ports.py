@@ -192,8 +192,8 @@ class WorkspaceStore(Protocol):
 
     def delete_versions(self, user: User, path: str, version_ids: builtins.list[str]) -> int:
         """Delete these versions of one object for good (not a delete marker: forgetting
-        a writer removes the versions that name them); how many were deleted. An id that
-        names no version is no error."""
+        a writer removes the versions that name them); how many were deleted. Deleting
+        the current version makes the one before it current."""
         ...
 
     def purge(self, user: User) -> int: ...
