@@ -42,14 +42,13 @@ from agent_harness.memory.engine.index import (
     MAX_QUERY_CHARS,
     parse_match_mode,
 )
-from agent_harness.memory.search import format_hits, format_scoped_hits, search_memory
+from agent_harness.memory.search import format_scoped_hits, search_memory
 from agent_harness.models.base import Message, ToolCall, ToolSpec
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from agent_harness.ids import User
-    from agent_harness.memory.engine.index import Hit
     from agent_harness.runtime import Runtime
     from agent_harness.scopes import Grant
 
@@ -386,30 +385,30 @@ class MemoryTools:
         args = _MemorySearchArgs.model_validate(arguments)
         query = args.query or ""
         mode = parse_match_mode(args.matchMode)
+        # one memory when the argument names it (``user`` too), else the user's and every
+        # bound scope's
         one = self._grant(args.scope)
-        owners: list[tuple[str | None, User]] = (
-            [(str(one.scope), one.owner)]
-            if one is not None
-            else [
-                (None, self.user),
-                *((str(g.scope), g.owner) for g in self.scopes if args.scope is None),
-            ]
-        )
-        found: list[tuple[str | None, list[Hit]]] = []
-        for label, owner in owners:
-            hits = search_memory(
-                self.rt,
-                owner,
-                query,
-                mode,
-                args.limit,
-                self.rt.search_cache,
-                include_superseded=args.includeSuperseded,
-                as_of=args.asOf,
+        owners: list[tuple[str | None, User]] = [(None, self.user)]
+        if one is not None:
+            owners = [(str(one.scope), one.owner)]
+        elif args.scope is None:
+            owners += [(str(g.scope), g.owner) for g in self.scopes]
+        found = [
+            (
+                label,
+                search_memory(
+                    self.rt,
+                    owner,
+                    query,
+                    mode,
+                    args.limit,
+                    self.rt.search_cache,
+                    include_superseded=args.includeSuperseded,
+                    as_of=args.asOf,
+                ),
             )
-            found.append((label, hits))
-        if len(found) == 1 and found[0][0] is None:
-            return format_hits(query, found[0][1])
+            for label, owner in owners
+        ]
         return format_scoped_hits(query, found)
 
     def thread_search(self, arguments: dict[str, Any]) -> str:

@@ -120,24 +120,20 @@ def label(hit: Hit) -> str:
 def format_hits(query: str, hits: list[Hit]) -> str:
     """The tool's text answer: ``Source: <path>#<line> (fact <id>): <text>`` per hit (a
     fact's text starts with its authority, ``[user] ...``)."""
-    if not query or not query.strip():
-        return "No query provided"
-    if not hits:
-        return f"No matching memories found for: {query}"
-    noun = "match" if len(hits) == 1 else "matches"
-    rows = [f"Source: {h.path}#{h.line}{label(h)}: {h.text.strip()}" for h in hits]
-    return f"Found {len(hits)} {noun} for: {query}\n" + "\n".join(rows)
+    return format_scoped_hits(query, [(None, hits)])
 
 
 def format_scoped_hits(query: str, found: list[tuple[str | None, list[Hit]]]) -> str:
-    """memory_search's answer over several memories: each hit's rows as ``format_hits``
-    writes them, a shared scope's labelled ``[scope <name>]``."""
+    """memory_search's answer over several memories: each hit's row as ``format_hits``
+    writes it, a shared scope's labelled ``[scope <name>]``."""
     if not query or not query.strip():
         return "No query provided"
-    rows = []
-    for label, hits in found:
-        for row in format_hits(query, hits).splitlines()[1:] if hits else []:
-            rows.append(f"[scope {label}] {row}" if label else row)
+    rows = [
+        ("" if scope is None else f"[scope {scope}] ")
+        + f"Source: {h.path}#{h.line}{label(h)}: {h.text.strip()}"
+        for scope, hits in found
+        for h in hits
+    ]
     if not rows:
         return f"No matching memories found for: {query}"
     noun = "match" if len(rows) == 1 else "matches"
