@@ -177,6 +177,7 @@ def memory_routes(rt: Runtime) -> Router:
         a save is."""
         from agent_harness.import_budget import imports_admitted
         from agent_harness.memory.facts.corrections import correct_fact, fact_view, find_fact
+        from agent_harness.memory.facts.ledger import by_field
         from agent_harness.scopes import note_writer
 
         caller, request = http.user(), http.body(SupersedeBody)
@@ -191,7 +192,7 @@ def memory_routes(rt: Runtime) -> Router:
                 fact_id,
                 request.by,
                 authority="operator",
-                writer=f"api by={caller.key}" if grant.scope.shared else "api",
+                writer=f"api {by_field(caller)}" if grant.scope.shared else "api",
                 via="supersede",
                 reason=request.reason,
             )

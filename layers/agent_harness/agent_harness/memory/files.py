@@ -26,6 +26,8 @@ from agent_harness.import_budget import imports_admitted
 from agent_harness.memory.capacity import within_cap
 from agent_harness.memory.facts.ledger import (
     Source,
+    by_field,
+    by_writer,
     day_of,
     format_turns,
     render_section,
@@ -348,7 +350,7 @@ def save_facts(
     at = timestamp or now
     if at > now + MAX_CLOCK_SKEW:
         raise ValidationFailedError("timestamp must not be in the future")
-    provenance = saved_by(origin, "memory_save") + (f" by={by.key}" if by else "")
+    provenance = saved_by(origin, "memory_save") + (f" {by_field(by)}" if by else "")
     if source is not None:
         session_id = validate_session_id(source[0], rt.settings.max_session_id_chars)
         provenance = save_source(rt, user, session_id, source[1])
@@ -364,6 +366,6 @@ def save_facts(
             authority=f"save:{origin}",
             provenance=provenance,
             at=at,
-            writer=f"{origin}: memory_save" + (f" by {by.key}" if by else ""),
+            writer=f"{origin}: memory_save" + (f" {by_writer(by)}" if by else ""),
         )
     return Saved(len(admitted.lines), at, len(admitted.held))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Literal
 
@@ -25,7 +24,14 @@ from aws_lambda_powertools.metrics import MetricUnit
 from agent_harness.clock import iso
 from agent_harness.errors import NotFoundError, PreconditionFailedError, StoreError
 from agent_harness.memory.facts.authority import OPERATOR
-from agent_harness.memory.facts.ledger import Source, day_of, render_section, saved_by, source_of
+from agent_harness.memory.facts.ledger import (
+    BY_FIELD,
+    Source,
+    day_of,
+    render_section,
+    saved_by,
+    source_of,
+)
 from agent_harness.paths import MEMORY_FILE, REVIEW_FILE, ledger_path
 
 if TYPE_CHECKING:
@@ -79,7 +85,6 @@ class Decision:
 
 
 _FIELDS = tuple(f.name for f in fields(ReviewItem))
-_BY = re.compile(r"\bby=\S+")
 
 
 def _item_id(held: Held, source: str) -> str:
@@ -216,7 +221,7 @@ def _write_approved(rt: Runtime, user: User, item: ReviewItem, lines: list[str])
         if origin is not None
         else saved_by(OPERATOR, "review")
     ) + f" item={item.id}"
-    promoter = _BY.search(item.source)  # a promotion keeps the member who proposed it
+    promoter = BY_FIELD.search(item.source)  # a promotion keeps the member who proposed it
     if promoter is not None:
         source += f" {promoter.group(0)}"
     ledger = rt.store.get(user, path)

@@ -31,9 +31,14 @@ if TYPE_CHECKING:
     from datetime import datetime
     from zoneinfo import ZoneInfo
 
+    from agent_harness.ids import User
+
 __all__ = [
+    "BY_FIELD",
     "NO_REPLY",
     "Source",
+    "by_field",
+    "by_writer",
     "clean_bullets",
     "covered_turns",
     "day_of",
@@ -46,6 +51,7 @@ __all__ = [
     "saved_by",
     "source_fields",
     "source_of",
+    "writer_named",
 ]
 
 NO_REPLY = "NO_REPLY"
@@ -103,6 +109,26 @@ def source_fields(line: str) -> str | None:
     """The raw fields of a ``> source:`` line (``session=s1 turns=3-5 model=...``)."""
     match = _SOURCE_LINE.match(line)
     return match.group(1) if match else None
+
+
+#: a source line's field naming who wrote into a shared scope (``by=<user key>``)
+BY_FIELD = re.compile(r"\bby=\S+")
+
+
+def by_field(user: User) -> str:
+    """The source-line field naming the member who wrote into a shared scope."""
+    return f"by={user.key}"
+
+
+def by_writer(user: User) -> str:
+    """The same member in a version's writer label (``api: memory_save by <key>``)."""
+    return f"by {user.key}"
+
+
+def writer_named(user: User) -> re.Pattern[str]:
+    """Where a source line or a writer label names ``user`` (``by_field``,
+    ``by_writer``), their key whole: what forgetting them looks for."""
+    return re.compile(rf"(?<=\bby[= ]){re.escape(user.key)}(?![A-Za-z0-9_%-])")
 
 
 def saved_by(origin: str, via: str) -> str:

@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Literal
 
 from agent_harness.errors import PayloadTooLargeError, ValidationFailedError
 from agent_harness.memory.facts.gate import Held
-from agent_harness.memory.facts.ledger import SOURCE_PREFIX, Source, day_of
+from agent_harness.memory.facts.ledger import (
+    SOURCE_PREFIX,
+    Source,
+    by_field,
+    by_writer,
+    day_of,
+)
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -67,7 +73,7 @@ def promoted_by(caller: User, source: Source | None, origin: str) -> str:
         if source is not None
         else f"{origin} via={VIA}"
     )
-    return f"{fields} by={caller.key}"
+    return f"{fields} {by_field(caller)}"
 
 
 def check_lines(rt: Runtime, content: str) -> list[str]:
@@ -126,7 +132,7 @@ def promote(
             authority=authority,
             provenance=f"{SOURCE_PREFIX} {fields}",
             at=now,
-            writer=f"{origin}: {VIA} by {caller.key}",
+            writer=f"{origin}: {VIA} {by_writer(caller)}",
         )
     return Promoted(str(grant.scope), len(admitted.lines), len(admitted.held), [])
 

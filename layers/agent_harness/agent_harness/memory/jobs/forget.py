@@ -27,7 +27,7 @@ expire within hours.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -36,11 +36,10 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.errors import PreconditionFailedError, StoreError
 from agent_harness.ids import User
+from agent_harness.memory.facts.ledger import writer_named
 from agent_harness.paths import REVIEW_FILE, SNAPSHOT_DIR
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from agent_harness.ports import StoredObject
     from agent_harness.runtime import Runtime
 
@@ -59,9 +58,9 @@ _WRITER = "forget: a writer anonymised"
 _SESSION = re.compile(r"\bsession=\S+")
 
 
-@dataclass(frozen=True)
+@dataclass
 class Scrubbed:
-    """What forgetting a user did to the shared scopes they wrote into."""
+    """What forgetting a user did to the shared scopes they wrote into (counts)."""
 
     scopes: int = 0
     #: current versions rewritten without them, older versions deleted, proposals dropped
@@ -69,26 +68,18 @@ class Scrubbed:
     versions: int = 0
     proposals: int = 0
 
-    def __add__(self, other: Scrubbed) -> Scrubbed:
-        return Scrubbed(
-            self.scopes + other.scopes,
-            self.anonymised + other.anonymised,
-            self.versions + other.versions,
-            self.proposals + other.proposals,
-        )
-
 
 @dataclass(frozen=True)
 class ForgetOutcome:
     object_versions: int
     items: int
-    scopes: Scrubbed = Scrubbed()
+    scopes: Scrubbed = field(default_factory=Scrubbed)
 
 
 def forget_user(rt: Runtime, user: User) -> ForgetOutcome:
     scrubbed = Scrubbed()
     for scope, since in rt.table.written_by(user).items():
-        scrubbed += scrub_scope(rt, user, User.for_scope(scope), since)
+        scrub_scope(rt, user, User.for_scope(scope), since, scrubbed)
     versions = rt.store.purge(user)
     items = rt.table.purge_user(user)
     versions += rt.store.purge(user)
@@ -100,61 +91,50 @@ def forget_user(rt: Runtime, user: User) -> ForgetOutcome:
     return ForgetOutcome(versions, items, scrubbed)
 
 
-def _mentions(user: User) -> re.Pattern[str]:
-    """``by=<key>`` (provenance) and ``by <key>`` (a version's writer), key whole."""
-    return re.compile(rf"(?<=\bby[= ]){re.escape(user.key)}(?![A-Za-z0-9_%-])")
+def scrub_scope(rt: Runtime, user: User, scope: User, since: str, done: Scrubbed) -> None:
+    """Take ``user`` out of ``scope``'s memory, counted into ``done``: every path with a
+    version from ``since`` (their first write there) on, current version first, then
+    the older ones."""
+    from agent_harness.memory.review import drop_where
 
-
-def scrub_scope(rt: Runtime, user: User, scope: User, since: str) -> Scrubbed:
-    """Take ``user`` out of ``scope``'s memory: every path with a version from ``since``
-    (their first write there) on, current version first, then the older ones."""
-    mentions = _mentions(user)
-
-    def names(obj: StoredObject | None) -> bool:
-        return obj is not None and bool(
-            mentions.search(obj.content) or mentions.search(obj.writer or "")
-        )
-
+    mentions = writer_named(user)
     try:
         floor = datetime.fromisoformat(since) - _SKEW
     except ValueError:
         floor = datetime.min.replace(tzinfo=UTC)  # unreadable: every version is read
-    done = Scrubbed(scopes=1)
+    done.scopes += 1
     for path in rt.store.changed_since(scope, floor):
-        derived = path.startswith(SNAPSHOT_DIR)
+        derived = path.startswith(SNAPSHOT_DIR)  # rebuilt by the next search: no rewrite
         if path == REVIEW_FILE:
-            from agent_harness.memory.review import drop_where
-
-            dropped = drop_where(rt, scope, lambda text: bool(mentions.search(text)))
-            done += Scrubbed(proposals=dropped)
+            done.proposals += drop_where(rt, scope, lambda text: bool(mentions.search(text)))
         elif not derived:
-            done += Scrubbed(anonymised=_anonymise(rt, scope, path, mentions, names))
+            done.anonymised += _anonymise(rt, scope, path, mentions)
         doomed = [
             v.version_id
             for v in rt.store.list_versions(scope, path)
             if (derived or not v.is_latest)
             and (v.last_modified is None or v.last_modified >= floor)
-            and names(rt.store.get_version(scope, path, v.version_id))
+            and _names(mentions, rt.store.get_version(scope, path, v.version_id))
         ]
         if doomed:
-            done += Scrubbed(versions=rt.store.delete_versions(scope, path, doomed))
+            done.versions += rt.store.delete_versions(scope, path, doomed)
     rt.listings.forget(scope.key)  # this container's bound sessions list it again
     logger.info("a forgotten writer taken out of a scope", extra={"scope": scope.id})
-    return done
 
 
-def _anonymise(
-    rt: Runtime,
-    scope: User,
-    path: str,
-    mentions: re.Pattern[str],
-    names: Callable[[StoredObject | None], bool],
-) -> int:
+def _names(mentions: re.Pattern[str], obj: StoredObject | None) -> bool:
+    """Does this version name the writer, in its text or its writer label?"""
+    if obj is None:
+        return False
+    return bool(mentions.search(obj.content) or mentions.search(obj.writer or ""))
+
+
+def _anonymise(rt: Runtime, scope: User, path: str, mentions: re.Pattern[str]) -> int:
     """Rewrite the current version without the user (If-Match, again after a lost race
     with an append): 1 if it named them, else 0."""
     for _ in range(_ATTEMPTS):
         current = rt.store.get(scope, path)
-        if current is None or not names(current):
+        if current is None or not _names(mentions, current):
             return 0
         text = "".join(
             _SESSION.sub("session=" + ANONYMOUS, mentions.sub(ANONYMOUS, line))
