@@ -5,25 +5,36 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from html import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import quote, urlencode
+
+from agent_harness.errors import InvalidRequestError
 
 if TYPE_CHECKING:
     from agent_harness.runtime import Runtime
 
 __all__ = [
+    "REVIEW_ACTIONS",
     "Ctx",
     "Page",
     "authority_badge",
+    "clipped",
+    "decide_forms",
     "error_page",
     "esc",
     "form",
     "ledger_url",
     "link",
     "notice",
+    "review_choice",
     "table",
     "user_url",
 ]
+
+ReviewAction = Literal["approve", "reject"]
+REVIEW_ACTIONS: dict[str, ReviewAction] = {"approve": "approve", "reject": "reject"}
+#: a line shown in a button's accessible name or a choice: at most this many characters
+NAME_CHARS = 60
 
 
 def esc(value: object) -> str:
@@ -114,6 +125,28 @@ def form(
     )
 
 
+def clipped(text: str) -> str:
+    """``text`` cut to ``NAME_CHARS``, an ellipsis marking the cut."""
+    return text if len(text) <= NAME_CHARS else text[: NAME_CHARS - 1] + "…"
+
+
+def decide_forms(action: str, token: str, item_id: str, text: str) -> str:
+    """Approve and Reject of one review item: each posts ``id`` and ``action`` to
+    ``action``, its button named with the item's (clipped) text."""
+    keep = f'<input type="hidden" name="id" value="{esc(item_id)}">'
+    return "".join(
+        form(
+            action,
+            token,
+            keep + f'<input type="hidden" name="action" value="{verb}">',
+            verb.capitalize(),
+            danger=verb == "reject",
+            describe=clipped(text),
+        )
+        for verb in REVIEW_ACTIONS
+    )
+
+
 @dataclass
 class Page:
     """One HTML page: a title, its body, and the user whose tabs it shows (if any)."""
@@ -182,3 +215,15 @@ class Ctx:
 
     def q(self, name: str, default: str = "") -> str:
         return self.query.get(name, default)
+
+
+def review_choice(ctx: Ctx) -> tuple[str, ReviewAction]:
+    """The item and the action a review decision's POST names (400 for none, or for
+    anything but approve or reject)."""
+    item_id = ctx.form.get("id", "").strip()
+    action = REVIEW_ACTIONS.get(ctx.form.get("action", ""))
+    if not item_id:
+        raise InvalidRequestError("choose a review item")
+    if action is None:
+        raise InvalidRequestError("the action must be approve or reject")
+    return item_id, action

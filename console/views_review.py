@@ -6,12 +6,22 @@ reject (dropped). The decisions are ``agent_harness.memory.review``'s, as in the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from agent_harness.errors import InvalidRequestError
 from agent_harness.memory.facts.ledger import source_of
 from agent_harness.memory.review import decide, list_review
-from console.page import Page, authority_badge, esc, form, link, notice, table, user_url
+from console.page import (
+    REVIEW_ACTIONS,
+    Page,
+    authority_badge,
+    decide_forms,
+    esc,
+    link,
+    notice,
+    review_choice,
+    table,
+    user_url,
+)
 from console.views import existing_user
 
 if TYPE_CHECKING:
@@ -21,8 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = ["decide_review", "review_page"]
 
-Action = Literal["approve", "reject"]
-ACTIONS: dict[str, Action] = {"approve": "approve", "reject": "reject"}
 #: why the gate held a line (``ReviewItem.reason``), in words
 REASONS = {
     "instruction": "an instruction (an injection, or a directive from below the user)",
@@ -31,8 +39,6 @@ REASONS = {
     "contact": "a claim about the user's contact details",
     "identity": "a claim about the user's identity",
 }
-#: a held line shown in a button's accessible name
-NAME_CHARS = 60
 
 
 def review_page(ctx: Ctx, user: User) -> Page:
@@ -57,7 +63,7 @@ def review_page(ctx: Ctx, user: User) -> Page:
             authority_badge(item.authority),
             esc(REASONS.get(item.reason, item.reason)),
             _came_from(user, item),
-            _decide_forms(ctx, user, item),
+            decide_forms(user_url(user.id, "review"), ctx.token, item.id, item.text),
         ]
         for item in items
     ]
@@ -85,23 +91,10 @@ def _came_from(user: User, item: ReviewItem) -> str:
     )
 
 
-def _decide_forms(ctx: Ctx, user: User, item: ReviewItem) -> str:
-    action = user_url(user.id, "review")
-    fields = {
-        a: f'<input type="hidden" name="id" value="{esc(item.id)}">'
-        f'<input type="hidden" name="action" value="{a}">'
-        for a in ACTIONS
-    }
-    what = item.text if len(item.text) <= NAME_CHARS else item.text[: NAME_CHARS - 1] + "…"
-    return form(action, ctx.token, fields["approve"], "Approve", describe=what) + form(
-        action, ctx.token, fields["reject"], "Reject", danger=True, describe=what
-    )
-
-
 def _done(ctx: Ctx) -> str:
     """The notice of the decision just made (the redirect's query)."""
     item, action = ctx.q("item"), ctx.q("done")
-    if not item or action not in ACTIONS:
+    if not item or action not in REVIEW_ACTIONS:
         return ""
     if action == "reject":
         return notice(f"Rejected {item}: dropped from the queue; nothing was written.", "ok")
@@ -122,12 +115,7 @@ def decide_review(ctx: Ctx, user: User) -> str:
     """A decision's POST (``id``, ``action``); a 404 page when the item is no longer
     queued (decided meanwhile, or pushed out), a 400 for anything but approve or reject."""
     existing_user(ctx, user)
-    item_id = ctx.form.get("id", "").strip()
-    action = ACTIONS.get(ctx.form.get("action", ""))
-    if not item_id:
-        raise InvalidRequestError("choose a review item")
-    if action is None:
-        raise InvalidRequestError("the action must be approve or reject")
+    item_id, action = review_choice(ctx)
     decision = decide(ctx.rt, user, item_id, action)
     return user_url(
         user.id,

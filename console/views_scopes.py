@@ -6,7 +6,7 @@ choke point ``resolve``), ``memory.facts.promotion`` and ``memory.review``, as i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote, urlencode
 
 from agent_harness import scopes
@@ -17,7 +17,19 @@ from agent_harness.memory.facts.authority import OPERATOR, parse_fact
 from agent_harness.memory.review import decide, list_review
 from agent_harness.usage import usage_report
 from console.charts import line_chart
-from console.page import Page, authority_badge, esc, form, link, notice, table, user_url
+from console.page import (
+    Page,
+    authority_badge,
+    clipped,
+    decide_forms,
+    esc,
+    form,
+    link,
+    notice,
+    review_choice,
+    table,
+    user_url,
+)
 
 if TYPE_CHECKING:
     from console.page import Ctx
@@ -34,9 +46,7 @@ __all__ = [
 ]
 
 ROLES = ("member", "maintainer")
-ACTIONS: dict[str, Literal["approve", "reject"]] = {"approve": "approve", "reject": "reject"}
 CHART_DAYS = 30
-NAME_CHARS = 60
 
 
 def scope_url(scope: str, *rest: str, **query: object) -> str:
@@ -180,26 +190,13 @@ def _queue(ctx: Ctx, name: str, owner: User) -> str:
     else:
         rows = []
         for item in items:
-            keep = f'<input type="hidden" name="id" value="{esc(item.id)}">'
-            what = item.text if len(item.text) <= NAME_CHARS else item.text[: NAME_CHARS - 1] + "…"
-            decide_forms = "".join(
-                form(
-                    scope_url(name, "review"),
-                    ctx.token,
-                    keep + f'<input type="hidden" name="action" value="{a}">',
-                    a.capitalize(),
-                    danger=a == "reject",
-                    describe=what,
-                )
-                for a in ACTIONS
-            )
             rows.append(
                 [
                     f'<p class="line">{esc(item.text)}</p>',
                     esc(item.reason),
                     f'<div class="src"><code>{esc(item.source)}</code></div>'
                     f'<div class="meta">{esc(item.created_at)}</div>',
-                    decide_forms,
+                    decide_forms(scope_url(name, "review"), ctx.token, item.id, item.text),
                 ]
             )
         listing = table(
@@ -218,9 +215,7 @@ def _queue(ctx: Ctx, name: str, owner: User) -> str:
 
 def decide_scope_review(ctx: Ctx, scope_text: str) -> str:
     scope = scopes.shared_scope(scope_text)
-    item_id, action = ctx.form.get("id", "").strip(), ACTIONS.get(ctx.form.get("action", ""))
-    if not item_id or action is None:
-        raise InvalidRequestError("choose a review item and approve or reject")
+    item_id, action = review_choice(ctx)
     decision = decide(ctx.rt, User.for_scope(str(scope)), item_id, action)
     verb = "Approved" if decision.action == "approve" else "Rejected"
     return scope_url(str(scope), done=f"{verb} {decision.id}")
@@ -236,7 +231,7 @@ def promote_section(ctx: Ctx, user: User, lines: list[str]) -> str:
     if not facts:
         return ""
     choices = "".join(
-        f'<option value="{n}">{esc(_short(parse_fact(line).text))}</option>'  # type: ignore[union-attr]
+        f'<option value="{n}">{esc(clipped(parse_fact(line).text))}</option>'  # type: ignore[union-attr]
         for n, line in facts
     )
     targets = "".join(f'<option value="{esc(s)}">{esc(s)}</option>' for s in [*member_of, "org"])
@@ -279,7 +274,3 @@ def promote(ctx: Ctx, user: User) -> str:
         else f"promoted into {done.scope}"
     )
     return user_url(user.id, promoted=what)
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= NAME_CHARS else text[: NAME_CHARS - 1] + "…"
