@@ -13,7 +13,7 @@ from agent_harness import scopes
 from agent_harness.errors import InvalidRequestError, ValidationFailedError
 from agent_harness.ids import User
 from agent_harness.memory import files
-from agent_harness.memory.facts.authority import OPERATOR, parse_fact
+from agent_harness.memory.facts.authority import ASSISTANT, parse_fact
 from agent_harness.memory.review import decide, list_review
 from agent_harness.usage import usage_report
 from console.charts import line_chart
@@ -252,7 +252,8 @@ def promote_section(ctx: Ctx, user: User, lines: list[str]) -> str:
 
 def promote(ctx: Ctx, user: User) -> str:
     """The promote button: one line of the user's MEMORY.md, as theirs (their read grant
-    through ``scopes.resolve``; a 403 page and nothing written when they are no member)."""
+    through ``scopes.resolve``; a 403 page and nothing written when they are no member),
+    with the authority it has there."""
     from agent_harness.memory.facts.promotion import promote as propose_lines
 
     try:
@@ -264,9 +265,11 @@ def promote(ctx: Ctx, user: User) -> str:
     if fact is None:
         raise ValidationFailedError("that line of MEMORY.md is not a fact (reload the page)")
     grant = scopes.resolve(ctx.rt, user, scopes.shared_scope(ctx.form.get("scope")), "read")
-    # the operator at the console vouches for the line, as for the console's edits
+    # the line keeps whose words it holds (untagged: the gate's default): promoting it
+    # vouches for nothing; a maintainer's approval is what makes a line ``operator``
+    authority = fact.authority or ASSISTANT
     done = propose_lines(
-        ctx.rt, user, grant, [f"- {fact.text}"], source=None, origin="console", authority=OPERATOR
+        ctx.rt, user, grant, [f"- {fact.text}"], source=None, origin="console", authority=authority
     )
     what = (
         f"queued for review in {done.scope}"

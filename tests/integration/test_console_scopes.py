@@ -101,6 +101,7 @@ def test_the_promote_button_queues_a_members_fact_and_a_maintainer_approves_it(c
     (item,) = list_review(rt, APOLLO)
     assert item.reason == "promotion" and "console via=memory_promote by=ann" in item.source
     assert item.text == "- Refunds over 500 EUR need a second approver."
+    assert item.authority == "save:api"  # as in Ann's MEMORY.md; an approval vouches
     assert "Refunds over 500" not in (rt.store.text(APOLLO, "MEMORY.md") or "")
 
     queue = page(console, "/scopes/project:apollo")
@@ -117,7 +118,8 @@ def test_a_maintainers_promotion_is_written_and_a_non_member_is_refused(console,
     set_member(rt, "agent:support", ANN, "maintainer")
     done = post(console, "/users/ann/promote", {"line": "1", "scope": "agent:support"})
     assert done.status_code == 303 and "promoted" in done.headers["location"]
-    assert "Refunds over 500 EUR" in (rt.store.text(SUPPORT, "MEMORY.md") or "")
+    # the line keeps whose words it holds: Ann's was saved over the API, not vouched for
+    assert "- [save:api] Refunds over 500 EUR" in (rt.store.text(SUPPORT, "MEMORY.md") or "")
 
     before = {k: list(v) for k, v in rt.store.objects.items()}
     refused = post(console, "/users/ann/promote", {"line": "1", "scope": "project:apollo"})

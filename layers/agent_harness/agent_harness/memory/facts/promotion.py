@@ -101,8 +101,8 @@ def promote(
 ) -> Promoted:
     """Propose ``lines`` for ``grant``'s scope (the caller's read grant): queued for its
     maintainers' review, or, for a maintainer, written at once. ``authority``: whose
-    words they are (default ``save:<origin>``; the console's operator vouches as
-    ``operator``)."""
+    words they are (default ``save:<origin>``; the console's promotion keeps the line's
+    own from the user's MEMORY.md)."""
     from agent_harness.import_budget import imports_admitted
     from agent_harness.memory.files import save_memories
     from agent_harness.memory.review import hold
