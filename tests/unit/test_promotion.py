@@ -100,16 +100,16 @@ def test_an_outsider_may_not_promote_and_bad_requests_write_nothing() -> None:
     assert list_review(rt, APOLLO) == [] and rt.store.get(APOLLO, "MEMORY.md") is None
 
 
-def test_the_agents_memory_promote_queues_with_the_session_and_turn() -> None:
+def promoting_turn(user: User):  # type: ignore[no-untyped-def]
+    """A turn of ``user``'s session s1, bound to project:apollo, whose model promotes FACT."""
     promote = tool_call("memory_promote", json.dumps({"scope": "project:apollo", "content": FACT}))
-    rt, model = scoped_runtime(promote, "Proposed it.")
-    run_turn(
-        rt,
-        BOB,
-        "s1",
-        "Share the refund rule with the team",
-        binding=bind("project:apollo"),
-    )
+    rt, model = scoped_runtime(promote, "Done.")
+    run_turn(rt, user, "s1", "Share the refund rule with the team", binding=bind("project:apollo"))
+    return rt, model
+
+
+def test_the_agents_memory_promote_queues_with_the_session_and_turn() -> None:
+    rt, model = promoting_turn(BOB)
     answer = next(m.content for m in model.requests[1].messages if m.role == "tool")
     assert answer.startswith("Promoting 1 to project:apollo: queued")
     (item,) = list_review(rt, APOLLO)
@@ -131,15 +131,7 @@ def test_memory_promote_is_offered_only_with_bound_scopes_and_only_for_them() ->
 
 
 def test_a_maintainers_agent_promotion_is_written_once() -> None:
-    promote = tool_call("memory_promote", json.dumps({"scope": "project:apollo", "content": FACT}))
-    rt, _ = scoped_runtime(promote, "Done.")
-    run_turn(
-        rt,
-        ANN,
-        "s1",
-        "Add the refund rule for the team",
-        binding=bind("project:apollo"),
-    )
+    rt, _ = promoting_turn(ANN)
     text = rt.store.text(APOLLO, "MEMORY.md")
     assert text.count("second approver") == 1
     (ledger,) = rt.store.list(APOLLO, "memory/")
