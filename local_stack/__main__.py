@@ -32,6 +32,20 @@ def main(argv: list[str] | None = None) -> int:
         help="the user of a request without X-User-Id (default: none, a 401); for clients "
         "that cannot send headers, such as the MCP conformance suite",
     )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=int(os.environ.get("LOCAL_CONCURRENCY", 10)),
+        help="the most containers (a process each) every function runs at once; further "
+        "requests wait for a free one (default 10)",
+    )
+    parser.add_argument(
+        "--switch-interval",
+        type=float,
+        default=float(os.environ.get("LOCAL_SWITCH_INTERVAL") or 0) or None,
+        help="the interpreter's thread switch interval in seconds, in the stack and in every "
+        "container (default: Python's, 0.005); a tiny one makes races show at once",
+    )
     args = parser.parse_args(argv)
 
     stack = LocalStack(
@@ -41,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
             schedule_seconds=args.schedule_seconds,
             aws_only=args.aws_only,
             default_user=args.default_user,
+            concurrency=args.concurrency,
+            switch_interval=args.switch_interval,
         )
     )
     done = threading.Event()

@@ -1,9 +1,13 @@
-"""Run the real handlers in-process, the way Lambda would.
+"""Lambda's shapes for the real handlers: events, contexts, and a handler imported in
+this process (for tests and benchmarks that invoke it one event at a time).
 
 Each handler module is imported under *its own* function environment (Globals plus the
 function's variables from template.yaml, resolved), because handlers read their
 configuration once at import, as in a Lambda container. Events are built in the exact
-shapes Lambda delivers: API Gateway HTTP API v2 payloads and SQS batch records.
+shapes Lambda delivers: API Gateway HTTP API v2 payloads and SQS batch records. The
+local stack runs its containers as processes (``local_stack.containers``): copies of a
+handler module in one process share Powertools' class-level state, so they must not
+serve events at the same time.
 """
 
 from __future__ import annotations
@@ -64,8 +68,9 @@ def handler_path(template: dict[str, Any], function_id: str) -> Path:
 
 def import_handler(resolver: Resolver, function_id: str, env: dict[str, str]) -> ModuleType:
     """Load a fresh copy of a function's handler module under ``env``: a cold start of one
-    container. Copies share nothing module-level, so several can serve requests at once,
-    each one request at a time, as Lambda runs them."""
+    container in this process. Copies have their own module globals but share every
+    library's class-level state (Powertools keeps the current event on a class), so
+    invoke them one event at a time; concurrency needs ``local_stack.containers``."""
     name = f"{handler_module_name(resolver.template, function_id)}__container{next(_CONTAINERS)}"
     spec = importlib.util.spec_from_file_location(
         name, handler_path(resolver.template, function_id)
@@ -76,32 +81,6 @@ def import_handler(resolver: Resolver, function_id: str, env: dict[str, str]) ->
         sys.modules[name] = module
         spec.loader.exec_module(module)
     return module
-
-
-class ContainerPool:
-    """Warm containers of one function; a new one is cold-started when all are busy."""
-
-    def __init__(self, resolver: Resolver, function_id: str, env: dict[str, str]) -> None:
-        self.function_id = function_id
-        self._resolver = resolver
-        self._env = env
-        self._idle: list[ModuleType] = [import_handler(resolver, function_id, env)]
-        self._lock = threading.Lock()
-        self.started = 1
-
-    def invoke(self, event: dict[str, Any]) -> Any:
-        with self._lock:
-            module = self._idle.pop() if self._idle else None
-        if module is None:
-            module = import_handler(self._resolver, self.function_id, self._env)
-            with self._lock:
-                self.started += 1
-        try:
-            timeout = function_timeout(self._resolver.template, self.function_id)
-            return module.lambda_handler(event, context_for(self.function_id, timeout))
-        finally:
-            with self._lock:
-                self._idle.append(module)
 
 
 @dataclass

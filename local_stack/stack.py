@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -30,7 +31,15 @@ import boto3
 from agent_harness.api.origins import refusal
 from agent_harness.settings import Settings
 from agent_harness.tokens import DEFAULT_CACHE_DIR
-from local_stack.lambdas import ContainerPool, http_event, scheduled_event, sqs_record
+from local_stack.containers import ContainerPool, FunctionSpec
+from local_stack.lambdas import (
+    function_timeout,
+    handler_module_name,
+    handler_path,
+    http_event,
+    scheduled_event,
+    sqs_record,
+)
 from local_stack.moto_atomic import serialise_dynamodb
 from local_stack.resources import create_resources, function_environment, load_template
 
@@ -48,6 +57,10 @@ _RESOURCE_VARS = {
     "TIKTOKEN_CACHE_DIR",
 }
 _PASSTHROUGH_PREFIXES = ("HARNESS_", "OPENAI_", "OLLAMA_", "ANTHROPIC_", "POWERTOOLS_")
+FUNCTIONS = ("AgentCallFunction", "MemoryFlushFunction", "MemoryConsolidateFunction")
+FUNCTION_NAMES = dict(
+    zip(FUNCTIONS, ("agent_call", "memory_flush", "memory_consolidate"), strict=True)
+)
 
 
 #: API Gateway's HTTP API refuses a larger request body (its payload quota, 10 MB)
@@ -72,6 +85,11 @@ class LocalStackConfig:
     #: send a header, such as the MCP conformance suite
     default_user: str | None = None
     verbose: bool = True  # one line per request, batch and tick
+    #: the most containers (processes) each function runs at once; more requests wait
+    concurrency: int = 10
+    #: ``sys.setswitchinterval`` in the stack and its containers (None: Python's default);
+    #: a tiny interval changes no semantics and makes a race between threads show at once
+    switch_interval: float | None = None
     environ: dict[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
@@ -108,6 +126,8 @@ class LocalStack:
             "AWS_REGION": "us-east-1",
         }.items():
             os.environ[key] = value
+        if self.config.switch_interval:
+            sys.setswitchinterval(self.config.switch_interval)
         os.environ.pop("AWS_PROFILE", None)
         os.environ.pop("AWS_SESSION_TOKEN", None)
         # read at flush time, so process-wide: EMF metric blobs only clutter a terminal
@@ -136,18 +156,20 @@ class LocalStack:
         )
         if self.config.aws_only:
             return
-        functions = ("AgentCallFunction", "MemoryFlushFunction", "MemoryConsolidateFunction")
-        envs = {f: self.function_env(f) for f in functions}
-        # In Lambda a function's variables are there for its whole life, not only at import
-        # (Powertools reads some when an object is first made). One process hosts all three
-        # functions here, so what all of them share is set for the process; the few that
-        # differ (timeouts, lease lengths) are read into Settings when each one imports.
-        first = envs[functions[0]]
-        os.environ.update(
-            {k: v for k, v in first.items() if all(e.get(k) == v for e in envs.values())}
-        )
-        for function_id in functions:
-            self.pools[function_id] = ContainerPool(self.resolver, function_id, envs[function_id])
+        # Each container is a process of its own, started with its function's whole
+        # environment, as a Lambda container is: nothing is shared between containers, and
+        # each serves one invocation at a time (local_stack/containers.py).
+        base = dict(os.environ)
+        for function_id in FUNCTIONS:
+            spec = FunctionSpec(
+                function_id=function_id,
+                module_name=handler_module_name(template, function_id),
+                handler_path=str(handler_path(template, function_id)),
+                environment={**base, **self.function_env(function_id)},
+                timeout_seconds=function_timeout(template, function_id),
+                switch_interval=self.config.switch_interval,
+            )
+            self.pools[function_id] = ContainerPool(spec, self.config.concurrency)
         self._start_http()
         self._start_thread("poller:FlushQueue", self._poll, "FlushQueue", "MemoryFlushFunction")
         self._start_thread(
@@ -180,6 +202,8 @@ class LocalStack:
             self.http.server_close()
         for thread in self.threads:
             thread.join(timeout=10)
+        for pool in self.pools.values():
+            pool.stop()
         self.moto.stop()
 
     def _log(self, line: str, *, error: bool = False) -> None:
@@ -357,6 +381,9 @@ class LocalStack:
             ),
             "  doors                Host 127.0.0.1/localhost/[::1] only (else 421); a browser's "
             "Origin only if HARNESS_ALLOWED_ORIGINS lists it (else 403)",
+            "  containers           "
+            + ", ".join(f"{FUNCTION_NAMES[f]} up to {pool.limit}" for f, pool in self.pools.items())
+            + " (a process each, one invocation at a time)",
             "  SQS poller           FlushQueue -> memory_flush, "
             "ConsolidationQueue -> memory_consolidate",
             f"  schedule timer       every {self.config.schedule_seconds:g} s "
