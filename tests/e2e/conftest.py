@@ -60,7 +60,8 @@ class FakeLLM:
     """Chat completions that answer ``ack: <last user message>``, or, for a user message
     with a script, its next scripted answer (tool calls included). A message containing
     ``[slow]`` is held until ``release`` is set, to keep a session lease busy (one with
-    ``[0.5s]`` for half a second); one
+    ``[0.5s]`` for half a second; one with ``[held]`` until ``held_release`` is set, which
+    a test clears first); one
     containing ``[together]`` waits at ``together`` for others (see ``Rendezvous``).
     ``spans`` records when each request came in and was answered."""
 
@@ -68,6 +69,7 @@ class FakeLLM:
     requests: list[dict[str, Any]] = field(default_factory=list)
     slow_entered: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
+    held_release: threading.Event = field(default_factory=threading.Event)
     scripts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     together: Rendezvous = field(default_factory=Rendezvous)
     #: (last user message, received, answered) per request, by ``time.monotonic()``
@@ -124,6 +126,8 @@ class FakeLLM:
                 if "[slow]" in last:
                     fake.slow_entered.set()
                     fake.release.wait(30)
+                if "[held]" in last:
+                    fake.held_release.wait(120)
                 message: dict[str, Any] = {"role": "assistant", "content": f"ack: {last}"}
                 if fake.scripts.get(last):
                     message = fake.scripts[last].pop(0)
@@ -207,6 +211,9 @@ def local_stack(fake_llm: FakeLLM) -> Iterator[LocalStackProcess]:
             "HARNESS_COMPACTION_MODEL": "offline",
             "OPENAI_BASE_URL": f"http://127.0.0.1:{fake_llm.port}/v1",
             "OPENAI_API_KEY": "sk-e2e",
+            # as many agent containers as the reliability suite sends calls at once, as
+            # Lambda scales out (each a process: ~70 MB)
+            "LOCAL_CONCURRENCY": "50",
         }
     )
     yield stack
