@@ -39,8 +39,13 @@ class Stack:
         return LOCAL_NAMES["StateTable"]
 
     def env(self, function_id: str, **overrides: str) -> dict[str, str]:
+        """The function's template variables, as the local stack gives them: no daily
+        budgets (a test sets them), and DELETE /v1/memory forgetting in the agent's own
+        process (the invocation of the forget function is a test of its own)."""
         env = function_environment(self.resolver, function_id)
         env["TIKTOKEN_CACHE_DIR"] = str(DEFAULT_CACHE_DIR)  # the layer's /opt path locally
+        env.update(HARNESS_USER_DAILY_TOKENS="0", HARNESS_USER_DAILY_TURNS="0")
+        env.pop("HARNESS_FORGET_FUNCTION", None)
         env.update(overrides)
         return env
 

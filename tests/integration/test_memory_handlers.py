@@ -395,3 +395,73 @@ def test_a_session_id_with_a_colon_works_through_a_turn_the_flush_search_and_for
     forgotten = stack.invoke(agent, load_event("agent_call_forget.json"), AGENT)
     assert forgotten["statusCode"] == 204
     assert not [k for k in stack.object_keys() if k.startswith("users/alice/")]
+
+
+class InvokesInProcess:
+    """A Lambda client whose Invoke runs a handler module of this process, as the
+    service would run the named function (moto's Lambda would need Docker)."""
+
+    def __init__(self, stack: Stack, handlers: dict[str, object]) -> None:
+        self.stack, self.handlers = stack, handlers
+        self.invoked: list[str] = []
+
+    def invoke(self, *, FunctionName: str, InvocationType: str, Payload: bytes) -> dict:
+        import io
+
+        assert InvocationType == "RequestResponse"
+        self.invoked.append(FunctionName)
+        function_id = {self.stack.resolver.refs[f]: f for f in self.handlers}[FunctionName]
+        event = json.loads(Payload)
+        answer = self.stack.invoke(self.handlers[function_id], event, function_id)
+        return {"StatusCode": 200, "Payload": io.BytesIO(json.dumps(answer).encode())}
+
+
+# both handlers share this process's metric set (two processes in Lambda): the forget
+# handler's flush empties it before the agent's
+@pytest.mark.filterwarnings("ignore:No application metrics to publish")
+def test_delete_memory_in_the_agent_function_runs_in_the_forget_function(stack: Stack) -> None:
+    """The agent function holds no erasure rights: DELETE /v1/memory invokes the forget
+    function (its event: events/memory_forget.json), which removes every version and
+    item of the user and answers what it removed."""
+    agent = stack.handler(
+        AGENT, HARNESS_FORGET_FUNCTION=stack.resolver.refs["MemoryForgetFunction"]
+    )
+    forget = stack.handler("MemoryForgetFunction")
+    post(stack, agent, "s1", "Remember that I prefer window seats.")
+    assert [k for k in stack.object_keys() if k.startswith("users/alice/")]
+
+    direct = stack.invoke(forget, load_event("memory_forget.json"), "MemoryForgetFunction")
+    assert direct["object_versions"] >= 2 and direct["items"] >= 1
+    assert not [k for k in stack.object_keys() if k.startswith("users/alice/")]
+
+    post(stack, agent, "s2", "Remember that I like tea.")
+    lambdas = InvokesInProcess(stack, {"MemoryForgetFunction": forget})
+    agent.runtime.eraser._make_client = lambda: lambdas
+    forgotten = stack.invoke(agent, load_event("agent_call_forget.json"), AGENT)
+    assert forgotten["statusCode"] == 204, forgotten
+    assert lambdas.invoked == [stack.resolver.refs["MemoryForgetFunction"]]
+    assert not [k for k in stack.object_keys() if k.startswith("users/alice/")]
+    assert not [i for i in stack.items() if i["pk"]["S"] == "U#alice"]
+
+
+def test_a_forget_function_that_fails_is_a_503_and_the_request_can_be_sent_again(
+    stack: Stack,
+) -> None:
+    agent = stack.handler(
+        AGENT, HARNESS_FORGET_FUNCTION=stack.resolver.refs["MemoryForgetFunction"]
+    )
+    post(stack, agent, "s1", "Remember that I prefer window seats.")
+
+    class Failing:
+        def invoke(self, **_: object) -> dict:
+            import io
+
+            error = {"errorMessage": "S3 was down", "errorType": "StoreError"}
+            payload = io.BytesIO(json.dumps(error).encode())
+            return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": payload}
+
+    agent.runtime.eraser._make_client = Failing
+    failed = stack.invoke(agent, load_event("agent_call_forget.json"), AGENT)
+    assert failed["statusCode"] == 503, failed
+    assert "again" in body(failed)["error"]["message"]
+    assert [k for k in stack.object_keys() if k.startswith("users/alice/")]  # nothing lost

@@ -208,6 +208,15 @@ def _parser() -> argparse.ArgumentParser:
     forget.add_argument("user")
     forget.add_argument("--yes", action="store_true", help="confirm: this cannot be undone")
 
+    restore = commands.add_parser(
+        "restore", help="copy memory from a bucket and table a stack kept into this stack's"
+    )
+    restore.add_argument("--from-bucket", required=True, help="the kept workspace bucket")
+    restore.add_argument("--from-table", required=True, help="the kept (or PITR) table")
+    restore.add_argument("--as-of", help="the objects as they stood then (ISO time)")
+    restore.add_argument("--user", help="one user only (default: every user and scope)")
+    restore.add_argument("--yes", action="store_true", help="confirm: overwrites this stack's")
+
     dlq = commands.add_parser("dlq", help="dead-letter queues: list or redrive")
     dlq.add_argument("action", choices=["list", "redrive"])
     dlq.add_argument("queue", choices=["flush", "consolidation"])
@@ -226,6 +235,8 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
 
     if args.command == "dlq":
         return _dlq(args, rt)
+    if args.command == "restore":
+        return _restore(args, rt, out)
     if args.command == "users":
         return _users(args, rt)
     if args.command == "top":
@@ -396,6 +407,32 @@ def _top(args: argparse.Namespace, rt: Runtime) -> int:
     from agent_harness.usage import top_report
 
     _print(top_report(rt, args.day, args.limit))
+    return 0
+
+
+def _restore(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None]) -> int:
+    from datetime import datetime
+
+    from agent_harness.aws.restore import restore
+
+    if not args.yes:
+        out("refusing to restore without --yes (it overwrites this stack's copies)")
+        return 2
+    as_of = datetime.fromisoformat(args.as_of) if args.as_of else None
+    if as_of is not None and as_of.tzinfo is None:
+        out("--as-of needs a UTC offset (2026-12-01T09:00:00+00:00)")
+        return 2
+    done = restore(
+        rt.clients["s3"],
+        rt.clients["dynamodb"],
+        from_bucket=args.from_bucket,
+        to_bucket=rt.settings.bucket,
+        from_table=args.from_table,
+        to_table=rt.settings.table,
+        as_of=as_of,
+        user=User.from_id(args.user) if args.user else None,
+    )
+    _print(asdict(done))
     return 0
 
 

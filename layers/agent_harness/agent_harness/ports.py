@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agent_harness.erasure_ports import Eraser, ForgetOutcome, Scrubbed
 from agent_harness.errors import PreconditionFailedError, StoreError
 from agent_harness.member_ports import Member, MembershipTable
 from agent_harness.usage_ports import (
@@ -57,8 +58,10 @@ __all__ = [
     "ConsolidationTable",
     "DayUsage",
     "DueUser",
+    "Eraser",
     "FlushDue",
     "FlushTable",
+    "ForgetOutcome",
     "GateClaim",
     "ImportCheck",
     "JobQueue",
@@ -67,6 +70,7 @@ __all__ = [
     "MembershipTable",
     "ObjectInfo",
     "PauseMark",
+    "Scrubbed",
     "SessionState",
     "SessionTable",
     "StateTable",

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from agent_harness.ports import (
         Budget,
+        Eraser,
         JobQueue,
         SessionState,
         StateTable,
@@ -72,6 +73,8 @@ class Runtime:
     #: the remote tool servers (MCP) of this container: built on first use, so importing
     #: a handler imports no MCP code and opens no connection
     tool_servers: ToolServers | None = None
+    #: where forgetting a user runs when not here (deployed: the forget function)
+    eraser: Eraser | None = None
 
     def remote_tool_servers(self) -> ToolServers | None:
         if self.tool_servers is None and self.settings.mcp_servers:
@@ -106,6 +109,12 @@ class Runtime:
         if missing:
             raise ConfigError(f"missing configuration: {', '.join(missing)}")
         made = clients or aws_clients(session)
+        eraser = None
+        if settings.forget_function:
+            from agent_harness.aws.clients import lambda_client
+            from agent_harness.aws.eraser import LambdaEraser
+
+            eraser = LambdaEraser(settings.forget_function, lambda: lambda_client(session))
         counter = TokenCounter(settings.token_encoding, settings.tiktoken_cache_dir)
         deadline = Deadline(settings.deadline_margin_seconds)
         return cls(
@@ -122,4 +131,5 @@ class Runtime:
             sleep=sleep,
             clients=made,
             deadline=deadline,
+            eraser=eraser,
         )

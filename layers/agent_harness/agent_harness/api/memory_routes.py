@@ -232,9 +232,9 @@ def memory_routes(rt: Runtime) -> Router:
     @router.delete("/v1/memory")
     def forget() -> Response[str]:
         """Forget the caller entirely (docs/design.md#forget-removes-all)."""
-        from agent_harness.memory.jobs.forget import forget_user
+        from agent_harness.memory.jobs.forget import erase
 
-        forget_user(rt, http.user())
+        erase(rt, http.user())
         return Response(status_code=204, body="")
 
     return router

@@ -27,7 +27,6 @@ expire within hours.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -38,12 +37,13 @@ from agent_harness.errors import PreconditionFailedError, StoreError
 from agent_harness.ids import User
 from agent_harness.memory.facts.ledger import writer_named
 from agent_harness.paths import REVIEW_FILE, SNAPSHOT_DIR
+from agent_harness.ports import ForgetOutcome, Scrubbed
 
 if TYPE_CHECKING:
     from agent_harness.ports import StoredObject
     from agent_harness.runtime import Runtime
 
-__all__ = ["ANONYMOUS", "ForgetOutcome", "Scrubbed", "forget_user", "scrub_scope"]
+__all__ = ["ANONYMOUS", "ForgetOutcome", "Scrubbed", "erase", "forget_user", "scrub_scope"]
 
 logger = Logger(child=True)
 metrics = Metrics()
@@ -58,22 +58,13 @@ _WRITER = "forget: a writer anonymised"
 _SESSION = re.compile(r"\bsession=\S+")
 
 
-@dataclass
-class Scrubbed:
-    """What forgetting a user did to the shared scopes they wrote into (counts)."""
-
-    scopes: int = 0
-    #: current versions rewritten without them, older versions deleted, proposals dropped
-    anonymised: int = 0
-    versions: int = 0
-    proposals: int = 0
-
-
-@dataclass(frozen=True)
-class ForgetOutcome:
-    object_versions: int
-    items: int
-    scopes: Scrubbed = field(default_factory=Scrubbed)
+def erase(rt: Runtime, user: User) -> ForgetOutcome:
+    """Forget ``user`` where the erasure rights are: deployed, the forget function (the
+    agent function, which faces the internet, holds none: docs/deploy.md#permissions);
+    in tests and the operator's tools, here."""
+    if rt.eraser is not None:
+        return rt.eraser.forget(user)
+    return forget_user(rt, user)
 
 
 def forget_user(rt: Runtime, user: User) -> ForgetOutcome:
