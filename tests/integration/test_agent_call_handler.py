@@ -508,6 +508,7 @@ def test_a_model_that_never_answers_is_a_504_before_the_function_timeout(stack: 
             FN,
             HARNESS_MODEL="openai:hanging-model",
             OPENAI_BASE_URL=f"http://127.0.0.1:{server.port}/v1",
+            HARNESS_REQUIRE_HTTPS="false",  # a plain local server stands in for the provider
             OPENAI_API_KEY="sk-test",
             HARNESS_DEADLINE_MARGIN_SECONDS="3",
         )

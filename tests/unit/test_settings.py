@@ -212,3 +212,67 @@ def test_a_deployed_stack_takes_tool_server_credentials_only_from_secrets(
     ]
     deployed = {"HARNESS_MCP_SERVERS": json.dumps(fine), "HARNESS_ALLOW_PLAIN_SECRETS": "false"}
     assert Settings.from_env(deployed).mcp_servers[0].headers_secret == "agent-harness/mcp/crm"
+
+
+def test_a_stacks_tool_server_credentials_live_under_its_own_prefix() -> None:
+    """One stack of an account never reads another's credentials (a dev stack,
+    production's): deployed, the names carry the stack's name, as its IAM policy does."""
+    import json
+
+    def servers(secret: str, parameter: str) -> str:
+        entry = {"name": "crm", "url": "https://crm.example.com/mcp"}
+        return json.dumps([{**entry, "headers_secret": secret, "headers_parameter": parameter}])
+
+    deployed = {"HARNESS_ALLOW_PLAIN_SECRETS": "false", "HARNESS_STACK_NAME": "prod"}
+    own = servers("agent-harness/prod/mcp/crm", "/agent-harness/prod/mcp/crm")
+    assert Settings.from_env({**deployed, "HARNESS_MCP_SERVERS": own}).mcp_servers
+    for secret, parameter, fragment in (
+        ("agent-harness/dev/mcp/crm", "/agent-harness/prod/mcp/crm", "agent-harness/prod/mcp/"),
+        ("agent-harness/prod/mcp/crm", "/agent-harness/mcp/crm", "/agent-harness/prod/mcp/"),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            Settings.from_env({**deployed, "HARNESS_MCP_SERVERS": servers(secret, parameter)})
+        assert fragment in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("env", "variable"),
+    [
+        (
+            {"HARNESS_MODEL": "openai:gpt-4.1-mini", "OPENAI_BASE_URL": "http://gw.example/v1"},
+            "OPENAI_BASE_URL",
+        ),
+        (
+            {
+                "HARNESS_MEMORY_MODEL": "ollama:qwen2.5",
+                "OLLAMA_BASE_URL": "http://10.0.0.5:11434/v1",
+            },
+            "OLLAMA_BASE_URL",
+        ),
+        (
+            {
+                "HARNESS_COMPACTION_MODEL": "anthropic:claude-haiku",
+                "ANTHROPIC_BASE_URL": "http://a.example",
+            },
+            "ANTHROPIC_BASE_URL",
+        ),
+    ],
+)
+def test_outside_dev_mode_every_model_endpoint_in_use_is_https(env: dict, variable: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env({**env, "HARNESS_REQUIRE_HTTPS": "true"})
+    assert variable in caught.value.message and "https://" in caught.value.message
+    assert Settings.from_env(env)  # dev mode and the local stack: a plain local server is fine
+
+
+def test_outside_dev_mode_an_unused_providers_plain_url_and_https_servers_pass() -> None:
+    import json
+
+    strict = {"HARNESS_REQUIRE_HTTPS": "true", "HARNESS_MODEL": "offline"}
+    assert Settings.from_env({**strict, "OLLAMA_BASE_URL": "http://127.0.0.1:11434/v1"})
+    plain = [{"name": "crm", "url": "http://crm.example.com/mcp"}]
+    with pytest.raises(ConfigError, match="HARNESS_MCP_SERVERS") as caught:
+        Settings.from_env({**strict, "HARNESS_MCP_SERVERS": json.dumps(plain)})
+    assert "https://" in caught.value.message
+    secure = [{"name": "crm", "url": "https://crm.example.com/mcp"}]
+    assert Settings.from_env({**strict, "HARNESS_MCP_SERVERS": json.dumps(secure)}).mcp_servers

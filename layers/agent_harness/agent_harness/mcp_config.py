@@ -8,10 +8,9 @@ import re
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
-    "MCP_PARAMETER_PREFIX",
-    "MCP_SECRET_PREFIX",
     "McpServerConfig",
     "check_deployed_credentials",
+    "credential_prefixes",
 ]
 
 _CREDENTIAL_HEADER = re.compile(r"auth|token|secret|key|password|cookie|credential", re.I)
@@ -65,12 +64,15 @@ class McpServerConfig(BaseModel):
         return value
 
 
-#: the names a deployed stack may read header credentials from (its IAM policy says so)
-MCP_SECRET_PREFIX = "agent-harness/mcp/"
-MCP_PARAMETER_PREFIX = "/agent-harness/mcp/"
+def credential_prefixes(stack_name: str) -> tuple[str, str]:
+    """The Secrets Manager and SSM name prefixes a deployed stack's functions may read
+    header credentials from (their IAM policy says so): the stack's own, so one stack of
+    an account never reads another's (a dev stack, production's)."""
+    stack = f"{stack_name}/" if stack_name else ""
+    return f"agent-harness/{stack}mcp/", f"/agent-harness/{stack}mcp/"
 
 
-def check_deployed_credentials(server: McpServerConfig) -> None:
+def check_deployed_credentials(server: McpServerConfig, stack_name: str = "") -> None:
     """In a deployed stack credentials come from Secrets Manager or SSM, under the names
     the functions may read; a plain header that looks like one is refused."""
     for header in server.headers:
@@ -80,14 +82,15 @@ def check_deployed_credentials(server: McpServerConfig) -> None:
                 "in headers_secret (Secrets Manager) or headers_parameter (SSM), never in a "
                 "plain parameter"
             )
-    if server.headers_secret and not server.headers_secret.startswith(MCP_SECRET_PREFIX):
+    secret_prefix, parameter_prefix = credential_prefixes(stack_name)
+    if server.headers_secret and not server.headers_secret.startswith(secret_prefix):
         raise ValueError(
-            f"headers_secret of server {server.name!r} must be named {MCP_SECRET_PREFIX}...: "
+            f"headers_secret of server {server.name!r} must be named {secret_prefix}...: "
             "the functions may read only those secrets"
         )
     parameter = server.headers_parameter
-    if parameter and not parameter.startswith(MCP_PARAMETER_PREFIX):
+    if parameter and not parameter.startswith(parameter_prefix):
         raise ValueError(
             f"headers_parameter of server {server.name!r} must be named "
-            f"{MCP_PARAMETER_PREFIX}...: the functions may read only those parameters"
+            f"{parameter_prefix}...: the functions may read only those parameters"
         )

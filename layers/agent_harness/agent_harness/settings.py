@@ -23,6 +23,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from agent_harness.errors import ConfigError
@@ -128,6 +129,9 @@ ENV: dict[str, str] = {
     "tool_result_timeout_seconds": "HARNESS_TOOL_RESULT_TIMEOUT_SECONDS",
     "max_tool_result_chars": "HARNESS_MAX_TOOL_RESULT_CHARS",
     "allow_plain_secrets": "HARNESS_ALLOW_PLAIN_SECRETS",
+    "require_https": "HARNESS_REQUIRE_HTTPS",
+    "stack_name": "HARNESS_STACK_NAME",
+    "forget_function": "HARNESS_FORGET_FUNCTION",
     "mcp_servers": "HARNESS_MCP_SERVERS",
     "due_shards": "HARNESS_DUE_SHARDS",
     "token_encoding": "HARNESS_TOKEN_ENCODING",
@@ -281,7 +285,15 @@ class Settings(BaseModel):
     #: Secrets Manager or SSM, never from a plain parameter (declared before mcp_servers,
     #: whose check reads it)
     allow_plain_secrets: bool = True
+    #: true in a deployed stack outside dev mode (the template): every model and tool
+    #: server endpoint in use must be https:// (declared before mcp_servers)
+    require_https: bool = False
+    #: the stack's name: deployed, MCP credentials live under agent-harness/<stack>/mcp/
+    stack_name: str = Field(default="", pattern=r"^[A-Za-z0-9-]{0,128}$")
     mcp_servers: tuple[McpServerConfig, ...] = ()
+    #: the function that forgets a user (deployed: the agent function holds no erasure
+    #: rights and invokes it); empty: forget in this process
+    forget_function: str = ""
 
     # fan-out and tokens
     due_shards: int = Field(default=16, gt=0, le=1024)
@@ -407,8 +419,28 @@ class Settings(BaseModel):
             raise ValueError(f"server name {duplicates[0]!r} is used twice")
         if not info.data.get("allow_plain_secrets", True):
             for server in value:
-                check_deployed_credentials(server)
+                check_deployed_credentials(server, info.data.get("stack_name", ""))
+        if info.data.get("require_https"):
+            plain = [s.name for s in value if not s.url.lower().startswith("https://")]
+            if plain:
+                raise ValueError(f"server {plain[0]!r} must be an https:// URL")
         return value
+
+    @model_validator(mode="after")
+    def _check_https(self) -> Settings:
+        """Deployed outside dev mode, the endpoint of every model in use is https://."""
+        if not self.require_https:
+            return self
+        urls = {
+            "openai": ("OPENAI_BASE_URL", self.openai_base_url),
+            "ollama": ("OLLAMA_BASE_URL", self.ollama_base_url),
+            "anthropic": ("ANTHROPIC_BASE_URL", self.anthropic_base_url),
+        }
+        for role in ("agent", "memory", "compaction"):
+            name, url = urls.get(self.model_for(role).provider, ("", "https://"))
+            if not url.lower().startswith("https://"):
+                raise ValueError(f"{name} must be an https:// URL outside dev mode")
+        return self
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -419,7 +451,9 @@ class Settings(BaseModel):
             return cls.model_validate(values)
         except ValidationError as exc:
             first = exc.errors()[0]
-            field = str(first["loc"][0]) if first["loc"] else "?"
+            if not first["loc"]:  # a rule across variables: its message names them
+                raise ConfigError(f"invalid configuration: {first['msg']}") from exc
+            field = str(first["loc"][0])
             var = ENV.get(field, field)
             where = ".".join(str(part) for part in first["loc"][1:])
             var += f" ({where})" if where else ""
