@@ -207,10 +207,14 @@ def _decide(
 def note_writer(rt: Runtime, writer: User, owner: User) -> None:
     """Before a write that names ``writer`` in a shared scope's memory (``owner``: the
     scope's; ``by=<user key>`` in provenance or a version's writer): record it in the
-    writer's partition, so forgetting them finds the scope (memory.jobs.forget). A
-    user's own memory needs no record."""
+    writer's partition, so forgetting them finds the scope (memory.jobs.forget), and mark
+    the scope due: no flush ever runs for a scope, so its consolidation (merging, dropping
+    retired lines, archiving old ledgers) is due when someone writes to it. A user's own
+    memory needs neither."""
     if owner.is_scope:
-        rt.table.note_writer(owner.id, writer, iso(rt.clock.now()))
+        now = iso(rt.clock.now())
+        rt.table.note_writer(owner.id, writer, now)
+        rt.table.mark_consolidation_due(owner, now, rt.settings.due_shards)
 
 
 # -- memberships: an operator's ----------------------------------------------------------

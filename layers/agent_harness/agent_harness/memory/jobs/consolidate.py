@@ -202,6 +202,8 @@ def consolidate(rt: Runtime, job: ConsolidationJob) -> ConsolidationOutcome:
         return outcome
     finally:
         if not finished:
+            # the queue retries it; the template's alarm watches this count
+            metrics.add_metric("ConsolidationFailures", MetricUnit.Count, 1)
             rt.table.release_consolidation_lease(user, owner)
 
 
