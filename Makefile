@@ -7,6 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 SAM_VENV := .venv-sam
+SCAN_VENV := .venv-scan
 SAM := $(SAM_VENV)/bin/sam
 # `sam build` without a container needs the runtime's Python (3.12) on PATH
 PY312 := $(or $(lastword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12)),$(shell command -v python3.12 2>/dev/null))
@@ -14,7 +15,7 @@ export SAM_CLI_TELEMETRY := 0
 
 .DEFAULT_GOAL := help
 .PHONY: help venv test reliability test-unit test-contract test-integration test-e2e lint format dev moto demo mcp-demo cli console browser conformance bench bench-quick \
-        sam validate build deploy tiktoken-cache env-file clean
+        sam validate build deploy tiktoken-cache env-file clean scan iam-simulate
 
 help: ## Show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-18s %s\n", $$1, $$2}'
@@ -26,13 +27,13 @@ $(VENV)/.installed: tests/requirements.txt
 
 venv: $(VENV)/.installed ## Create .venv with the pinned dependencies
 
-test: venv browser conformance ## Run all tests: unit, contract (each port on its fake and on moto), integration and e2e
+test: venv browser conformance iam-simulate scan ## Run the template scanners, then all tests: unit, contract (each port on its fake and on moto), integration and e2e
 	$(PY) -m pytest tests/unit tests/contract tests/integration tests/e2e
 
 reliability: venv ## The invariants under concurrency, redelivery, crashes and poison jobs, with figures
 	RELIABILITY_REPORT=bench/results/reliability.json $(PY) -m pytest tests/reliability -q
 
-test-unit: venv ## Unit tests only (no AWS, no network)
+test-unit: venv iam-simulate ## Unit tests only (no AWS, no network)
 	$(PY) -m pytest tests/unit
 
 test-contract: venv ## Each port's contract, on its in-memory fake and on its AWS adapter (moto)
@@ -41,7 +42,7 @@ test-contract: venv ## Each port's contract, on its in-memory fake and on its AW
 test-integration: venv ## Handlers on events/ with moto
 	$(PY) -m pytest tests/integration
 
-test-e2e: venv browser conformance ## The local stack over HTTP, the MCP conformance suite, the console in headless Chromium
+test-e2e: venv browser conformance iam-simulate ## The local stack over HTTP, the MCP conformance suite, the console in headless Chromium
 	$(PY) -m pytest tests/e2e
 
 lint: venv ## ruff check, format check and mypy --strict (settings in pyproject.toml)
@@ -89,6 +90,25 @@ $(CONFORMANCE)/node_modules/.installed: $(CONFORMANCE)/package-lock.json
 
 conformance: $(CONFORMANCE)/node_modules/.installed ## Install the pinned MCP conformance suite and Node 22 (npm ci)
 
+# An IAM policy evaluator for the tests that check every function's role against the calls
+# its code makes (tests/iam.py), and its Node, both pinned by their lockfile (npm ci)
+IAM_SIMULATE := tests/e2e/iam_simulate
+$(IAM_SIMULATE)/node_modules/.installed: $(IAM_SIMULATE)/package-lock.json
+	@command -v npm >/dev/null || { echo "make iam-simulate: npm is needed (apt-get install npm)"; exit 1; }
+	cd $(IAM_SIMULATE) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+iam-simulate: $(IAM_SIMULATE)/node_modules/.installed ## Install the pinned IAM policy evaluator and its Node (npm ci)
+
+$(SCAN_VENV)/.installed: tests/requirements-scan.txt
+	$(PYTHON) -m venv $(SCAN_VENV)
+	$(SCAN_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements-scan.txt
+	touch $@
+
+scan: $(SCAN_VENV)/.installed ## checkov and cfn-lint (every rule, informational and AWS Labs' serverless rules) on template.yaml; what is left is suppressed in the template with its reason
+	$(SCAN_VENV)/bin/cfn-lint --append-rules cfn_lint_serverless.rules --include-checks I -- template.yaml
+	$(SCAN_VENV)/bin/checkov --file template.yaml --framework cloudformation --compact --quiet --skip-download
+
 $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r bench/requirements.txt
 	touch $@
@@ -124,4 +144,4 @@ deploy: build ## First deployment: asks for the stack name, JWT issuer and audie
 	$(SAM) deploy --guided
 
 clean: ## Remove venvs and build output
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(SAM_VENV) $(SCAN_VENV) .aws-sam .pytest_cache .ruff_cache

@@ -67,6 +67,7 @@ def _context() -> Any:
 
 def _serve(spec: FunctionSpec, conn: Connection) -> None:
     """The container process: import the handler (init), then one event at a time."""
+    from local_stack.aws_calls import record_calls
     from local_stack.lambdas import context_for
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the stack, which stops us
@@ -74,6 +75,7 @@ def _serve(spec: FunctionSpec, conn: Connection) -> None:
     os.environ.update(spec.environment)
     if spec.switch_interval:
         sys.setswitchinterval(spec.switch_interval)
+    record_calls(spec.function_id)  # when $LOCAL_AWS_CALL_LOG is set (the IAM test)
     try:
         module_spec = importlib.util.spec_from_file_location(spec.module_name, spec.handler_path)
         assert module_spec is not None and module_spec.loader is not None

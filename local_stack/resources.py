@@ -132,7 +132,18 @@ class Resolver:
         if key == "Condition":
             return self.condition(arg)
         if key == "Fn::Sub":
-            return re.sub(r"\$\{([^}]+)\}", lambda m: self._sub(m.group(1)), arg)
+            text, names = (arg, {}) if isinstance(arg, str) else (arg[0], self.resolve(arg[1]))
+            return re.sub(
+                r"\$\{([^}]+)\}",
+                lambda m: str(names[m.group(1)]) if m.group(1) in names else self._sub(m.group(1)),
+                text,
+            )
+        if key == "Fn::Select":
+            return self.resolve(arg[1])[int(self.resolve(arg[0]))]
+        if key == "Fn::Split":
+            return str(self.resolve(arg[1])).split(self.resolve(arg[0]))
+        if key == "Fn::Join":
+            return str(self.resolve(arg[0])).join(str(v) for v in self.resolve(arg[1]))
         return {key: self.resolve(arg)}
 
     def _ref(self, name: str) -> Any:
@@ -144,6 +155,8 @@ class Resolver:
             return ACCOUNT
         if name == "AWS::Partition":
             return "aws"
+        if name == "AWS::StackName":
+            return PREFIX
         if name in self.template.get("Parameters", {}):
             return self.parameter(name)
         return self.refs[name]
@@ -192,6 +205,11 @@ def create_resources(
             arn = _create_table(clients["dynamodb"], LOCAL_NAMES[logical], props)
             resolver.refs[logical] = LOCAL_NAMES[logical]
             resolver.attrs[(logical, "Arn")] = arn
+    for logical in function_ids(template):  # what the functions invoke one another by
+        resolver.refs[logical] = f"{PREFIX}-{logical}"
+        resolver.attrs[(logical, "Arn")] = (
+            f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{PREFIX}-{logical}"
+        )
     queues = {k: v for k, v in resources.items() if v["Type"] == "AWS::SQS::Queue"}
     # dead-letter queues first: the others point at them
     for logical in sorted(queues, key=lambda k: "RedrivePolicy" in queues[k]["Properties"]):

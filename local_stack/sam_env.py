@@ -16,6 +16,7 @@ from typing import Any
 from local_stack.resources import (
     ACCOUNT,
     LOCAL_NAMES,
+    PREFIX,
     REGION,
     Resolver,
     function_environment,
@@ -29,18 +30,31 @@ ENV_FILE = Path(__file__).resolve().parent / "sam-env.json"
 ENDPOINT = "http://127.0.0.1:5001"
 
 
-def local_resolver(template: dict[str, Any], endpoint: str = ENDPOINT) -> Resolver:
-    """The names `make moto` gives the template's resources, without creating them."""
-    resolver = Resolver(template, parameters={"DevMode": "true", "DevModeTestStack": "true"})
+def local_resolver(
+    template: dict[str, Any],
+    endpoint: str = ENDPOINT,
+    parameters: dict[str, str] | None = None,
+) -> Resolver:
+    """The names and ARNs `make moto` (and the local stack) give the template's resources,
+    without creating them; a dev-mode test stack unless ``parameters`` say otherwise."""
+    chosen = {"DevMode": "true", "DevModeTestStack": "true"} if parameters is None else parameters
+    resolver = Resolver(template, parameters=dict(chosen))
     for logical, res in template["Resources"].items():
-        name = LOCAL_NAMES.get(logical)
-        if name is None:
-            continue
-        if res["Type"] == "AWS::SQS::Queue":
+        kind = res["Type"]
+        name = LOCAL_NAMES.get(logical, f"{PREFIX}-{logical}")
+        resolver.refs[logical] = name
+        arn = {
+            "AWS::S3::Bucket": f"arn:aws:s3:::{name}",
+            "AWS::DynamoDB::Table": f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{name}",
+            "AWS::SQS::Queue": f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}",
+            "AWS::Serverless::Function": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}",
+            "AWS::Logs::LogGroup": f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:{name}:*",
+        }.get(kind)
+        if arn:
+            resolver.attrs[(logical, "Arn")] = arn
+        if kind == "AWS::SQS::Queue":
             resolver.refs[logical] = f"{endpoint}/{ACCOUNT}/{name}"
-            resolver.attrs[(logical, "Arn")] = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
-        else:
-            resolver.refs[logical] = name
+            resolver.attrs[(logical, "QueueName")] = name
     return resolver
 
 
@@ -62,6 +76,7 @@ def lambda_environment(function_id: str) -> dict[str, str]:
     variables = build()[function_id]
     variables.pop("AWS_ENDPOINT_URL")
     variables["HARNESS_AUTH_MODE"] = "jwt"
+    variables["HARNESS_REQUIRE_HTTPS"] = "true"  # outside dev mode
     return {
         **variables,
         "AWS_REGION": REGION,

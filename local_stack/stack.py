@@ -31,6 +31,7 @@ import boto3
 from agent_harness.api.origins import refusal
 from agent_harness.settings import Settings
 from agent_harness.tokens import DEFAULT_CACHE_DIR
+from local_stack.aws_calls import CALL_LOG, call_log, record_client
 from local_stack.containers import ContainerPool, FunctionSpec
 from local_stack.lambdas import (
     function_timeout,
@@ -57,9 +58,18 @@ _RESOURCE_VARS = {
     "TIKTOKEN_CACHE_DIR",
 }
 _PASSTHROUGH_PREFIXES = ("HARNESS_", "OPENAI_", "OLLAMA_", "ANTHROPIC_", "POWERTOOLS_")
-FUNCTIONS = ("AgentCallFunction", "MemoryFlushFunction", "MemoryConsolidateFunction")
+FUNCTIONS = (
+    "AgentCallFunction",
+    "MemoryFlushFunction",
+    "MemoryConsolidateFunction",
+    "MemoryForgetFunction",
+)
 FUNCTION_NAMES = dict(
-    zip(FUNCTIONS, ("agent_call", "memory_flush", "memory_consolidate"), strict=True)
+    zip(
+        FUNCTIONS,
+        ("agent_call", "memory_flush", "memory_consolidate", "memory_forget"),
+        strict=True,
+    )
 )
 
 
@@ -138,7 +148,9 @@ class LocalStack:
         for port in ports:
             _require_free_port(port)
         serialise_dynamodb()  # each DynamoDB request atomic, as in AWS
-        self.moto = GuardedMotoServer(ip_address="127.0.0.1", port=self.config.moto_port)
+        self.moto = GuardedMotoServer(
+            ip_address="127.0.0.1", port=self.config.moto_port, invoke=self._invoke_function
+        )
         self.moto.start()
         clients = {
             name: boto3.client(name, endpoint_url=self.endpoint, region_name="us-east-1")
@@ -153,6 +165,9 @@ class LocalStack:
             DevMode="true",
             DevModeTestStack="true",  # the local stack is one: no real users
             ConsolidationMinGapSeconds=str(self.config.consolidation_min_gap_seconds),
+            # a developer's machine: no daily budgets unless HARNESS_USER_DAILY_* are set
+            UserDailyTokens="0",
+            UserDailyTurns="0",
         )
         if self.config.aws_only:
             return
@@ -214,6 +229,21 @@ class LocalStack:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
         thread.start()
         self.threads.append(thread)
+
+    # -- Lambda's Invoke API ------------------------------------------------------------
+    def _invoke_function(self, name: str, payload: bytes) -> tuple[bytes, str | None]:
+        """One function invoking another (RequestResponse): its containers answer."""
+        assert self.resolver is not None
+        by_name = {self.resolver.refs[f]: f for f in self.pools}
+        by_name |= {self.resolver.attrs[(f, "Arn")]: f for f in self.pools}
+        function_id = by_name[name]  # KeyError: an unknown function (404)
+        try:
+            result = self.pools[function_id].invoke(json.loads(payload or b"{}"))
+        except Exception as exc:
+            self._log(f"  !! {function_id} raised {type(exc).__name__}: {exc}", error=True)
+            return b"", str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__
+        self._log(f"  invoke {function_id}")
+        return json.dumps(result).encode(), None
 
     # -- HTTP adapter --------------------------------------------------------
     def _start_http(self) -> None:
@@ -303,7 +333,10 @@ class LocalStack:
         assert self.resolver is not None
         url = self.resolver.refs[queue]
         arn = self.resolver.attrs[(queue, "Arn")]
-        sqs = self.clients["sqs"]
+        # in AWS the event source mapping polls with the function's role: its calls are
+        # the function's in the call log
+        sqs = boto3.client("sqs", endpoint_url=self.endpoint, region_name="us-east-1")
+        record_client(sqs, call_log(function_id, self.config.environ.get(CALL_LOG)))
         pool = self.pools[function_id]
         while not self.stopping.is_set():
             try:

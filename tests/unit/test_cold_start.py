@@ -30,6 +30,7 @@ def test_handlers_import_without_network_or_heavy_work() -> None:
         ("AgentCallFunction", "functions.agent_call.app"),
         ("MemoryFlushFunction", "functions.memory_flush.app"),
         ("MemoryConsolidateFunction", "functions.memory_consolidate.app"),
+        ("MemoryForgetFunction", "functions.memory_forget.app"),
     ):
         env = {
             **lambda_environment(function_id),  # as a deployed container sees it

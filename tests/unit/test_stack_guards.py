@@ -1,6 +1,9 @@
 """The shared stack's guards in template.yaml: dev mode only on a declared test stack,
-the agent's reserved concurrency, the queues' maximum concurrency and the API throttle
-as parameters. Checked with the resolver the local stack deploys the template with."""
+the agent's reserved concurrency and the users' budgets on by default, the queues'
+maximum concurrency and the API throttle as parameters, erasure rights in the forget
+function only, memory kept through a stack delete, logs and old versions that age out,
+alarms. Checked with the resolver the local stack deploys the template with (every AWS
+call against each role: tests/e2e/test_iam.py)."""
 
 from __future__ import annotations
 
@@ -29,12 +32,23 @@ def test_dev_mode_deploys_only_on_a_stack_declared_a_test_stack(parameters, refu
         assert "any valid token act as any user" in broken[0]
 
 
-def test_the_agents_reserved_concurrency_is_a_parameter_none_by_default() -> None:
+def test_the_agents_reserved_concurrency_is_bounded_by_default_and_a_parameter() -> None:
     reserved = RESOURCES["AgentCallFunction"]["Properties"]["ReservedConcurrentExecutions"]
-    assert Resolver(TEMPLATE).resolve(reserved) is None  # -1: nothing reserved
+    assert Resolver(TEMPLATE).resolve(reserved) == "50"
     assert (
         Resolver(TEMPLATE, parameters={"AgentReservedConcurrency": "20"}).resolve(reserved) == "20"
     )
+    assert (
+        Resolver(TEMPLATE, parameters={"AgentReservedConcurrency": "-1"}).resolve(reserved) is None
+    )
+
+
+def test_every_user_has_daily_budgets_by_default() -> None:
+    from local_stack.resources import function_environment
+    from local_stack.sam_env import local_resolver
+
+    env = function_environment(local_resolver(TEMPLATE, parameters={}), "AgentCallFunction")
+    assert int(env["HARNESS_USER_DAILY_TOKENS"]) > 0 and int(env["HARNESS_USER_DAILY_TURNS"]) > 0
 
 
 def test_each_queue_consumer_has_a_maximum_concurrency_parameter() -> None:
@@ -61,15 +75,16 @@ def test_the_api_throttle_is_set_by_parameters() -> None:
 #: the state table's IAM actions each function's code issues (a transaction's Put,
 #: Delete and ConditionCheck need their own actions, as the calls do)
 STATE_TABLE_ACTIONS = {
-    # turns (lease, admission check, places), budgets, memberships, usage, forget-user
+    # turns (lease, admission check, places), budgets, memberships, usage
     "AgentCallFunction": {
         "GetItem", "UpdateItem", "PutItem", "DeleteItem", "ConditionCheckItem", "Query",
-        "BatchWriteItem",
     },
-    # cursors, gates and due marks; the idempotency records
-    "MemoryFlushFunction": {"GetItem", "UpdateItem", "PutItem", "DeleteItem"},
-    # the lease and watermark; the next expiry's mark; an abandoned user item
-    "MemoryConsolidateFunction": {"GetItem", "UpdateItem", "PutItem", "DeleteItem"},
+    # cursors, gates and due marks; the memory budget; the idempotency records
+    "MemoryFlushFunction": {"GetItem", "UpdateItem", "PutItem", "DeleteItem", "Query"},
+    # the lease and watermark; the next expiry's mark; an abandoned user item; the budget
+    "MemoryConsolidateFunction": {"GetItem", "UpdateItem", "PutItem", "DeleteItem", "Query"},
+    # forget-user: the user's partition, read and deleted in batches
+    "MemoryForgetFunction": {"Query", "BatchWriteItem"},
 }  # fmt: skip
 #: every DynamoDB call of the adapters, and the IAM action it needs
 CALLS = {
@@ -81,14 +96,18 @@ CALLS = {
 
 
 def _table_actions(function: str) -> set[str]:
-    statements = RESOURCES[function]["Properties"]["Policies"][0]["Statement"]
+    from tests.iam import deployed, function_policies
+
+    resolver = deployed(TEMPLATE)
+    table = resolver.attrs[("StateTable", "Arn")]
     actions: set[str] = set()
-    for statement in statements:
-        resource = statement["Resource"]
-        if resource == {"Fn::GetAtt": ["StateTable", "Arn"]}:
-            listed = statement["Action"]
-            listed = [listed] if isinstance(listed, str) else listed
-            actions |= {a.removeprefix("dynamodb:") for a in listed}
+    for policy in function_policies(resolver, function):
+        for statement in policy["policy"]["Statement"]:
+            resources = statement["Resource"]
+            if table in ([resources] if isinstance(resources, str) else resources):
+                listed = statement["Action"]
+                listed = [listed] if isinstance(listed, str) else listed
+                actions |= {a.removeprefix("dynamodb:") for a in listed}
     return actions
 
 
@@ -115,11 +134,54 @@ def test_every_dynamodb_call_of_the_adapters_is_one_the_table_above_knows() -> N
     assert {CALLS[c] for c in calls} - {None, "Scan"} <= granted
 
 
-def test_the_agent_function_may_delete_a_scopes_versions_but_never_its_objects() -> None:
-    statements = RESOURCES["AgentCallFunction"]["Properties"]["Policies"][0]["Statement"]
-    (scopes,) = [
-        s for s in statements if s["Resource"] == {"Fn::Sub": "${WorkspaceBucket.Arn}/scopes/*"}
+def test_only_the_forget_function_may_erase_for_good() -> None:
+    """Permanent erasure (object versions, batch deletes of the table) is the forget
+    function's alone; the internet-facing agent function holds none of it."""
+    from tests.iam import deployed, function_policies, granted_actions
+
+    resolver = deployed(TEMPLATE)
+    erasure = {"s3:DeleteObjectVersion", "dynamodb:BatchWriteItem"}
+    for function in ("AgentCallFunction", "MemoryFlushFunction", "MemoryConsolidateFunction"):
+        assert not erasure & granted_actions(function_policies(resolver, function)), function
+    assert erasure <= granted_actions(function_policies(resolver, "MemoryForgetFunction"))
+
+
+@pytest.mark.parametrize("logical", ["WorkspaceBucket", "StateTable"])
+def test_a_stack_delete_or_replacement_keeps_every_users_memory(logical) -> None:
+    resource = RESOURCES[logical]
+    assert resource["DeletionPolicy"] == "Retain" and resource["UpdateReplacePolicy"] == "Retain"
+    if logical == "StateTable":
+        assert resource["Properties"]["DeletionProtectionEnabled"] is True
+        assert resource["Properties"]["PointInTimeRecoverySpecification"] == {
+            "PointInTimeRecoveryEnabled": True
+        }
+
+
+def test_no_old_version_of_any_key_outlives_a_year() -> None:
+    rules = RESOURCES["WorkspaceBucket"]["Properties"]["LifecycleConfiguration"]["Rules"]
+    unbounded = [
+        r
+        for r in rules
+        if "NewerNoncurrentVersions" not in r.get("NoncurrentVersionExpiration", {})
     ]
-    # forgetting a user deletes the versions that name them (memory.jobs.forget)
-    assert "s3:DeleteObjectVersion" in scopes["Action"]
-    assert "s3:DeleteObject" not in scopes["Action"]
+    assert any(
+        r["NoncurrentVersionExpiration"]["NoncurrentDays"] <= 365
+        for r in unbounded
+        if "NoncurrentVersionExpiration" in r
+    )
+
+
+def test_every_function_logs_to_a_log_group_with_a_retention() -> None:
+    for function in [k for k, v in RESOURCES.items() if v["Type"] == "AWS::Serverless::Function"]:
+        group = RESOURCES[function]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+        assert RESOURCES[group]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+
+def test_both_dead_letter_queues_and_failing_consolidations_raise_an_alarm() -> None:
+    alarms = [v["Properties"] for v in RESOURCES.values() if v["Type"] == "AWS::CloudWatch::Alarm"]
+    watched = {
+        str(d["Value"]) for a in alarms for d in a.get("Dimensions", []) if d["Name"] == "QueueName"
+    }
+    assert "{'Fn::GetAtt': ['FlushDLQ', 'QueueName']}" in watched
+    assert "{'Fn::GetAtt': ['ConsolidationDLQ', 'QueueName']}" in watched
+    assert any(a["MetricName"] == "ConsolidationFailures" for a in alarms)
