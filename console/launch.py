@@ -6,7 +6,11 @@ one machine, so every request must carry a cookie only the operator's browser ho
                          Strict) and redirects to /; the token is then spent
     every other request  without the cookie: 401, nothing shown
 
-Both values are random per launch and live only in this process's memory.
+Both values are random per launch and live only in this process's memory; neither is
+ever logged. A browser sends a 127.0.0.1 cookie to every port of that host, so the
+cookie's name is bound to this launch and this port (``console-<port>-<launch id>``):
+another console, or a console started again on the port, never takes or answers to
+it, and a cookie of an earlier launch opens nothing.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ class Launch:
         self._token: str | None = secrets.token_urlsafe(24)
         self._secret = secrets.token_urlsafe(32)
         self._lock = threading.Lock()
-        # cookies are per host, not per port: two consoles on 127.0.0.1 keep theirs apart
-        self.cookie = f"console_{port}"
+        # cookies are per host, not per port: the name is this launch's and this port's
+        self.cookie = f"console-{port}-{secrets.token_hex(6)}"
         self.link = f"{LAUNCH_PATH}?token={self._token}"
 
     def exchange(self, token: str) -> str | None:

@@ -314,6 +314,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def log_message(self, format: str, *args: object) -> None:
-        sys.stderr.write(
-            f"console: {self.command} {self.path} -> {args[1] if len(args) > 1 else ''}\n"
-        )
+        """One line per request, without secrets: the launch link's token (spent or
+        not) and every query string are left out."""
+        path = urlsplit(self.path).path
+        sys.stderr.write(f"console: {self.command} {path} -> {args[1] if len(args) > 1 else ''}\n")

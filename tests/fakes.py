@@ -822,6 +822,18 @@ class RecordingQueue:
 Step = str | Message | Exception | Callable[[ChatRequest], "str | Message"]
 
 
+def obeys(planted: str, answer: str, otherwise: str = "NO_REPLY") -> Callable[[ChatRequest], str]:
+    """A step of a model that obeys text planted in what it reads: ``answer`` when a
+    message of the request holds ``planted``, ``otherwise`` when it never saw it (a
+    model can only obey what reaches it)."""
+
+    def step(request: ChatRequest) -> str:
+        seen = any(planted in m.content for m in request.messages)
+        return answer if seen else otherwise
+
+    return step
+
+
 class ScriptedModel:
     """Replays scripted answers and records every request it got."""
 

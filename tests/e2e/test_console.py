@@ -274,8 +274,8 @@ def test_a_stale_etag_or_a_bad_user_id_is_a_clear_message_and_writes_nothing(
         ).status_code
         == 200
     )
-    stored = ann.get("/v1/memory").json()["content"]  # as written (the lines tagged operator)
-    assert "- [operator] written meanwhile by someone else" in stored
+    stored = ann.get("/v1/memory").json()["content"]  # as written (the user's own edit)
+    assert "- [user] written meanwhile by someone else" in stored
     page.get_by_label("MEMORY.md text").fill("- my edit from a stale page\n")
     with page.expect_response(
         lambda r: r.url.endswith("/memory") and r.request.method == "POST"

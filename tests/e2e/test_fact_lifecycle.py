@@ -191,7 +191,7 @@ def test_a_correction_over_http_supersedes_and_retracts(stack: LocalStackProcess
         assert (black["fact_id"], black["state"], black["authority"]) == (
             body["id"],
             "current",
-            "operator",
+            "user",  # the user's own correction: their credential never writes operator
         )
         assert not [h for h in _search(http, "green tea") if h["path"].startswith("memory/")]
         assert not [h for h in _search(http, "chess") if h["path"].startswith("memory/")]

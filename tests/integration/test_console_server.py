@@ -97,6 +97,26 @@ def test_the_launch_link_signs_one_browser_in_once_with_a_strict_http_only_cooki
             assert second.get("/users/ann").status_code == 401
 
 
+def test_the_cookie_is_bound_to_its_launch_and_port_and_no_secret_is_logged(
+    rt, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with serving(Target(runtime=rt)) as server:
+        port = server.server_address[1]
+        with httpx.Client(base_url=server.origin) as browser:
+            cookie = browser.get(server.launch.link, follow_redirects=False).headers["set-cookie"]
+            name, secret = cookie.split(";")[0].split("=", 1)
+            assert name.startswith(f"console-{port}-") and name == server.launch.cookie
+            assert browser.get("/users/ann?q=x").status_code == 200
+    # the same port launched again: the earlier launch's cookie opens nothing there
+    with serving(Target(runtime=rt)) as again, httpx.Client(base_url=again.origin) as stale:
+        assert again.launch.cookie != name
+        assert stale.get("/users/ann", headers={"Cookie": f"{name}={secret}"}).status_code == 401
+    logged = capsys.readouterr().err
+    assert "GET /launch -> 303" in logged and "GET /users/ann -> 200" in logged
+    token = server.launch.link.split("token=", 1)[1]
+    assert token not in logged and secret not in logged and "token=" not in logged
+
+
 @pytest.mark.parametrize(
     "path", ["/", "/users/ann", "/users/ann/search?q=vim", "/operations", "/static/console.css"]
 )

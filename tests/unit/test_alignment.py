@@ -141,7 +141,8 @@ FACTS = "- takes a pottery class\n- her knee hurts after hiking"
 def test_an_imported_sessions_flush_is_searched_fact_by_fact() -> None:
     """The product's path: an imported session flushed in one section naming its eight
     turns, searched with memory_search and thread_search."""
-    rt = make_runtime(memory=ScriptedModel(FACTS))
+    # two calls: the user's words, then the imported assistant's
+    rt = make_runtime(memory=ScriptedModel(FACTS, "NO_REPLY"))
     alice = User.from_id("alice")
     imported(rt, alice)
 
@@ -184,7 +185,8 @@ def test_a_damaged_split_in_a_snapshot_is_worked_out_again() -> None:
 def test_the_post_turn_job_writes_the_split_so_a_cold_query_does_not_redo_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    rt = make_runtime(memory=ScriptedModel(FACTS))
+    # two calls: the user's words, then the imported assistant's
+    rt = make_runtime(memory=ScriptedModel(FACTS, "NO_REPLY"))
     alice = User.from_id("alice")
     path = imported(rt, alice)
     [name] = [i.path for i in rt.store.list(alice, "index/ranked/") if "/memory-" in i.path]

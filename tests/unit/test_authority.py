@@ -130,3 +130,18 @@ def test_a_fact_that_changes_the_users_words_is_whoever_said_it_that_way() -> No
     }
     assert attribute("The user prefers black tea in the morning", said) == "assistant"
     assert attribute("The user prefers green tea in the morning", said) == "user"
+
+
+def test_negation_is_meaning_when_facts_are_compared() -> None:
+    from agent_harness.memory.facts.authority import distinctive, support
+
+    said = "I prefer green tea in the morning."
+    for negation in (
+        "The user does not prefer green tea.",
+        "The user doesn't prefer green tea.",
+        "The user never prefers green tea.",
+        "No green tea for the user.",
+    ):
+        assert support(negation, said) == 0.0, negation
+        assert distinctive(negation) != distinctive("The user prefers green tea."), negation
+    assert support("The user does not drink coffee.", "I do not drink coffee anymore.") == 1.0

@@ -48,8 +48,17 @@ def seeded(user: User = ALICE, agent: object | None = None, **settings: object):
     return rt
 
 
-def call(rt, method: str, path: str, payload: object | None = None, user: str = "alice"):
+def call(
+    rt,
+    method: str,
+    path: str,
+    payload: object | None = None,
+    user: str = "alice",
+    admin: bool = False,
+):
     headers = {"content-type": "application/json", "x-user-id": user}
+    if admin:
+        headers["x-admin"] = "true"
     body = json.dumps(payload).encode() if payload is not None else b""
     event = http_event(method, path, headers=headers, body=body)
     response = build_app(rt).resolve(event, context_for("AgentCallFunction"))
@@ -60,10 +69,30 @@ def snapshot(rt) -> dict:
     return {key: [v.data for v in versions] for key, versions in rt.store.objects.items()}
 
 
+def test_a_user_correcting_their_own_fact_writes_the_users_words_never_an_operators() -> None:
+    rt = seeded()
+    status, body = call(rt, "POST", f"/v1/memory/facts/{L}/supersede", {"by": "I live in Porto."})
+    assert status == 200, body
+    ledger = rt.store.get(ALICE, f"memory/{TODAY}.md").content
+    assert f"- [user] I live in Porto. (supersedes {L})" in ledger and "[operator]" not in ledger
+    # an operator's fact outranks the user's credential: 403, nothing written
+    status, body = call(rt, "POST", f"/v1/memory/facts/{B}/supersede", {"by": "x"}, admin=True)
+    assert status == 200
+    assert call(rt, "GET", f"/v1/memory/facts/{body['id']}")[1]["authority"] == "operator"
+    before = snapshot(rt)
+    status, refused = call(rt, "POST", f"/v1/memory/facts/{body['id']}/supersede", {"by": "y"})
+    assert status == 403 and refused["error"]["code"] == "authority_too_low"
+    assert snapshot(rt) == before
+
+
 def test_a_user_fact_corrected_over_http_reads_back_superseded_with_its_history() -> None:
     rt = seeded()
     status, body = call(
-        rt, "POST", f"/v1/memory/facts/{L}/supersede", {"by": "The user lives in Berlin."}
+        rt,
+        "POST",
+        f"/v1/memory/facts/{L}/supersede",
+        {"by": "The user lives in Berlin."},
+        admin=True,
     )
     assert status == 200, body
     new = ledger_fact_id(TODAY, "The user lives in Berlin.")
@@ -94,7 +123,7 @@ def test_an_empty_body_retracts_and_a_second_correction_of_the_retired_fact_is_4
     status, body = call(rt, "POST", f"/v1/memory/facts/{B}/supersede", {})
     assert status == 200 and body["state"] == "retracted"
     ledger = rt.store.get(ALICE, f"memory/{TODAY}.md").content
-    assert f"- [operator] (retracts {B}) corrected: no longer true" in ledger
+    assert f"- [user] (retracts {B}) corrected: no longer true" in ledger
     assert lifecycle_of(read_ledgers(rt, ALICE)).status[B].state == "retracted"
     before = snapshot(rt)
     status, again = call(rt, "POST", f"/v1/memory/facts/{B}/supersede", {"by": "x y z"})

@@ -511,8 +511,8 @@ def test_the_flush_prompt_can_be_customised_and_dates_the_conversation() -> None
 def test_a_large_memory_is_shown_to_the_flush_as_its_related_lines_only() -> None:
     memory = ScriptedModel("NO_REPLY")
     rt = make_runtime(memory=memory)
-    lines = [f"- The user's cousin number {n} lives in town {n}." for n in range(400)]
-    lines[250] = "- The user's favourite tea is a smoky lapsang souchong."
+    lines = [f"- [user] The user's cousin number {n} lives in town {n}." for n in range(400)]
+    lines[250] = "- [user] The user's favourite tea is a smoky lapsang souchong."
     rt.store.put(ALICE, "MEMORY.md", "# Memory\n" + "\n".join(lines) + "\n", create_only=True)
     add_turn(rt, "s1", 1, "Which tea should I buy? I love lapsang souchong.")
 

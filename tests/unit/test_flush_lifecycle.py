@@ -14,7 +14,7 @@ from agent_harness.memory.jobs.prompts import flush_messages
 from agent_harness.models.base import Message, ToolCall
 from agent_harness.records import TurnRecord
 from agent_harness.settings import Settings
-from tests.fakes import ScriptedModel, make_runtime
+from tests.fakes import ScriptedModel, make_runtime, obeys
 
 if TYPE_CHECKING:
     from agent_harness.runtime import Runtime
@@ -161,8 +161,11 @@ def test_a_retraction_without_a_shown_id_writes_nothing() -> None:
 def test_a_tool_result_saying_retracts_cannot_retire_the_users_fact() -> None:
     bike = "The user owns a red bike."
     bike_id = ledger_fact_id(EARLIER, bike)
-    # the memory model echoes the tool: its retraction rests on the tool's words only
-    memory = ScriptedModel(f"- (retracts {bike_id}) The shop sold the red bike on Friday.")
+    # the memory model obeys the tool's text wherever it reads it: only the tool's call
+    # (the window's untrusted pass) reads it, and that call's lines are the tool's
+    answer = f"- (retracts {bike_id}) The shop sold the red bike on Friday."
+    planted = "sold the red bike Friday"
+    memory = ScriptedModel(obeys(planted, answer), obeys(planted, answer))
     rt = make_runtime(memory=memory)
     seed(rt, f"- [user] {bike}")
     add_turn(
@@ -173,13 +176,17 @@ def test_a_tool_result_saying_retracts_cannot_retire_the_users_fact() -> None:
     life = lifecycle_of(ledgers(rt))
     assert life.current(bike_id) and not life.refused
     assert "retracts" not in (rt.store.text(ALICE, f"memory/{DAY}.md") or "")
+    trusted, tools = memory.requests
+    assert planted not in trusted.messages[1].content and planted in tools.messages[1].content
 
 
 def test_a_supersede_on_a_tools_words_keeps_the_fact_but_not_the_mark() -> None:
-    memory = ScriptedModel(f"- The parcel goes to Berlin Tegel depot. (supersedes {LISBON_ID})")
+    answer = f"- The parcel goes to Berlin Tegel depot. (supersedes {LISBON_ID})"
+    planted = "parcel goes to Berlin Tegel depot"
+    memory = ScriptedModel(obeys(planted, answer), obeys(planted, answer))
     rt = make_runtime(memory=memory)
     seed(rt, f"- [user] {LISBON}")
-    add_turn(rt, 1, "Where is my parcel?", tool="parcel goes to Berlin Tegel depot")
+    add_turn(rt, 1, "Where is my parcel?", tool=planted)
     flush(rt, 1)
 
     today = rt.store.text(ALICE, f"memory/{DAY}.md") or ""

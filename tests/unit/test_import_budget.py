@@ -109,16 +109,17 @@ def test_any_budget_caps_the_memory_model_unless_the_operator_says_otherwise() -
 
 
 def test_an_imports_flush_waits_once_the_memory_budget_is_spent() -> None:
-    memory = ScriptedModel(*(["- [user] The user likes tea."] * 3))
+    memory = ScriptedModel(*(["- [user] The user likes tea."] * 4))
     rt = make_runtime(
-        settings=Settings(user_daily_tokens=10**9, user_daily_memory_tokens=20), memory=memory
+        settings=Settings(user_daily_tokens=10**9, user_daily_memory_tokens=40), memory=memory
     )
     import_history(rt, ANN, "s1", history(2))
-    run_post_turn_job(rt, rt.queue.post_turn.pop(0))  # spends 15: still under 20
+    # the user's words and the imported assistant's are two calls: 30, still under 40
+    run_post_turn_job(rt, rt.queue.post_turn.pop(0))
     import_history(rt, ANN, "s2", history(2))
     rt.table.add_usage(ANN, _memory_spend(10))  # now over
     outcome = run_post_turn_job(rt, rt.queue.post_turn.pop(0))
-    assert outcome.status == "over_budget" and len(memory.requests) == 1
+    assert outcome.status == "over_budget" and len(memory.requests) == 2
 
 
 def _memory_spend(tokens: int):

@@ -62,14 +62,18 @@ def test_approve_writes_the_line_as_the_operators_once() -> None:
     ledger = rt.store.text(ALICE, "memory/2026-11-30.md") or ""
     assert f"via=review item={item.id}" in ledger and line in ledger
     assert review.list_review(rt, ALICE) == []
+    with pytest.raises(review.ReviewItemDecidedError) as second:
+        review.decide(rt, ALICE, item.id, "reject")
+    assert second.value.status == 409 and second.value.details["action"] == "approve"
     with pytest.raises(NotFoundError):
-        review.decide(rt, ALICE, item.id, "approve")
+        review.decide(rt, ALICE, "r0000000000000000", "approve")
 
 
 def test_an_approval_retried_after_a_crash_writes_nothing_twice() -> None:
     rt = make_runtime()
     item = held(rt)
-    review._write_approved(rt, ALICE, item, ["- [operator] x"])  # the crash: item still queued
+    # the crash: the item is still queued
+    review._write_approved(rt, ALICE, item, ["- [operator] x"], "operator")
     review.decide(rt, ALICE, item.id, "approve")
     assert (rt.store.text(ALICE, "MEMORY.md") or "").count("- [operator] x") == 1
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Protocol
 
-__all__ = ["Clock", "SystemClock", "iso"]
+__all__ = ["Clock", "SystemClock", "iso", "parse_iso"]
 
 
 class Clock(Protocol):
@@ -23,6 +23,11 @@ def iso(moment: datetime) -> str:
     """ISO-8601 to the second; UTC renders as ``Z``."""
     text = moment.replace(microsecond=0).isoformat()
     return text.removesuffix("+00:00") + "Z" if text.endswith("+00:00") else text
+
+
+def parse_iso(text: str) -> datetime:
+    """The moment ``iso`` wrote (``Z`` or an offset)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def epoch_ms(moment: datetime) -> int:

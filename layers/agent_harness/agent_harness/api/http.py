@@ -115,21 +115,29 @@ class Http:
         user = self.user()
         return resolve(self._rt, user, parse_scope(scope or "user"), access, self.groups())
 
-    def operator(self) -> None:
-        """403 unless the caller is an operator: a JWT whose ``scope`` holds
-        ``ADMIN_SCOPE`` or whose ``cognito:groups`` holds ``ADMIN_GROUP`` (in dev mode,
-        the ``X-Admin: true`` header, as the user id is a header there)."""
+    def is_operator(self) -> bool:
+        """Whether the caller is an operator: a JWT whose ``scope`` holds ``ADMIN_SCOPE``
+        or whose ``cognito:groups`` holds ``ADMIN_GROUP`` (in dev mode, the
+        ``X-Admin: true`` header, as the user id is a header there)."""
         self.user()  # 401 first, as every route
         if self._rt.settings.auth_mode == "dev":
-            if (self.header("x-admin") or "").lower() == "true":
-                return
-        else:
-            claims = self._claims()
-            scopes = str(claims.get("scope", "")).split()
-            groups = str(claims.get("cognito:groups", "")).strip("[]").replace(",", " ").split()
-            if ADMIN_SCOPE in scopes or ADMIN_GROUP in groups:
-                return
-        raise ForbiddenError("only an operator may do this")
+            return (self.header("x-admin") or "").lower() == "true"
+        claims = self._claims()
+        scopes = str(claims.get("scope", "")).split()
+        groups = str(claims.get("cognito:groups", "")).strip("[]").replace(",", " ").split()
+        return ADMIN_SCOPE in scopes or ADMIN_GROUP in groups
+
+    def operator(self) -> None:
+        """403 unless the caller is an operator (``is_operator``)."""
+        if not self.is_operator():
+            raise ForbiddenError("only an operator may do this")
+
+    def editor(self, shared: bool) -> str:
+        """The authority a person's own edit is written with: ``operator`` for an
+        operator, and for a shared scope's maintainer (who vouches for the scope's
+        memory); ``user`` for a user editing their own memory, whose credential must not
+        outrank what they said (docs/design.md#authority)."""
+        return "operator" if shared or self.is_operator() else "user"
 
     def session(self, session_id: str) -> str:
         """A session id from the path: the id rules, and the configured length cap."""

@@ -57,7 +57,12 @@ def memory_routes(rt: Runtime) -> Router:
         user, request = http.user(), http.body(MemoryPutBody)
         if_match, if_none_match = http.header("if-match"), http.header("if-none-match")
         doc = files.put_memory(
-            rt, user, request.content, if_match=if_match, if_none_match=if_none_match
+            rt,
+            user,
+            request.content,
+            if_match=if_match,
+            if_none_match=if_none_match,
+            authority=http.editor(shared=False),
         )
         status = 201 if not if_match else 200
         body = {"etag": doc.etag, "content": doc.content, "held": doc.held}
@@ -84,7 +89,9 @@ def memory_routes(rt: Runtime) -> Router:
     @router.post("/v1/memory/rollback")
     def memory_rollback() -> Response[str]:
         user, request = http.user(), http.body(RollbackBody)
-        doc = files.rollback_memory(rt, user, request.version_id)
+        doc = files.rollback_memory(
+            rt, user, request.version_id, authority=http.editor(shared=False)
+        )
         body = {"etag": doc.etag, "restored_version_id": request.version_id, "held": doc.held}
         return json_response(200, body)
 
@@ -173,8 +180,8 @@ def memory_routes(rt: Runtime) -> Router:
 
     @router.post("/v1/memory/facts/<fact_id>/supersede")
     def supersede_fact(fact_id: str) -> Response[str]:
-        """A person's or the app's correction (``operator``), under the daily budgets as
-        a save is."""
+        """A person's correction (the user's own: ``user``; an operator's or a shared
+        scope maintainer's: ``operator``), under the daily budgets as a save is."""
         from agent_harness.import_budget import imports_admitted
         from agent_harness.memory.facts.corrections import correct_fact, fact_view, find_fact
         from agent_harness.memory.facts.ledger import by_field
@@ -191,7 +198,7 @@ def memory_routes(rt: Runtime) -> Router:
                 user,
                 fact_id,
                 request.by,
-                authority="operator",
+                authority=http.editor(grant.scope.shared),
                 writer=f"api {by_field(caller)}" if grant.scope.shared else "api",
                 via="supersede",
                 reason=request.reason,
@@ -220,7 +227,9 @@ def memory_routes(rt: Runtime) -> Router:
 
         request = http.body(ReviewBody)
         grant = http.grant(request.scope, "write")
-        return json_response(200, decide(rt, grant.owner, item_id, request.action).view())
+        authority = http.editor(grant.scope.shared)
+        decision = decide(rt, grant.owner, item_id, request.action, authority=authority)
+        return json_response(200, decision.view())
 
     @router.post("/v1/memory/consolidate")
     def consolidate_now() -> Response[str]:

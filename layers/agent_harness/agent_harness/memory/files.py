@@ -2,8 +2,9 @@
 rollback, ledger days, saves. Writes are conditional so an edit never silently overwrites
 a consolidation, and a consolidation never overwrites an edit
 (docs/design.md#consolidation-safe). Every write passes the gate (memory.facts.gate):
-an edit's new lines are the ``operator``'s, a save's the saver's (``save:api``,
-``save:mcp``, ``save:agent``); what the gate holds goes to the review queue.
+an edit's new lines are the editor's (``operator``, or ``user`` for their own), a
+save's the saver's (``save:api``, ``save:mcp``, ``save:agent``); what the gate holds
+goes to the review queue.
 """
 
 from __future__ import annotations
@@ -92,11 +93,12 @@ def put_memory(
     if_match: str | None,
     if_none_match: str | None,
     writer: str = "api",
+    authority: str = "operator",
 ) -> MemoryDocument:
     """A person's edit: ``If-Match`` replaces that version, ``If-None-Match: *`` creates;
     at most ``max_memory_chars`` (413). Through the gate: lines the replaced version held
-    stay as they were, every other line is the ``operator``'s. ``writer`` is recorded on
-    the new version."""
+    stay as they were, every other line is ``authority``'s (an operator's, or the user's
+    own edit: ``user``). ``writer`` is recorded on the new version."""
     limit = rt.settings.max_memory_chars
     if len(content) > limit:
         raise MemoryFullError(len(content), limit)
@@ -104,14 +106,13 @@ def put_memory(
         raise PreconditionRequiredError(
             "send If-Match: <etag> to replace MEMORY.md, or If-None-Match: * to create it"
         )
-    from agent_harness.memory.facts.authority import OPERATOR
     from agent_harness.memory.facts.gate import Policy, admit_document
 
     # the version the PUT replaces: if it is not the one read here, the PUT fails (412)
     current = rt.store.get(user, MEMORY_FILE) if if_match else None
     previous = current.content if current else ""
     document, admitted = admit_document(
-        content, previous=previous, assign=lambda _: OPERATOR, policy=Policy.of(rt.settings)
+        content, previous=previous, assign=lambda _: authority, policy=Policy.of(rt.settings)
     )
     if len(document) > limit:  # as stored: each line with its authority tag
         raise MemoryFullError(len(document), limit, "MEMORY.md with its authority tags")
@@ -148,13 +149,12 @@ def memory_versions_page(
 
 
 def rollback_memory(
-    rt: Runtime, user: User, version_id: str, *, writer: str = "api"
+    rt: Runtime, user: User, version_id: str, *, writer: str = "api", authority: str = "operator"
 ) -> MemoryDocument:
     """Restore an earlier version; the restore is written as a new version (If-Match),
     its writer ``"<writer>: rollback to <version_id>"``. It passes the gate: its facts
-    keep their authorities, anything else becomes the restorer's (``operator``), and a
+    keep their authorities, anything else becomes the restorer's (``authority``), and a
     version from before the gate is checked as any write is."""
-    from agent_harness.memory.facts.authority import OPERATOR
     from agent_harness.memory.facts.gate import Policy, admit_document
 
     old = rt.store.get_version(user, MEMORY_FILE, version_id)
@@ -166,7 +166,7 @@ def rollback_memory(
     document, admitted = admit_document(
         old.content,
         previous=old.content,
-        assign=lambda _: OPERATOR,
+        assign=lambda _: authority,
         policy=Policy.of(rt.settings),
     )
     if len(document) > limit:

@@ -6,23 +6,37 @@ A line lands here when it must not be written as a plain fact (memory.facts.gate
 instruction from below the user, or what a tool result or the agent claims about the
 user's payment details, accounts, credentials, contacts or identity. Nothing here is
 injected or searchable: the queue is outside ``memory/``. ``approve`` writes the line
-into MEMORY.md and the day's ledger with ``operator`` authority (a person vouched for
-it); ``reject`` drops it. Both are idempotent where it matters: an approval retried
-after a crash finds its ledger section and does not write the line twice.
+into MEMORY.md and the day's ledger with the decider's authority (a person vouched for
+it); ``reject`` drops it.
+
+A decision has exactly one winner. It claims the item first (a conditional rewrite of
+the queue); a second decision while the claim stands, or after the item was decided,
+is ``409 review_item_decided`` and writes nothing. The decided item stays in the file
+as a tombstone (``decided``, never listed) for ``DECIDED_DAYS``, so a late second
+decision is told what happened rather than 404. A claim whose decider crashed expires
+after ``CLAIM_SECONDS``; an approval run again then finds its ledger section and does
+not write the line twice.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, fields
+import uuid
+from dataclasses import asdict, dataclass, fields, replace
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from agent_harness.clock import iso
-from agent_harness.errors import NotFoundError, PreconditionFailedError, StoreError
+from agent_harness.clock import iso, parse_iso
+from agent_harness.errors import (
+    ConflictError,
+    NotFoundError,
+    PreconditionFailedError,
+    StoreError,
+)
 from agent_harness.memory.facts.authority import OPERATOR
 from agent_harness.memory.facts.ledger import (
     BY_FIELD,
@@ -41,7 +55,16 @@ if TYPE_CHECKING:
     from agent_harness.memory.facts.gate import Held
     from agent_harness.runtime import Runtime
 
-__all__ = ["MAX_PENDING", "Decision", "ReviewItem", "decide", "drop_where", "hold", "list_review"]
+__all__ = [
+    "MAX_PENDING",
+    "Decision",
+    "ReviewItem",
+    "ReviewItemDecidedError",
+    "decide",
+    "drop_where",
+    "hold",
+    "list_review",
+]
 
 logger = Logger(child=True)
 metrics = Metrics()
@@ -50,7 +73,15 @@ metrics = Metrics()
 #: oldest, which were never memory anyway)
 MAX_PENDING = 500
 ATTEMPTS = 8
+#: a claim on an item older than this is a crashed decider's: another may decide
+CLAIM_SECONDS = 300
+#: how long a decided item's tombstone answers a late decision with 409
+DECIDED_DAYS = 30
 Action = Literal["approve", "reject"]
+
+
+class ReviewItemDecidedError(ConflictError):
+    code = "review_item_decided"
 
 
 @dataclass(frozen=True)
@@ -68,9 +99,17 @@ class ReviewItem:
     writer: str
     day: str
     created_at: str
+    #: "<token> <action> <at>" while a decision is being written (never shown)
+    claim: str = ""
+    #: "<action> <at>" once decided: a tombstone, never listed (never shown)
+    decided: str = ""
 
     def view(self) -> dict[str, str]:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if k not in _INTERNAL}
+
+    @property
+    def pending(self) -> bool:
+        return not self.decided
 
 
 @dataclass(frozen=True)
@@ -84,7 +123,8 @@ class Decision:
         return asdict(self)
 
 
-_FIELDS = tuple(f.name for f in fields(ReviewItem))
+_INTERNAL = ("claim", "decided")
+_FIELDS = tuple(f.name for f in fields(ReviewItem) if f.name not in _INTERNAL)
 
 
 def _item_id(held: Held, source: str) -> str:
@@ -98,7 +138,8 @@ def _parse(content: str) -> list[ReviewItem]:
     for line in content.splitlines():
         try:
             data = json.loads(line)
-            items.append(ReviewItem(**{k: str(data[k]) for k in _FIELDS}))
+            extra = {k: str(data.get(k) or "") for k in _INTERNAL}
+            items.append(ReviewItem(**{k: str(data[k]) for k in _FIELDS}, **extra))
         except (ValueError, TypeError, KeyError):
             if line.strip():
                 logger.warning("skipping a review line that is not an item")
@@ -106,7 +147,10 @@ def _parse(content: str) -> list[ReviewItem]:
 
 
 def _render(items: list[ReviewItem]) -> str:
-    return "".join(json.dumps(i.view(), ensure_ascii=False) + "\n" for i in items)
+    def stored(item: ReviewItem) -> dict[str, str]:
+        return {k: v for k, v in asdict(item).items() if v or k not in _INTERNAL}
+
+    return "".join(json.dumps(stored(i), ensure_ascii=False) + "\n" for i in items)
 
 
 def _update(
@@ -154,14 +198,19 @@ def hold(
     ]
 
     def add(items: list[ReviewItem]) -> list[ReviewItem] | None:
-        known = {i.id for i in items}
+        known = {i.id for i in items}  # a decided item is not queued again by a retry
         fresh = [n for n in new if n.id not in known]
         if not fresh:
             return None
-        merged = [*items, *fresh]
-        if len(merged) > MAX_PENDING:
-            metrics.add_metric("ReviewItemsDropped", MetricUnit.Count, len(merged) - MAX_PENDING)
-        return merged[-MAX_PENDING:]
+        kept = _without_old_tombstones(rt, items)
+        pending = [i for i in kept if i.pending] + fresh
+        over = len(pending) - MAX_PENDING
+        if over > 0:
+            metrics.add_metric("ReviewItemsDropped", MetricUnit.Count, over)
+            dropped = {i.id for i in pending[:over]}
+            kept = [i for i in kept if i.id not in dropped]
+            fresh = [n for n in fresh if n.id not in dropped]
+        return [*kept, *fresh]
 
     _update(rt, user, add)
     metrics.add_metric("ReviewItemsHeld", MetricUnit.Count, len(new))
@@ -172,23 +221,63 @@ def hold(
 def list_review(rt: Runtime, user: User) -> list[ReviewItem]:
     """The items awaiting a decision, oldest first (one GET)."""
     current = rt.store.get(user, REVIEW_FILE)
-    return _parse(current.content) if current else []
+    return [i for i in _parse(current.content) if i.pending] if current else []
 
 
-def decide(rt: Runtime, user: User, item_id: str, action: Action) -> Decision:
-    """Approve (write it as ``operator``) or reject one item; 404 when it is not queued."""
+def _without_old_tombstones(rt: Runtime, items: list[ReviewItem]) -> list[ReviewItem]:
+    cutoff = rt.clock.now() - timedelta(days=DECIDED_DAYS)
+    return [i for i in items if i.pending or _stamp(i.decided) >= cutoff]
+
+
+def _stamp(field_value: str) -> datetime:
+    """The time a claim or a tombstone ends with."""
+    return parse_iso(field_value.rsplit(" ", 1)[-1])
+
+
+def decide(
+    rt: Runtime, user: User, item_id: str, action: Action, *, authority: str = OPERATOR
+) -> Decision:
+    """Approve (write it as ``authority``'s: the person deciding) or reject one item;
+    404 when it was never queued, 409 when another decision has it (see the module)."""
     from agent_harness.memory.facts.gate import Candidate, Policy, admit
 
-    item = next((i for i in list_review(rt, user) if i.id == item_id), None)
-    if item is None:
-        raise NotFoundError(f"no review item {item_id!r}")
+    token = uuid.uuid4().hex
+    now = rt.clock.now()
+    claimed: list[ReviewItem] = []
+
+    def claim(items: list[ReviewItem]) -> list[ReviewItem]:
+        item = next((i for i in items if i.id == item_id), None)
+        if item is None:
+            raise NotFoundError(f"no review item {item_id!r}")
+        if item.decided:
+            done, at = item.decided.split(" ", 1)
+            raise ReviewItemDecidedError(
+                f"review item {item_id} was decided already ({done}, {at})",
+                details={"action": done, "at": at},
+            )
+        if item.claim and _stamp(item.claim) > now - timedelta(seconds=CLAIM_SECONDS):
+            raise ReviewItemDecidedError(
+                f"review item {item_id} is being decided by another request",
+                details={"action": item.claim.split(" ")[1], "at": None},
+            )
+        mine = replace(item, claim=f"{token} {action} {iso(now)}")
+        claimed[:] = [mine]
+        return [mine if i.id == item_id else i for i in items]
+
+    _update(rt, user, claim)
+    item = claimed[0]
     written: list[str] = []
     if action == "approve":
         # a person vouched for it: secrets and structure are still seen to
-        admitted = admit([Candidate(item.text, OPERATOR)], Policy.of(rt.settings), decided=True)
+        admitted = admit([Candidate(item.text, authority)], Policy.of(rt.settings), decided=True)
         written = admitted.lines
-        _write_approved(rt, user, item, written)
-    _update(rt, user, lambda items: [i for i in items if i.id != item_id])
+        _write_approved(rt, user, item, written, authority)
+    stamp = f"{action} {iso(rt.clock.now())}"
+
+    def settle(items: list[ReviewItem]) -> list[ReviewItem]:
+        return [replace(i, claim="", decided=stamp) if i.id == item_id else i for i in items]
+
+    _update(rt, user, settle)
     metrics.add_metric(f"ReviewItems_{action}", MetricUnit.Count, 1)
     return Decision(id=item_id, action=action, written=written)
 
@@ -208,7 +297,9 @@ def drop_where(rt: Runtime, user: User, names: Callable[[str], bool]) -> int:
     return dropped
 
 
-def _write_approved(rt: Runtime, user: User, item: ReviewItem, lines: list[str]) -> None:
+def _write_approved(
+    rt: Runtime, user: User, item: ReviewItem, lines: list[str], authority: str
+) -> None:
     """MEMORY.md and the ledger of today, each once: a retry after a crash finds the
     ledger section that names the item, and MEMORY.md lines already there."""
     if not lines:
@@ -219,7 +310,7 @@ def _write_approved(rt: Runtime, user: User, item: ReviewItem, lines: list[str])
     source = (
         Source(origin.session_id, origin.turns, via="review").render()
         if origin is not None
-        else saved_by(OPERATOR, "review")
+        else saved_by(authority, "review")
     ) + f" item={item.id}"
     promoter = BY_FIELD.search(item.source)  # a promotion keeps the member who proposed it
     if promoter is not None:
@@ -231,7 +322,7 @@ def _write_approved(rt: Runtime, user: User, item: ReviewItem, lines: list[str])
         user,
         MEMORY_FILE,
         lambda existing: _missing(rt, existing, lines),
-        writer=f"{OPERATOR}: review approve {item.id}",
+        writer=f"{authority}: review approve {item.id}",
     )
     section = render_section("Review", at, rt.settings.zone, lines, source)
     rt.store.append(user, path, lambda existing: section)

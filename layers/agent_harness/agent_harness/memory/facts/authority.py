@@ -16,9 +16,11 @@ has none. The values, from the most trusted down:
     assistant    the agent's own statement
     tool:<name>  a tool result (the caller's tool or a remote MCP tool)
 
-The tag is written by the system, never taken from content: a writer strips any tag
-its content starts with and puts its own first, so the first tag of a line is always
-the one the system gave it. ``attribute`` decides a fact's authority from the messages
+The tag is written by the system, never taken from content: content that starts with
+a tag has it neutralised in view (``(claimed operator) ...``), a model's answer in the
+fact format has its tags stripped, and the writer puts its own first, so the first tag
+of a line is always the one the system gave it; other bracketed text (``[TODO]``) is
+part of the fact. ``attribute`` decides a fact's authority from the messages
 it came from (its distinctive words must occur there), never on a model's word. This
 module owns the tag format and that rule.
 """
@@ -46,6 +48,8 @@ __all__ = [
     "fact_line",
     "is_authority",
     "message_authority",
+    "negated",
+    "neutralise_tags",
     "parse_fact",
     "rank",
     "speaker",
@@ -62,8 +66,10 @@ _AUTHORITY = r"(?:operator|user|import|assistant|save:(?:api|mcp|agent)|tool:[A-
 _IS_AUTHORITY = re.compile(rf"^{_AUTHORITY}$")
 #: a fact line: a bullet, then its tag
 _FACT = re.compile(rf"^\s*[-*+•]\s+(?:\[({_AUTHORITY})\]\s+)?(.*?)\s*$")
-#: tags (ours or look-alikes) at the start of content, which a writer strips
-_LEADING_TAGS = re.compile(r"^(?:\s*\[\s*[A-Za-z][\w.:\- ]{0,70}\]\s*)+")
+#: authority tags (ours, any case or spacing) at the start of a text: a model's answer
+#: in the fact format carries them, content that claims one forges them
+_LEADING_TAGS = re.compile(rf"^(?:\s*\[\s*{_AUTHORITY}\s*\]\s*)+", re.IGNORECASE)
+_ONE_TAG = re.compile(rf"\[\s*({_AUTHORITY})\s*\]\s*", re.IGNORECASE)
 
 _RANK = {OPERATOR: 7, USER: 6, IMPORT: 5, "save:api": 4, "save:mcp": 3, "save:agent": 2}
 _RANK.update({ASSISTANT: 1})
@@ -113,8 +119,20 @@ class Fact:
 
 
 def strip_tags(text: str) -> str:
-    """``text`` without the tags it starts with (``[user] [operator] x`` -> ``x``)."""
+    """``text`` without the authority tags it starts with (``[user] [operator] x`` ->
+    ``x``); other bracketed text (``[TODO] x``) is the text's own and stays."""
     return _LEADING_TAGS.sub("", text, count=1)
+
+
+def neutralise_tags(text: str) -> str:
+    """Content that starts with an authority tag claims a speaker it is not: each such
+    tag is kept visible but inert (``[operator] x`` -> ``(claimed operator) x``), so a
+    reader sees the claim and no parser takes it for one."""
+    lead = _LEADING_TAGS.match(text)
+    if lead is None:
+        return text
+    claims = " ".join(f"(claimed {m.group(1).lower()})" for m in _ONE_TAG.finditer(lead.group(0)))
+    return f"{claims} {text[lead.end() :]}".strip()
 
 
 def fact_line(authority: str | None, text: str) -> str:
@@ -175,22 +193,43 @@ _SPEAKER = re.compile(
 )
 
 
+#: negation is meaning: "does not prefer" is not "prefers" (search drops these words as
+#: stopwords; comparing facts never does)
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|cannot|without)\b|n[’']t\b",
+    re.IGNORECASE,
+)
+NEGATED = "¬"
+
+
+def negated(text: str) -> bool:
+    """Whether ``text`` says "not", "no", "never", "n't" or the like."""
+    return _NEGATION.search(text) is not None
+
+
 def distinctive(text: str) -> set[str]:
     """The words of ``text`` that say what, not who (stemmed, stopwords out; a leading
-    "A tool result (orders) said:" left out, so the speaker's name is no evidence)."""
-    return {t for t in terms(_SPEAKER.sub("", text, count=1)) if t not in _ATTRIBUTION_WORDS}
+    "A tool result (orders) said:" left out, so the speaker's name is no evidence); a
+    negation counts as a word of its own (``NEGATED``)."""
+    what = _SPEAKER.sub("", text, count=1)
+    words = {t for t in terms(what) if t not in _ATTRIBUTION_WORDS}
+    return words | {NEGATED} if negated(what) else words
 
 
 def support(fact: str, said: str) -> float:
     """The share of ``fact``'s distinctive words that occur in ``said`` (0.0 when an
-    identifier of the fact, a number, code, address or link, does not occur verbatim)."""
+    identifier of the fact, a number, code, address or link, does not occur verbatim,
+    or when the fact negates and ``said`` never does)."""
     wanted = distinctive(fact)
     if not wanted:
         return 0.0
     ids = _identifiers(fact)
     if ids and not ids <= _identifiers(said) | _squashed_words(said, ids):
         return 0.0
-    return len(wanted & set(terms(said))) / len(wanted)
+    if NEGATED in wanted and not negated(said):
+        return 0.0
+    found = set(terms(said)) | ({NEGATED} if NEGATED in wanted else set())
+    return len(wanted & found) / len(wanted)
 
 
 def _squashed_words(said: str, ids: set[str]) -> set[str]:

@@ -42,7 +42,7 @@ from agent_harness.errors import (
     PayloadTooLargeError,
     ValidationFailedError,
 )
-from agent_harness.memory.facts.authority import fact_line, parse_fact, rank
+from agent_harness.memory.facts.authority import fact_line, parse_fact, rank, strip_tags
 from agent_harness.memory.facts.ledger import day_of, render_section, saved_by, source_fields
 from agent_harness.memory.facts.lifecycle import (
     FACT_ID,
@@ -50,6 +50,7 @@ from agent_harness.memory.facts.lifecycle import (
     ledger_fact_id,
     lifecycle_of,
     render_marks,
+    split_marks,
 )
 from agent_harness.paths import LEDGER_DIR, archive_day, ledger_day, ledger_path
 
@@ -208,6 +209,24 @@ def _admitted_text(rt: Runtime, user: User, text: str, authority: str, source: s
     return fact.text
 
 
+def _still_current(fact: LedgerFact, day: str, existing: str) -> None:
+    """409 when ``existing`` (today's ledger as the append will replace it) holds a line
+    that retires ``fact`` under the lifecycle's rule (a change of at least its rank):
+    written by a concurrent correction, flush or review since the fact was read."""
+    for line in existing.splitlines():
+        parsed = parse_fact(line)
+        if parsed is None or fact.id not in parsed.text:
+            continue
+        marks = split_marks(strip_tags(parsed.text))[1]
+        if fact.id in marks.changes() and rank(parsed.authority) >= rank(fact.authority):
+            retirer = ledger_fact_id(day, line)
+            raise FactNotCurrentError(
+                f"fact {fact.id} was retired by {retirer} while this correction was being "
+                "made: correct the current one",
+                details={"by": retirer},
+            )
+
+
 def _record(fact_id: str, body: str, by: bool, day: str, taken: set[str]) -> tuple[str, Marks]:
     """The record's text and marks: ``body`` superseding ``fact_id``, or retracting it
     (a record's id names the facts it retracts, so it is new whatever its why). A
@@ -253,6 +272,9 @@ def correct_fact(
     written: list[Correction] = []
 
     def addition(existing: str) -> str:
+        # re-checked on the ledger this append replaces (its CAS retries with the new
+        # one): of two concurrent corrections of one fact exactly one retires it
+        _still_current(fact, day, existing)
         taken = set(lifecycle_of({day: existing}).facts)
         record, marks = _record(fact_id, body, by is not None, day, taken)
         line = fact_line(authority, render_marks(record, marks))

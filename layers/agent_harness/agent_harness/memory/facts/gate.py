@@ -1,8 +1,9 @@
 """The one gate every memory write passes: flushes, saves, edits, rollbacks, merges.
 
     a line of content, with its authority (facts.authority)
-      -> structure neutralised: one line, no leading bullet, heading, quote or tag, no
-         tag of ours (markup.inert): read back, it is a fact and nothing else
+      -> structure neutralised: one line, no leading bullet, heading or quote, a leading
+         authority tag shown as a claim ("(claimed user)"), no tag of our markup
+         (markup.inert): read back, it is a fact and nothing else
       -> lifecycle marks stripped (``(supersedes <id>)``, ``(retracts <id>)``...,
          facts.lifecycle): no content retires a fact; corrections, the flush and the
          consolidation add marks after the gate
@@ -36,6 +37,7 @@ from agent_harness.memory.facts.authority import (
     TOOL,
     TRUSTED,
     fact_line,
+    neutralise_tags,
     parse_fact,
     strip_tags,
 )
@@ -66,9 +68,7 @@ __all__ = [
 
 InstructionPolicy = Literal["review", "drop", "mark"]
 #: leading list, heading and quote markers, and tags, which content may not start with
-_LEAD = re.compile(
-    r"^(?:\s*(?:[-*+•]|\d{1,3}[.)]|#{1,6}|>+|\[[A-Za-z][\w.:\- ]{0,70}\])(?=\s|$))+\s*"
-)
+_LEAD = re.compile(r"^(?:\s*(?:[-*+•]|\d{1,3}[.)]|#{1,6}|>+)(?=\s|$))+\s*")
 _HEADING = re.compile(r"^(#{1,6})\s+(\S.*)$")
 #: authorities whose claims about the user's accounts, contacts or identity are held:
 #: a tool result, the agent, and what an agent saves (an MCP client is one too)
@@ -115,14 +115,13 @@ class Admitted:
 
 def clean_text(text: str, *, ours: bool = False) -> str:
     """One line of content made inert: whitespace collapsed (no newline can start a
-    line of its own), leading markers and tags stripped (``ours``: a stored fact's text,
+    line of its own), leading markers stripped and a leading authority tag neutralised
+    in view (``- [user] x`` -> ``(claimed user) x``; ``ours``: a stored fact's text,
     whose marks the system wrote, keeps them), our markup tags broken, and cut at the
-    fact length."""
+    fact length. Other bracketed text (``[TODO] x``) is the content's own and stays."""
     one = " ".join(text.split())
-    previous = None
-    while one != previous and not ours:  # "- [user] ## x" -> "x"
-        previous = one
-        one = strip_tags(_LEAD.sub("", one))
+    if not ours:
+        one = neutralise_tags(_LEAD.sub("", one))
     one = markup.inert(one)
     if len(one) > MAX_BULLET_CHARS:
         one = one[: MAX_BULLET_CHARS - 1].rstrip() + "…"

@@ -12,8 +12,10 @@
            skip turns a section already covers (source line)          idempotency
            the user's current facts most related to the turns          memory.jobs.related
              (every ledger once a job: cached, one LIST, GETs of changes)  S3 LIST, GETs
-           memory model: flush prompt, those facts with their ids       LLM (memory role)
-           each fact's authority: whose words in the turns support it   deterministic
+           a call per pass (memory.facts.flow, memory.jobs.extract):    LLM (memory role)
+             the user's messages, shown facts of at least their authority -> [user]
+             tool results (or imported assistant text), shown all     -> the lowest label
+             the user's messages beside each lower level of facts     -> marks of that level
            its marks: only shown ids its authority may retire           lifecycle contract
            the gate on the text without marks; marks re-attached        memory.facts.gate
            held lines -> review/queue.jsonl                            S3 CAS (if any)
@@ -45,39 +47,24 @@ from agent_harness.ids import User, validate_session_id
 from agent_harness.jobs import PostTurnJob
 from agent_harness.keys import shard_name
 from agent_harness.memory.engine.corpus import refresh_snapshots
-from agent_harness.memory.facts.authority import (
-    attribute,
-    disown,
-    message_authority,
-    parse_fact,
-)
+from agent_harness.memory.facts.authority import parse_fact
+from agent_harness.memory.facts.flow import flush_passes
 from agent_harness.memory.facts.gate import Admitted, Candidate, Policy, admit
 from agent_harness.memory.facts.ledger import (
     Source,
-    clean_bullets,
     covered_turns,
     day_of,
     new_facts,
     render_section,
 )
-from agent_harness.memory.facts.lifecycle import Marks, render_marks, split_marks, strip_marks
-from agent_harness.memory.jobs.prompts import (
-    FLUSH_CONTEXT_CHARS,
-    flush_messages,
-    render_conversation,
-)
-from agent_harness.memory.jobs.related import (
-    checked_marks,
-    load_ledger_files,
-    related_facts,
-    without_shown,
-)
+from agent_harness.memory.facts.lifecycle import Marks, render_marks, strip_marks
+from agent_harness.memory.jobs.extract import extract, retire_below
+from agent_harness.memory.jobs.related import load_ledger_files
 from agent_harness.memory.review import hold
 from agent_harness.memory.threads import index_turns
-from agent_harness.models.base import ChatRequest
 from agent_harness.paths import MEMORY_FILE, ledger_path, segment_path, turn_path
 from agent_harness.records import TurnRecord
-from agent_harness.usage import memory_budget_exhausted, record_spend, renewal
+from agent_harness.usage import memory_budget_exhausted, renewal
 
 if TYPE_CHECKING:
     from agent_harness.memory.engine.file_index import FileIndex
@@ -344,34 +331,12 @@ def _flush_chunk(
 
     settings = rt.settings
     model = rt.models.for_role("memory")
-    shown = related_facts(rt, ledgers, day, ledger, _window_messages(todo))
-    # a fact of the day shown with its id is left out of the day's ledger, which gives
-    # up the room it took: the request grows by the ids, not by the facts
-    view, moved = without_shown(ledger, day, shown)
-    messages = flush_messages(
-        render_conversation(todo),
-        memory_md,
-        view,
-        day=day,
-        zone=settings.timezone,
-        prompt=settings.flush_prompt,
-        context_chars=max(0, FLUSH_CONTEXT_CHARS - moved),
-        current=[(f.id, f.text) for f in shown.facts],
-    )
-    reply = model.complete(ChatRequest(messages=messages, purpose="flush"))
-    record_spend(rt, user, "memory", reply.usage)
-    bullets = clean_bullets(reply.message.content)  # raises ModelOutputError when malformed
-    said = _said_by(todo)
     candidates: list[tuple[Candidate, Marks]] = []
-    for bullet in bullets:
-        # who said it is decided from the messages, never taken on the model's word: on
-        # the fact's text, a retraction's on its why, marks aside
-        text, marks = split_marks(bullet.removeprefix("- "))
-        authority = attribute(text, said)
-        kept = checked_marks(marks, shown, authority)
-        if marks.is_record() and not kept.retracts:
-            continue  # a retraction of nothing it may retire (or a confirmation): no line
-        candidates.append((Candidate(disown(text, authority), authority), kept))
+    for flush_pass in flush_passes(todo):
+        found, below = extract(rt, user, day, ledger, memory_md, ledgers, flush_pass)
+        if flush_pass.trusted and found and below:
+            found = retire_below(rt, user, day, flush_pass, found, below)
+        candidates += found
     admitted = _admit_marked(candidates, Policy.of(settings))
     for name, count in admitted.counts.items():
         if count:
@@ -416,24 +381,3 @@ def _admit_marked(candidates: list[tuple[Candidate, Marks]], policy: Policy) -> 
             else:
                 out.lines.append(f"- [{fact.authority}] {render_marks(fact.text, marks)}")
     return out
-
-
-def _window_messages(records: list[TurnRecord]) -> list[str]:
-    """What the turns say (every message's text): the queries for the related facts."""
-    return [m.content for r in records for m in r.messages if m.role != "system"]
-
-
-def _said_by(records: list[TurnRecord]) -> dict[str, str]:
-    """What each authority said in these turns: the user's messages (an import's: the
-    caller's), the assistant's text and tool calls, each tool's results."""
-    said: dict[str, list[str]] = {}
-    for record in records:
-        for message in record.messages:
-            authority = message_authority(
-                message.role, message.name, imported=record.source == "import"
-            )
-            if authority is None:
-                continue
-            words = [message.content, *(c.arguments for c in message.tool_calls)]
-            said.setdefault(authority, []).extend(words)
-    return {authority: "\n".join(words) for authority, words in said.items()}

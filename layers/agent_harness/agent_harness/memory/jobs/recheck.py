@@ -25,7 +25,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness import markup
-from agent_harness.memory.facts.authority import fact_line, parse_fact, rank
+from agent_harness.memory.facts.authority import fact_line, parse_fact, rank, strip_tags
 from agent_harness.memory.facts.gate import Candidate, Policy, admit
 from agent_harness.memory.facts.ledger import clean_bullets, day_of, render_section, saved_by
 from agent_harness.memory.facts.lifecycle import Marks, render_marks, split_marks
@@ -110,7 +110,7 @@ def recheck(rt: Runtime, user: User, truth: Truth) -> int:
     shown = {f.id: f for f in due}
     records: list[tuple[str, str | None, Marks]] = []  # text, authority, marks
     for bullet in clean_bullets(answer.message.content):
-        text, marks = split_marks(bullet.removeprefix("- "))
+        text, marks = split_marks(strip_tags(bullet.removeprefix("- ")))
         named = [i for i in marks.names() if i in shown]
         if not named or set(marks.names()) - set(shown):
             logger.warning("re-check line ignored: ids not shown", extra={"line": bullet[:200]})

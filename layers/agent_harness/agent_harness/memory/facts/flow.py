@@ -1,0 +1,142 @@
+"""Authority by information flow: a model's output claims at most the lowest authority of
+the text it was given, never more because its words happen to match someone's.
+
+The flush reads a window of turns in passes, one model call each:
+
+    trusted     the user's own messages (an import's: ``import``), shown with only the
+                facts of at least that authority          -> its facts are ``user``'s
+    untrusted   tool and MCP results, and the assistant's words beside them, or an
+                imported assistant message; shown everything -> the lowest label among
+                what it was shown (``tool:<name>``, ``assistant``)
+
+A window with nothing untrusted (the common turn: a message, an answer without tools
+other than the memory tools, whose traffic is memory itself and is read in no pass)
+costs one call; only a window with tool output or imported assistant text costs two.
+Text planted in a tool result is never in the call whose output is the user's, so it
+cannot speak as the user nor retire what the user said (``related.checked_marks``
+refuses a mark above its line's authority). The assistant's own replies in a window
+without tool output are left out: they are derived from the user's words and memory
+already, and extracting them as facts would let them speak for neither.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agent_harness.memory import MEMORY_TOOLS
+from agent_harness.memory.facts.authority import (
+    ASSISTANT,
+    IMPORT,
+    USER,
+    attribute,
+    message_authority,
+    parse_fact,
+    rank,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from agent_harness.models.base import Message
+    from agent_harness.records import TurnRecord
+
+__all__ = ["FlushPass", "floor_view", "flush_passes", "label_of", "lowest"]
+
+#: the memory tools' results are memory itself (what is stored, or the answer to the
+#: agent's own write): never extracted again, in no pass
+_MEMORY_TRAFFIC = frozenset({*MEMORY_TOOLS, "memory_promote"})
+
+
+@dataclass(frozen=True)
+class FlushPass:
+    """One model call of a flush: the turns with only the messages it may see, and the
+    authorities of what it sees (its output claims the lowest of them)."""
+
+    turns: list[TurnRecord]
+    authorities: tuple[str, ...]
+    trusted: bool
+
+    @property
+    def floor(self) -> str:
+        return lowest(self.authorities)
+
+    def messages(self) -> list[str]:
+        return [m.content for r in self.turns for m in r.messages if m.content]
+
+
+def lowest(authorities: Iterable[str]) -> str:
+    """The least trusted of ``authorities`` (on a tie, the first)."""
+    ordered = list(authorities)
+    return min(ordered, key=rank) if ordered else ASSISTANT
+
+
+def _authority(message: Message, record: TurnRecord) -> str | None:
+    return message_authority(message.role, message.name, imported=record.source == "import")
+
+
+def _untrusted(message: Message, record: TurnRecord) -> bool:
+    if message.role == "tool":
+        return message.name not in _MEMORY_TRAFFIC
+    return message.role == "assistant" and record.source == "import" and bool(message.content)
+
+
+def flush_passes(records: list[TurnRecord]) -> list[FlushPass]:
+    """The passes of a window: the trusted one when a user spoke, the untrusted one when
+    a tool answered or an imported assistant spoke (see the module)."""
+    trusted: list[TurnRecord] = []
+    untrusted: list[TurnRecord] = []
+    trusted_by: list[str] = []
+    untrusted_by: list[str] = []
+    any_untrusted = any(_untrusted(m, r) for r in records for m in r.messages)
+    for record in records:
+        mine = [m for m in record.messages if m.role == "user" and m.content]
+        if mine:
+            trusted.append(record.model_copy(update={"messages": mine}))
+            trusted_by.append(IMPORT if record.source == "import" else USER)
+        if not any_untrusted:
+            continue
+        theirs = [
+            m
+            for m in record.messages
+            if _untrusted(m, record) or (m.role == "assistant" and (m.content or m.tool_calls))
+        ]
+        if theirs:
+            untrusted.append(record.model_copy(update={"messages": theirs}))
+            untrusted_by += [a for m in theirs if (a := _authority(m, record)) is not None]
+    passes = []
+    if trusted:
+        passes.append(FlushPass(trusted, tuple(dict.fromkeys(trusted_by)), trusted=True))
+    if untrusted:
+        passes.append(FlushPass(untrusted, tuple(dict.fromkeys(untrusted_by)), trusted=False))
+    return passes
+
+
+def label_of(fact: str, flush_pass: FlushPass) -> str:
+    """The authority a line of ``flush_pass``'s answer is written with: its floor; among
+    several of that same rank (two tools), the one whose words hold the line (a choice
+    between equals: it never raises a line above the floor)."""
+    floor = flush_pass.floor
+    equals = [a for a in flush_pass.authorities if rank(a) == rank(floor)]
+    if len(equals) < 2:
+        return floor
+    said: dict[str, list[str]] = {a: [] for a in equals}
+    for record in flush_pass.turns:
+        for message in record.messages:
+            who = _authority(message, record)
+            if who in said:
+                said[who].append(message.content)
+    chosen = attribute(fact, {a: "\n".join(w) for a, w in said.items()}, fallback=floor)
+    return chosen if chosen in said else floor
+
+
+def floor_view(text: str, floor: str) -> str:
+    """``text`` (MEMORY.md, a ledger) with only the fact lines of at least ``floor``'s
+    authority: what a trusted call may be shown (headings and source lines stay)."""
+    wanted = rank(floor)
+    kept = []
+    for line in text.split("\n"):
+        fact = parse_fact(line)
+        if fact is None or rank(fact.authority) >= wanted:
+            kept.append(line)
+    return "\n".join(kept)
