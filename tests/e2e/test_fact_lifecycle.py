@@ -330,9 +330,12 @@ def test_a_tool_result_cannot_make_the_agent_retract_what_the_user_said(
 
         *_, last = fake_llm.requests_of(asked)
         [answer] = [m for m in last["messages"] if m.get("tool_call_id") == "t2"]
-        assert answer["content"].startswith("Error:"), answer
-        assert "only the user's own words" in answer["content"]
+        # the turn read the tool's result: the correction is only proposed for review
+        assert answer["content"].startswith("Proposing a correction of "), answer
+        assert "check_order_status" in answer["content"]
         assert _get_fact(http, porto)["state"] == "current"
+        (item,) = [i for i in http.get("/v1/memory/review").json()["items"] if porto in i["text"]]
+        assert (item["reason"], item["authority"]) == ("correction", "tool:check_order_status")
 
         ledgers = _flushed(http, "User said: I like jazz.")  # the turn's flush ran
         assert f"(retracts {porto})" not in ledgers

@@ -114,7 +114,8 @@ def tour(stack: LocalStackProcess) -> None:
         go("POST", "/v1/memory/search", ann, {"query": "green tea", "match_mode": mode})
     go("POST", "/v1/sessions/search", ann, {"query": "locker", "match_mode": "ranked"})
     days = go("GET", "/v1/memory/ledger", ann).json()["days"]
-    go("GET", f"/v1/memory/ledger/{days[0]['day']}", ann)
+    # today's: an old day may be archived by a consolidation running meanwhile
+    go("GET", f"/v1/memory/ledger/{days[-1]['day']}", ann)
     go("GET", "/v1/usage", ann)
     # consolidation now, then MEMORY.md by hand, its versions and a rollback
     go("POST", "/v1/memory/consolidate", ann)

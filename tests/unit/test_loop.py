@@ -8,6 +8,10 @@ from tests.fakes import ScriptedModel, tool_call
 class EchoTools:
     def __init__(self) -> None:
         self.calls: list[ToolCall] = []
+        self.seen_requests: list[list[Message]] = []
+
+    def seen(self, messages: list[Message]) -> None:
+        self.seen_requests.append(messages)
 
     def specs(self) -> list[ToolSpec]:
         return [ToolSpec(name="echo", description="echo", parameters={"type": "object"})]

@@ -7,7 +7,7 @@ import pytest
 
 from agent_harness.errors import NotFoundError
 from agent_harness.ids import User
-from agent_harness.memory import review
+from agent_harness.memory import review, review_queue
 from agent_harness.memory.facts.gate import Held
 from agent_harness.memory.files import save_facts
 from agent_harness.memory.search import search_memory
@@ -43,7 +43,7 @@ def test_the_same_held_line_is_queued_once() -> None:
 
 
 def test_the_queue_keeps_the_newest_items(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(review, "MAX_PENDING", 3)
+    monkeypatch.setattr(review_queue, "MAX_PENDING", 3)
     rt = make_runtime()
     for n in range(5):
         review.hold(

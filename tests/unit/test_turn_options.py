@@ -39,6 +39,9 @@ class Box:
     def __init__(self) -> None:
         self.ran: list[str] = []
 
+    def seen(self, messages: list[Message]) -> None:
+        pass
+
     def specs(self) -> list[ToolSpec]:
         return [
             ToolSpec(name="memory_search", description="search", parameters={"type": "object"}),

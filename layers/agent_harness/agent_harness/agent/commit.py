@@ -16,13 +16,9 @@ from typing import TYPE_CHECKING, Literal
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+from agent_harness.agent.accepted import corrections_of, saved_lines
 from agent_harness.agent.scoped import apply_promotions
-from agent_harness.agent.tools import (
-    AGENT_SAVE,
-    correction_authority,
-    corrections_of,
-    saved_lines,
-)
+from agent_harness.agent.tools import AGENT_SAVE
 from agent_harness.clock import iso
 from agent_harness.errors import (
     ConflictError,
@@ -138,30 +134,35 @@ def apply_saves(
 
 
 def _apply_corrections(rt: Runtime, user: User, record: TurnRecord) -> None:
-    """Each accepted memory_correct of the turn, its authority decided again from the
-    turn's own user message; one refused since it was checked (retired meanwhile) is
-    logged, and the turn stands."""
-    from agent_harness.memory.facts.corrections import correct_fact, find_fact
+    """Each accepted memory_correct of the turn, as the tool decided it from what the
+    turn's model was shown (agent.exposure): applied with that authority, or, proposed,
+    queued for the user's review. One refused since it was checked (retired meanwhile)
+    is logged, and the turn stands."""
+    from agent_harness.memory.facts.corrections import correct_fact, propose_correction
 
     corrections = corrections_of(record.messages)
     if not corrections:
         return
-    said = "\n".join(m.content for m in record.messages if m.role == "user")
-    provenance = Source(record.session_id, (record.turn,), via="memory_correct").render()
-    for args in corrections:
+    source = Source(record.session_id, (record.turn,), via="memory_correct")
+    for accepted in corrections:
+        args = accepted.arguments
+        text, reason = args.get("text"), args.get("reason")
         try:
-            fact, _ = find_fact(rt, user, args["fact_id"])
-            text, reason = args.get("text"), args.get("reason")
+            if accepted.proposed:
+                propose_correction(
+                    rt, user, args["fact_id"], text, reason, accepted.authority, source.fields()
+                )
+                continue
             correct_fact(
                 rt,
                 user,
-                fact.id,
+                args["fact_id"],
                 text,
-                authority=correction_authority(fact.text, text, reason, said),
+                authority=accepted.authority,
                 writer="agent",
                 via="memory_correct",
                 reason=reason,
-                provenance=provenance,
+                provenance=source.render(),
             )
         except HarnessError as exc:
             logger.warning("memory_correct not applied", extra={"code": exc.code})

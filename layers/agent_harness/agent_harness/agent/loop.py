@@ -40,6 +40,10 @@ class ToolBox(Protocol):
         caller of the API runs this one (the turn pauses for its result)."""
         ...
 
+    def seen(self, messages: list[Message]) -> None:
+        """The request whose answer's tool calls run next (agent.exposure)."""
+        ...
+
 
 @dataclass
 class LoopState:
@@ -117,6 +121,8 @@ def run_loop(
         if not message.tool_calls:
             return LoopResult(added, message.content, usage, call_no, name)
         pending: list[ToolCall] = []
+        if tools is not None:
+            tools.seen(request.messages)  # what the calls' author was shown
         for tool_call in message.tool_calls:
             if tools is None:
                 result: str | None = f"Error: unknown tool {tool_call.name}"

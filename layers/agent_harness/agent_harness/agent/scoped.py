@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from concurrent.futures import Future
 
+    from agent_harness.agent.exposure import Exposure
     from agent_harness.agent.tools import Tool
     from agent_harness.ids import User
     from agent_harness.memory.engine.file_index import FileIndex
@@ -300,6 +301,7 @@ def with_blocks(reference: Message | None, blocks: Sequence[str]) -> Message | N
 
 #: how an accepted memory_promote answers: the turn applies those when it is written
 PROMOTING = "Promoting "
+PROPOSING = "Proposing "
 PROMOTE_DESCRIPTION = (
     "Propose durable facts for a shared scope bound to this session (a project's, an "
     "agent's, the organisation's) when they hold for everyone there, not just this user: "
@@ -308,8 +310,12 @@ PROMOTE_DESCRIPTION = (
 )
 
 
-def promote_tool(rt: Runtime, grants: Sequence[Grant]) -> Tool | None:
-    """The turn's memory_promote, offered when the session has bound scopes."""
+def promote_tool(
+    rt: Runtime, grants: Sequence[Grant], exposure: Exposure | None = None
+) -> Tool | None:
+    """The turn's memory_promote, offered when the session has bound scopes. In a turn
+    that read untrusted text (``exposure``), a maintainer's promotion is queued for
+    review as a member's is (agent.exposure)."""
     from agent_harness.agent.tools import Tool
     from agent_harness.memory.facts.promotion import check_lines
 
@@ -334,6 +340,12 @@ def promote_tool(rt: Runtime, grants: Sequence[Grant]) -> Tool | None:
         if not isinstance(content, str):
             raise ValidationFailedError("content must be text, one fact per line")
         lines = check_lines(rt, content)
+        if exposure is not None and exposure.exposed:
+            return (
+                f"{PROPOSING}{len(lines)} to {scope}: queued for its maintainers' review "
+                "when this turn is saved, never written at once: this turn read text the "
+                f"user did not write ({exposure.reasons()})"
+            )
         how = (
             "written into it"
             if grant.role == "maintainer"
@@ -344,11 +356,15 @@ def promote_tool(rt: Runtime, grants: Sequence[Grant]) -> Tool | None:
     return Tool("memory_promote", PROMOTE_DESCRIPTION, schema, run)
 
 
-def promotions_of(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """The arguments of each memory_promote call of a turn that was accepted, in order."""
-    from agent_harness.agent.tools import accepted_calls
+def promotions_of(messages: Sequence[Message]) -> list[tuple[dict[str, Any], bool]]:
+    """The arguments of each memory_promote call of a turn that was accepted, in order,
+    and whether it is for review whatever the caller's role (an exposed turn's)."""
+    from agent_harness.agent.accepted import accepted_calls
 
-    return accepted_calls(messages, "memory_promote", PROMOTING)
+    return [
+        (args, result.startswith(PROPOSING))
+        for args, result in accepted_calls(messages, "memory_promote", (PROMOTING, PROPOSING))
+    ]
 
 
 def apply_promotions(rt: Runtime, user: User, record: TurnRecord, grants: Sequence[Grant]) -> None:
@@ -361,18 +377,18 @@ def apply_promotions(rt: Runtime, user: User, record: TurnRecord, grants: Sequen
 
     by_name = {str(g.scope): g for g in grants}
     source = Source(record.session_id, (record.turn,))
-    for args in promotions_of(record.messages):
+    for args, review in promotions_of(record.messages):
         grant = by_name.get(args.get("scope", ""))
         if grant is None:
             continue
         try:
-            if grant.role == "maintainer":
+            if grant.role == "maintainer" and not review:
                 day = day_of(record.created(), rt.settings.zone)
                 ledger = rt.store.get(grant.owner, ledger_path(day))
                 if ledger is not None and promoted_by(user, source, "agent") in ledger.content:
                     continue
             lines = check_lines(rt, args.get("content", ""))
-            promote(rt, user, grant, lines, source=source, origin="agent")
+            promote(rt, user, grant, lines, source=source, origin="agent", review=review)
         except HarnessError as exc:  # the turn stands; the promotion is logged
             logger.warning("memory_promote not applied", extra={"code": exc.code})
             metrics.add_metric("MemoryPromotionsRefused", MetricUnit.Count, 1)

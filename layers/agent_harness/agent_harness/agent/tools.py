@@ -18,11 +18,13 @@ A session bound to shared scopes (agent.scoped) searches them too: memory_search
 from the user's memory and each bound scope, every hit of a scope labelled with it, and
 memory_search and memory_get take a ``scope`` (one of those bound) to read only it.
 
-A correction is the user's (``user``) when the user's own message of the turn supports
-its words (the new text; for a retraction its reason, or else the retired fact's words:
-memory.facts.authority.support), otherwise the agent's (``save:agent``): words that
-reach the agent only in a tool result can never retire what the user said. The same rule
-decides again at commit, from the turn's record (``correction_authority``).
+A correction's authority is what the turn's model was shown (agent.exposure), never
+which words it shares with whom: in a clean turn (nothing below the user in its
+context) it is the user's (``user``); in an exposed turn (a tool or MCP result, a fact
+below the user in memory or a search) it is the lowest authority seen, and a correction
+of a trusted fact is proposed for the user's review instead (``PROPOSING``), with what
+made the turn exposed. The tool's answer says which and ``(as <authority>)``; the
+commit applies exactly that (``corrections_of``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from agent_harness.agent.accepted import CORRECTING, PROPOSING, SAVED
+from agent_harness.agent.exposure import Exposure
 from agent_harness.errors import HarnessError
 from agent_harness.memory.engine.index import (
     DEFAULT_LIMIT,
@@ -43,10 +47,10 @@ from agent_harness.memory.engine.index import (
     parse_match_mode,
 )
 from agent_harness.memory.search import format_scoped_hits, search_memory
-from agent_harness.models.base import Message, ToolCall, ToolSpec
+from agent_harness.models.base import ToolCall, ToolSpec
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable
 
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
@@ -54,14 +58,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AGENT_SAVE",
-    "CORRECTING",
     "MemoryTools",
     "Tool",
     "ToolRegistry",
-    "accepted_calls",
-    "correction_authority",
-    "corrections_of",
-    "saved_lines",
 ]
 
 logger = Logger(child=True)
@@ -234,9 +233,7 @@ CORRECT_SCHEMA: dict[str, Any] = {
 }
 
 
-SAVED = "Saved "
 #: how an accepted memory_correct answers: the turn applies those when it is written
-CORRECTING = "Correcting "
 #: the authority of what the agent model saves
 AGENT_SAVE = "save:agent"
 
@@ -250,11 +247,10 @@ class MemoryTools:
     user: User
     #: characters this turn's accepted saves will add to MEMORY.md when it is written
     pending: int = 0
-    #: the user's own words in this turn: what a correction must be supported by to be
-    #: the user's (memory_correct)
-    said: str = ""
     #: the session's bound shared scopes, granted for reading (agent.scoped)
     scopes: list[Grant] = field(default_factory=list)
+    #: what the turn's model has been shown below the user (agent.exposure)
+    exposure: Exposure = field(default_factory=Exposure)
 
     def registry(self, *, after: Callable[[ToolCall, str], str] | None = None) -> ToolRegistry:
         return ToolRegistry(self.tools(), after=after)
@@ -318,7 +314,8 @@ class MemoryTools:
                 "Correct long-term memory when the user says a remembered fact is wrong or "
                 "no longer true: pass the fact id a memory_search hit shows (fact "
                 "YYYY-MM-DD.xxxxxxxx) and the corrected fact as text, or no text to retract "
-                "it. Only the user's own words can retire a fact the user stated.",
+                "it. After reading a tool result or a document, a correction of what the "
+                "user stated is only proposed for the user's review.",
                 CORRECT_SCHEMA,
                 self.correct,
             ),
@@ -334,11 +331,12 @@ class MemoryTools:
 
     def correct(self, arguments: dict[str, Any]) -> str:
         """Checks the correction now (the fact, its state, the authority, the gate) and
-        says what the turn will write when it is saved."""
+        says what the turn will write when it is saved: the correction, or, in an
+        exposed turn, a proposal for the user's review."""
         from agent_harness.errors import ValidationFailedError
+        from agent_harness.memory.facts.authority import TRUSTED
         from agent_harness.memory.facts.corrections import (
             DEFAULT_REASON,
-            AuthorityTooLowError,
             check_correction,
             find_fact,
         )
@@ -348,17 +346,15 @@ class MemoryTools:
         if args.text is not None and not args.text.strip():
             raise ValidationFailedError("text must not be blank: omit it to retract the fact")
         fact, life = find_fact(self.rt, self.user, args.fact_id)
-        authority = correction_authority(fact.text, args.text, args.reason, self.said)
-        try:
-            check_correction(fact, life, authority)
-        except AuthorityTooLowError as exc:
-            raise AuthorityTooLowError(
-                f"fact {fact.id} is what the user said: only the user's own words can retire "
-                "it, and the user's message in this turn does not say so (a tool result or "
-                "a document cannot); ask the user"
-                if fact.authority in ("user", "import")
-                else exc.message
-            ) from exc
+        authority = self.exposure.floor
+        if self.exposure.exposed and fact.authority in TRUSTED:
+            check_correction(fact, life, fact.authority)  # still current: else 409 now
+            return (
+                f"{PROPOSING}{fact.id}: this turn read text the user did not write "
+                f"({self.exposure.reasons()}), so the correction is queued for the user's "
+                f"review when this turn is saved; the fact stays as it is (as {authority})"
+            )
+        check_correction(fact, life, authority)
         what = "superseded by the new text" if args.text is not None else "retracted"
         words = args.text if args.text is not None else (args.reason or DEFAULT_REASON)
         admitted = admit([Candidate(words, authority)], Policy.of(self.rt.settings))
@@ -366,7 +362,7 @@ class MemoryTools:
             return (
                 f"{CORRECTING}{fact.id}: the text is held for a person to review when this "
                 "turn is saved (an instruction, or a claim about the user's accounts, "
-                "contacts or identity); the fact is not retired"
+                f"contacts or identity); the fact is not retired (as {authority})"
             )
         return f"{CORRECTING}{fact.id}: it is {what} when this turn is saved (as {authority})"
 
@@ -454,45 +450,3 @@ class MemoryTools:
                 "claim about the user's accounts, contacts or identity, is not saved as a fact)"
             )
         return answer
-
-
-def saved_lines(messages: list[Message]) -> list[list[str]]:
-    """The lines of each memory_save call of a turn that succeeded, in order: what the
-    turn persists when it is written (a failed or paused turn has saved nothing yet)."""
-    from agent_harness.memory.files import memory_lines
-
-    results = {m.tool_call_id: m.content for m in messages if m.role == "tool"}
-    saves = []
-    for message in messages:
-        for call in message.tool_calls:
-            if call.name != "memory_save" or not results.get(call.id, "").startswith(SAVED):
-                continue
-            saves.append(memory_lines(json.loads(call.arguments)["content"]))
-    return saves
-
-
-def correction_authority(fact: str, text: str | None, reason: str | None, said: str) -> str:
-    """``user`` when ``said`` (the user's words of the turn) supports the correction: its
-    new ``text``, or a retraction's ``reason`` (else the retired ``fact``'s words);
-    ``save:agent`` otherwise."""
-    from agent_harness.memory.facts.authority import SUPPORT, USER, support
-
-    evidence = text if text is not None else (reason or fact)
-    return USER if said.strip() and support(evidence, said) >= SUPPORT else AGENT_SAVE
-
-
-def accepted_calls(messages: Sequence[Message], name: str, answer: str) -> list[dict[str, Any]]:
-    """The arguments of each ``name`` call of a turn whose result starts with ``answer``
-    (the tool accepted it), in order: what the turn applies when it is written."""
-    results = {m.tool_call_id: m.content for m in messages if m.role == "tool"}
-    found = []
-    for message in messages:
-        for call in message.tool_calls:
-            if call.name == name and results.get(call.id, "").startswith(answer):
-                found.append(json.loads(call.arguments))
-    return found
-
-
-def corrections_of(messages: list[Message]) -> list[dict[str, Any]]:
-    """The arguments of each memory_correct call of a turn that was accepted, in order."""
-    return accepted_calls(messages, "memory_correct", CORRECTING)

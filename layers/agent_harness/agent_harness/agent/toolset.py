@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent_harness.agent.eviction import Evictor
+from agent_harness.agent.exposure import Exposure
 from agent_harness.agent.scoped import promote_tool
 from agent_harness.agent.tools import MemoryTools, Tool, ToolRegistry
 from agent_harness.utf8 import scrubbed
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
     from agent_harness.agent.client_tools import ClientTools
     from agent_harness.ids import User
-    from agent_harness.models.base import ToolCall, ToolSpec
+    from agent_harness.models.base import Message, ToolCall, ToolSpec
     from agent_harness.runtime import Runtime
     from agent_harness.scopes import Grant
 
@@ -35,9 +36,17 @@ __all__ = ["TurnTools", "turn_tools"]
 class TurnTools:
     """The tool box of one model loop: the tools run here, then the caller's."""
 
-    def __init__(self, served: ToolRegistry | None, client: ClientTools | None) -> None:
+    def __init__(
+        self, served: ToolRegistry | None, client: ClientTools | None, exposure: Exposure
+    ) -> None:
         self._served = served
         self._client = client
+        self._exposure = exposure
+
+    def seen(self, messages: list[Message]) -> None:
+        """The request whose answer's tool calls run next: what its model was shown
+        (agent.exposure), which bounds what the memory tools may write."""
+        self._exposure.observe(messages)
 
     def specs(self) -> list[ToolSpec]:
         return [
@@ -77,18 +86,19 @@ def turn_tools(
     user: User,
     session_id: str,
     client: ClientTools | None,
-    said: str = "",
     scopes: Sequence[Grant] = (),
 ) -> TurnTools | None:
-    """The turn's tool box, or None when it offers no tool at all. ``said``: the user's
-    message of the turn (what makes a memory_correct the user's); ``scopes``: the
-    session's bound shared scopes, which memory_search and memory_get also read."""
-    memory = MemoryTools(rt, user, said=said, scopes=list(scopes))
+    """The turn's tool box, or None when it offers no tool at all. ``scopes``: the
+    session's bound shared scopes, which memory_search and memory_get also read. What
+    the turn's model is shown (``TurnTools.seen``) decides what its memory writes may
+    claim (agent.exposure)."""
+    exposure = Exposure()
+    memory = MemoryTools(rt, user, scopes=list(scopes), exposure=exposure)
     served = [] if rt.settings.disable_memory_tools else memory.tools()
-    promote = None if rt.settings.disable_memory_tools else promote_tool(rt, scopes)
+    promote = None if rt.settings.disable_memory_tools else promote_tool(rt, scopes, exposure)
     served += [promote] if promote is not None else []
     served += _remote_tools(rt, user)
     registry = ToolRegistry(served, after=Evictor(rt, user, session_id)) if served else None
     if registry is None and client is None:
         return None
-    return TurnTools(registry, client)
+    return TurnTools(registry, client, exposure)

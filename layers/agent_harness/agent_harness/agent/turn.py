@@ -390,11 +390,10 @@ class _Turn:
     def _advance(self, draft: Draft, *, final: bool = False, commit: bool = True) -> TurnResult:
         def attempt() -> LoopResult:
             client = ClientTools(draft.client_tools) if draft.client_tools else None
-            said = draft.user_message.content
             tools = (
                 None
                 if final
-                else turn_tools(self.rt, self.user, self.session_id, client, said, self.grants)
+                else turn_tools(self.rt, self.user, self.session_id, client, self.grants)
             )
             persona = draft.instructions or self.context.agents_md
             prompt = build_messages(

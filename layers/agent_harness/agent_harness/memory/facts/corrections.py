@@ -60,21 +60,26 @@ if TYPE_CHECKING:
     from agent_harness.runtime import Runtime
 
 __all__ = [
+    "CORRECTION",
     "DEFAULT_REASON",
     "AuthorityTooLowError",
     "Correction",
     "CorrectionHeldError",
     "FactNotCurrentError",
     "FactNotFoundError",
+    "apply_proposal",
     "check_correction",
     "correct_fact",
     "fact_view",
     "find_fact",
+    "propose_correction",
     "read_ledgers",
     "who_may_retire",
 ]
 
 DEFAULT_REASON = "corrected: no longer true"
+#: the review reason of a proposed correction (an exposed turn's, agent.exposure)
+CORRECTION = "correction"
 
 
 class FactNotFoundError(NotFoundError):
@@ -191,7 +196,7 @@ def _admitted_text(rt: Runtime, user: User, text: str, authority: str, source: s
     """``text`` through the gate as ``authority``'s: the text to write (its tag aside);
     held lines go to the review queue and raise CorrectionHeldError."""
     from agent_harness.memory.facts.gate import Candidate, Policy, admit
-    from agent_harness.memory.review import hold
+    from agent_harness.memory.review_queue import hold
 
     admitted = admit([Candidate(text, authority)], Policy.of(rt.settings))
     if admitted.held:
@@ -284,3 +289,54 @@ def correct_fact(
 
     rt.store.append(user, ledger_path(day), addition)
     return written[0]
+
+
+def propose_correction(
+    rt: Runtime,
+    user: User,
+    fact_id: str,
+    by: str | None,
+    reason: str | None,
+    authority: str,
+    source: str,
+) -> None:
+    """Queue a correction for the user's review instead of applying it: the item reads
+    as the record line would (``<text> (supersedes <id>)``, ``(retracts <id>) <why>``),
+    with the authority of what proposed it; approving it applies it as the decider's
+    (``apply_proposal``). Nothing is retired until then."""
+    from agent_harness.memory.facts.gate import Held
+    from agent_harness.memory.review_queue import hold
+
+    fact, _ = find_fact(rt, user, fact_id)
+    if by is not None:
+        text = render_marks(" ".join(by.split()), Marks(supersedes=(fact.id,)))
+    else:
+        why = " ".join((reason or "").split()) or DEFAULT_REASON
+        text = render_marks(why, Marks(retracts=(fact.id,)))
+    day = day_of(rt.clock.now(), rt.settings.zone)
+    held = [Held(text, authority, CORRECTION)]
+    hold(rt, user, held, source=source, writer="memory_correct", day=day)
+
+
+def apply_proposal(rt: Runtime, user: User, text: str, authority: str) -> list[str]:
+    """An approved proposal (``propose_correction``'s item text), applied as the person
+    who approved it; the record line written."""
+    body, marks = split_marks(text)
+    if marks.supersedes:
+        done = correct_fact(
+            rt, user, marks.supersedes[0], body, authority=authority, writer=authority, via="review"
+        )
+    elif marks.retracts:
+        done = correct_fact(
+            rt,
+            user,
+            marks.retracts[0],
+            None,
+            authority=authority,
+            writer=authority,
+            via="review",
+            reason=body,
+        )
+    else:
+        raise ValidationFailedError("the review item names no fact to correct")
+    return [done.line]

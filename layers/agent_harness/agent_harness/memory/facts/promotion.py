@@ -98,11 +98,13 @@ def promote(
     source: Source | None,
     origin: str,
     authority: str | None = None,
+    review: bool = False,
 ) -> Promoted:
     """Propose ``lines`` for ``grant``'s scope (the caller's read grant): queued for its
-    maintainers' review, or, for a maintainer, written at once. ``authority``: whose
-    words they are (default ``save:<origin>``; the console's promotion keeps the line's
-    own from the user's MEMORY.md)."""
+    maintainers' review, or, for a maintainer, written at once (``review``: queued
+    anyway, as an agent's promotion from a turn that read untrusted text is).
+    ``authority``: whose words they are (default ``save:<origin>``; the console's
+    promotion keeps the line's own from the user's MEMORY.md)."""
     from agent_harness.import_budget import imports_admitted
     from agent_harness.memory.files import save_memories
     from agent_harness.memory.review import hold
@@ -113,7 +115,7 @@ def promote(
     now = rt.clock.now()
     day = day_of(now, rt.settings.zone)
     authority = authority or f"save:{origin}"
-    if grant.role != "maintainer":
+    if grant.role != "maintainer" or review:
         held = [Held(line, authority, PROMOTION) for line in lines]
         # under the member's own daily budget, as a save is: no member floods the queue
         with imports_admitted(rt, caller, 1, "memory promotion"):
