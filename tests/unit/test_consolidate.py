@@ -82,7 +82,8 @@ def test_an_append_landing_during_the_run_is_consolidated_next_time() -> None:
         append(rt, "2026-11-30", "- arrived during the run\n")
         return "# Memory\n- first\n"
 
-    model = ScriptedModel(merge_while_a_flush_appends, "# Memory\n- first\n- second\n")
+    merged = "# Memory\n- first\n- arrived during the run\n"
+    model = ScriptedModel(merge_while_a_flush_appends, merged)
     rt = make_runtime(memory=model)
     append(rt, "2026-11-30", "- first\n")
 
@@ -91,14 +92,14 @@ def test_an_append_landing_during_the_run_is_consolidated_next_time() -> None:
     consolidate(rt, job())
 
     assert entries_of(model.requests[1]).endswith("- arrived during the run")
-    assert untagged(memory(rt)) == "# Memory\n- first\n- second\n"
+    assert untagged(memory(rt)) == merged
 
 
 def test_a_human_edit_made_meanwhile_is_not_overwritten() -> None:
     def merge_while_a_person_edits(request):
         current = rt.store.get(ALICE, "MEMORY.md")
         rt.store.put(ALICE, "MEMORY.md", "# Memory\n- edited by hand\n", if_match=current.etag)
-        return "# Memory\n- stale merge\n"
+        return "# Memory\n- new fact\n"  # merged onto the version it read
 
     def merge_onto_the_edit(request):
         assert "edited by hand" in request.messages[1].content
@@ -169,7 +170,8 @@ def test_the_due_mark_survives_a_flush_during_the_run() -> None:
 
 def test_a_blank_memory_with_an_old_watermark_is_rebuilt_from_recent_ledgers() -> None:
     # the first merge leaves 27 days' facts out: the second look asks (nothing ended)
-    model = ScriptedModel("# Memory\n- a\n", "NO_REPLY", "# Memory\n- rebuilt\n", "NO_REPLY")
+    rebuilt = "# Memory\n- fact of day 28 " + "x" * 60 + "\n"
+    model = ScriptedModel("# Memory\n- fact of day 1\n", "NO_REPLY", rebuilt, "NO_REPLY")
     rt = make_runtime(
         memory=model,
         settings=Settings(consolidation_max_input_bytes=1000, consolidation_min_gap_seconds=0),
@@ -186,7 +188,7 @@ def test_a_blank_memory_with_an_old_watermark_is_rebuilt_from_recent_ledgers() -
     sent = entries_of(model.requests[2])
     assert "day 28" in sent and "day 1 " not in sent  # the newest days, within the budget
     assert len(sent.encode()) <= 1000 + 28 * 20
-    assert untagged(memory(rt)) == "# Memory\n- rebuilt\n"  # the model's own words
+    assert untagged(memory(rt)) == rebuilt  # from the recent ledgers it was given
 
 
 def test_input_over_the_byte_budget_is_carried_to_the_next_run() -> None:
@@ -388,7 +390,7 @@ def test_a_merge_onto_a_human_edit_names_each_writer() -> None:
         put_memory(
             rt, ALICE, "# Memory\n- edited by hand\n", if_match=current.etag, if_none_match=None
         )
-        return "# Memory\n- stale merge\n"
+        return "# Memory\n- new\n"  # merged onto the version it read
 
     model = ScriptedModel(merge_while_a_person_edits, "# Memory\n- edited by hand\n- new\n")
     rt = make_runtime(memory=model)

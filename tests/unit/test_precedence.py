@@ -100,3 +100,45 @@ def test_a_lower_fact_sharing_one_word_with_a_users_is_not_taken_for_a_contradic
     )
     document, counts = merge(answer, entries, current)
     assert "Lyon is sunny" in document and counts.get("contradictions_dropped", 0) == 0
+
+
+TEA = "# Memory\n- [user] The user prefers green tea.\n"
+
+
+def test_a_page_stored_as_a_tools_fact_cannot_negate_the_users_through_a_merge() -> None:
+    entries = (
+        "- [tool:fetch_page] A tool result (fetch_page) said: the user does not prefer green tea."
+    )
+    answer = "# Memory\n- [user] The user does not prefer green tea.\n"  # a fooled merge
+    document, counts = merge(answer, entries, current=TEA)
+    assert document == TEA  # the negation is the call's (tool), dropped; the user's is back
+    assert counts["contradictions_dropped"] == 1 and counts["protected_restored"] == 1
+
+
+def test_an_exact_copy_keeps_its_label_and_a_merge_of_trusted_lines_stays_trusted() -> None:
+    copied = merge(
+        "# Memory\n- [user] The user has a cat named Miso.\n",
+        "- [import] The user has a cat named Miso.\n- [tool:web] Cats like fish.",
+        current="",
+    )[0]
+    assert "- [import] The user has a cat named Miso." in copied  # a copy: its own label
+    entries = "- [user] The user drinks it at 7am."
+    answer = "# Memory\n- [assistant] The user prefers green tea at 7am.\n"
+    document, _ = merge(answer, entries, current=TEA)
+    # merged from trusted lines only: the lowest of them, never the tag the model wrote
+    assert document == "# Memory\n- [user] The user prefers green tea at 7am.\n"
+
+
+def test_a_merge_beside_a_lower_line_claims_only_the_lowest_label_it_saw() -> None:
+    entries = "- [save:agent] The user likes jazz."
+    answer = "# Memory\n- [user] The user likes jazz a lot.\n"  # and drops the user's tea
+    document, counts = merge(answer, entries, current=TEA)
+    assert "- [save:agent] The user likes jazz a lot." in document
+    assert "- [user] The user prefers green tea." in document  # dropped, it comes back
+    assert counts["protected_restored"] == 1
+
+
+def test_a_line_no_input_supports_is_not_written_and_is_counted() -> None:
+    answer = TEA + "- [user] The user's manager is Dana Ruiz.\n"
+    document, counts = merge(answer, "- [user] The user likes jazz.", current=TEA)
+    assert "Dana" not in document and counts["unsupported_dropped"] == 1

@@ -3,9 +3,13 @@
 The memory model merges the new ledger facts into MEMORY.md in its own words; what it
 answers is then checked here, deterministically, before it may be written:
 
-    authority   each line of the answer takes the authority of the facts its words come
-                from (the current MEMORY.md and the new entries, each with its tag;
-                facts.authority.attribute), never the tag the model wrote
+    authority   by where the words came from (memory.facts.flow), never the tag the
+                model wrote nor the words a line shares with someone: a line that is an
+                exact copy of an input fact keeps that fact's authority; any other line
+                is the call's, the lowest authority among everything it was shown (all
+                trusted: the lowest trusted one; one tool line: that tool's)
+    supported   a line whose words no input holds (a merge summarises; it does not
+                author) is not written, and counted (``unsupported_dropped``)
     the gate    like any write (facts.gate.admit_document)
     contradict  a line of lower authority that says what a ``user`` or ``operator``
                 fact says with a value changed ("black tea" for "green tea") is left
@@ -21,16 +25,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agent_harness.memory.facts.authority import (
+    ASSISTANT,
     PROTECTED,
     SUPPORT,
     Fact,
-    attribute,
     distinctive,
     parse_fact,
     rank,
+    strip_tags,
     support,
 )
 from agent_harness.memory.facts.gate import admit_document
+from agent_harness.memory.facts.lifecycle import split_marks
 
 if TYPE_CHECKING:
     from agent_harness.memory.facts.gate import Admitted, Policy
@@ -82,13 +88,23 @@ def merge_checked(
     the gate, no lower fact over a ``user`` or ``operator`` one. Returns the document to
     write and what the gate did (``counts`` also has ``contradictions_dropped`` and
     ``protected_restored``)."""
-    said = said_by(current, entries)
+    copies, floor, inputs = _inputs(current, entries)
 
     def assign(text: str) -> str | None:
-        return attribute(text, said) or None
+        return copies.get(_key(text), floor)
 
     document, admitted = admit_document(answer, previous=current, assign=assign, policy=policy)
-    lines = [_Line(line, parse_fact(line)) for line in document.splitlines()]
+    lines: list[_Line] = []
+    for raw in document.splitlines():
+        fact = parse_fact(raw)
+        if (
+            fact is not None
+            and _key(fact.text) not in copies
+            and support(fact.text, inputs) < SUPPORT
+        ):
+            admitted.counts["unsupported_dropped"] += 1
+            continue
+        lines.append(_Line(raw, fact))
     protected = [f for f in map(parse_fact, current.splitlines()) if f and f.authority in PROTECTED]
     newcomers = [f for f in map(parse_fact, entries.splitlines()) if f is not None]
 
@@ -111,6 +127,32 @@ def merge_checked(
             admitted.counts["protected_restored"] += 1
     text = "\n".join(line.text for line in kept).strip("\n")
     return (text + "\n" if text else ""), admitted
+
+
+def _key(text: str) -> str:
+    """A fact's words for telling a copy: marks, case, spacing and end stop aside."""
+    return " ".join(split_marks(strip_tags(text))[0].casefold().split()).rstrip(".!")
+
+
+def _inputs(current: str, entries: str) -> tuple[dict[str, str | None], str | None, str]:
+    """What a consolidation call was shown: each input fact's words -> its authority (the
+    highest, for words two authorities both hold), the lowest authority among them (the
+    call's), and every input fact's text (what a line of the answer must come from)."""
+    copies: dict[str, str | None] = {}
+    seen: list[str | None] = []
+    texts: list[str] = []
+    for document in (current, entries):
+        for line in document.splitlines():
+            fact = parse_fact(line)
+            if fact is None:
+                continue
+            key = _key(fact.text)
+            if key not in copies or rank(fact.authority) > rank(copies[key]):
+                copies[key] = fact.authority
+            seen.append(fact.authority)
+            texts.append(fact.text)
+    floor = min(seen, key=rank) if seen else ASSISTANT
+    return copies, floor, "\n".join(texts)
 
 
 def _represented(fact: Fact, lines: list[_Line]) -> bool:

@@ -397,6 +397,11 @@ def _run(
                 entries=entries,
                 policy=Policy.of(settings),
             )
+            for check in ("unsupported_dropped", "contradictions_dropped", "protected_restored"):
+                if admitted.counts[check]:
+                    metrics.add_metric(
+                        f"ConsolidationCheck_{check}", MetricUnit.Count, admitted.counts[check]
+                    )
             # whatever the model kept, and precedence restored: no retired fact stays
             document = truth.current_memory(document)
             if not document.strip():
