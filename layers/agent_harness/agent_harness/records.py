@@ -199,6 +199,10 @@ class WorkingContext(BaseModel):
     answered: list[str] = Field(default_factory=list)
     #: the shared scopes the session bound on its first message (agent.scoped)
     scopes: list[str] = Field(default_factory=list)
+    #: what the session's context has held below the user, authority -> where (an
+    #: imported assistant message, a tool result), kept after compaction summarised it:
+    #: what every later turn's memory writes may claim (agent.exposure)
+    untrusted: dict[str, str] = Field(default_factory=dict)
 
     @classmethod
     def parse_or_none(cls, text: str) -> WorkingContext | None:

@@ -10,6 +10,8 @@ Read from the messages of the model request that produced a memory tool call:
                                                                 of the past messages shown
     MEMORY.md, recall and scopes injected into the prompt    -> the lowest tag among
                                                                 their fact lines
+    the session's history: an imported assistant message,    -> assistant, tool:<name>
+    a tool result (kept after a compaction summarised it)       (WorkingContext.untrusted)
 
 A turn that saw nothing below the user is **clean**: the user's correction through
 ``memory_correct`` is the user's, as the user asked it. A turn that saw anything below
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from agent_harness.models.base import Message
+    from agent_harness.records import WorkingContext
 
 __all__ = ["Exposure"]
 
@@ -53,6 +56,7 @@ _STRUCTURE_ROW = re.compile(r"^\s*(?:#|>|$)")
 _PAST_ROLE = re.compile(r"^Session .+?, turn \d+ \((assistant|tool)[,)]", re.MULTILINE)
 _READS_MEMORY = frozenset({"memory_search", "memory_get", "memory_read"})
 _ACKNOWLEDGES = frozenset({"memory_save", "memory_correct", "memory_promote"})
+_MEMORY_TRAFFIC = _READS_MEMORY | _ACKNOWLEDGES | {"thread_search"}
 
 
 @dataclass
@@ -60,6 +64,27 @@ class Exposure:
     """The authorities a turn's model has been shown below the user, with where."""
 
     seen: dict[str, str] = field(default_factory=dict)  # authority -> where it was seen
+
+    @staticmethod
+    def remember(context: WorkingContext, messages: Sequence[Message], imported: bool) -> None:
+        """Keep in the session's context what ``messages``, added to it, hold below the
+        user: its tool results, and (``imported``) the assistant's words the caller
+        imported. Kept after a compaction summarised them (their summary derives from
+        them); what every later turn of the session may claim is bounded by it."""
+        found = Exposure.of_history(messages, imported)
+        context.untrusted = {**found, **context.untrusted}
+
+    @staticmethod
+    def of_history(messages: Sequence[Message], imported: bool) -> dict[str, str]:
+        """What ``messages`` hold below the user (see ``remember``)."""
+        found: dict[str, str] = {}
+        for message in messages:
+            if message.role == "assistant" and imported and message.content.strip():
+                found.setdefault(ASSISTANT, "an imported assistant message of the session")
+            elif message.role == "tool" and (message.name or "tool") not in _MEMORY_TRAFFIC:
+                name = message.name or "tool"
+                found.setdefault(tool_authority(name), f"a result of {name} in the session")
+        return found
 
     def observe(self, messages: Sequence[Message]) -> None:
         """Record what ``messages`` (a model request's) hold below the user."""

@@ -176,8 +176,13 @@ def import_history(
 
 
 def extend_context(rt: Runtime, context: WorkingContext, records: list[TurnRecord]) -> None:
-    """Append the imported messages to the working context, so the next call sees them."""
+    """Append the imported messages to the working context, so the next call sees them
+    (and what they hold below the user is remembered: agent.exposure)."""
+    from agent_harness.agent.exposure import Exposure
+
     messages = [*context.messages, *(m for r in records for m in r.messages)]
+    for record in records:
+        Exposure.remember(context, record.messages, imported=record.source == "import")
     # no model call here: the context keeps the newest messages; the rest is pointed to
     cut = safe_cutoff(messages, len(messages) - rt.settings.compaction_keep_messages)
     if cut > 0:

@@ -87,12 +87,14 @@ def turn_tools(
     session_id: str,
     client: ClientTools | None,
     scopes: Sequence[Grant] = (),
+    untrusted: dict[str, str] | None = None,
 ) -> TurnTools | None:
     """The turn's tool box, or None when it offers no tool at all. ``scopes``: the
     session's bound shared scopes, which memory_search and memory_get also read. What
     the turn's model is shown (``TurnTools.seen``) decides what its memory writes may
-    claim (agent.exposure)."""
-    exposure = Exposure()
+    claim (agent.exposure); ``untrusted``: what the session's history held below the
+    user (``WorkingContext.untrusted``)."""
+    exposure = Exposure(dict(untrusted or {}))
     memory = MemoryTools(rt, user, scopes=list(scopes), exposure=exposure)
     served = [] if rt.settings.disable_memory_tools else memory.tools()
     promote = None if rt.settings.disable_memory_tools else promote_tool(rt, scopes, exposure)

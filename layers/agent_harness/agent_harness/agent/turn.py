@@ -9,29 +9,27 @@
       (bound scopes)        a session bound to shared scopes: one Query of the caller's
                             memberships; each scope's root LIST reused like recall's
                             (one relisted a turn), its MEMORY.md its own block
-      model loop            agent role, bounded; memory and remote (MCP) tools run here
-    4 S3 PUT                sessions/<s>/turns/<n>.json, create-only (the thread log)
-      (the turn's memory_save calls are applied here)
+      model loop            agent role, bounded; memory and MCP tools run here (agent.exposure)
+    4 S3 PUT                sessions/<s>/turns/<n>.json, create-only (the thread log);
+                            then the turn's memory_save and memory_correct calls
     5 S3 PUT                context.json, If-Match / If-None-Match
-    6 DynamoDB write        turn := n, lease released and the turn's spend counted (and
-                            a stateless client's place: ChatTerms.places), in one
-                            conditional TransactWriteItems
+    6 DynamoDB write        turn := n, lease released, the turn's spend counted (and a
+                            stateless client's place: ChatTerms.places): one TransactWriteItems
     7 SQS SendMessage       post-turn job (FlushQueue, group = user)
 
-Seven AWS requests (docs/design.md#budgets); steps 4, 7 and the saves are
-``agent.commit``. Until step 4 nothing durable is written, so a model failure leaves no
-trace but a released lease (docs/design.md#failed-model-writes-nothing). The turn object
-is written before the reply is returned (docs/design.md#no-lost-turn).
+Seven AWS requests (docs/design.md#budgets); steps 4, 7 and the saves are ``agent.commit``.
+Until step 4 nothing durable is written, so a model failure leaves no trace but a released
+lease (docs/design.md#failed-model-writes-nothing); the turn object is written before the
+reply is returned (docs/design.md#no-lost-turn).
 
 When the model calls one of the caller's own tools the turn pauses instead (agent/pause):
-4 PUT context.json with the turn so far, 5 TransactWriteItems: pause mark + release and
-the spend so far counted (every model call is counted when its request ends, however it
-ends: meter, usage.count_unfinished); the answer is
-``requires_action`` with the calls. The results come as a new request on the same turn:
-1 lease, 2 GET context.json (MEMORY.md is reused as the turn first saw it), the loop goes
-on, then 4-7 as above, or another pause. A chat completion (``ChatTerms``) closes a
-paused turn its conversation went past instead of a 409 (pause: settle), and brings its
-own instructions for the system prompt.
+4 PUT context.json with the turn so far, 5 TransactWriteItems: pause mark + release and the
+spend so far counted (every model call is counted when its request ends, however it ends:
+meter, usage.count_unfinished); the answer is ``requires_action`` with the calls. The
+results come as a new request on the same turn: 1 lease, 2 GET context.json (MEMORY.md is
+reused as the turn first saw it), the loop goes on, then 4-7 as above, or another pause.
+A chat completion (``ChatTerms``) closes a paused turn its conversation went past instead
+of a 409 (pause: settle), and brings its own instructions for the system prompt.
 """
 
 from __future__ import annotations
@@ -61,6 +59,7 @@ from agent_harness.agent.context import (
 )
 from agent_harness.agent.draft import Draft
 from agent_harness.agent.eviction import Evictor
+from agent_harness.agent.exposure import Exposure
 from agent_harness.agent.history import turn_numbers
 from agent_harness.agent.importer import (
     check_history,
@@ -390,10 +389,11 @@ class _Turn:
     def _advance(self, draft: Draft, *, final: bool = False, commit: bool = True) -> TurnResult:
         def attempt() -> LoopResult:
             client = ClientTools(draft.client_tools) if draft.client_tools else None
+            untrusted = self.context.untrusted
             tools = (
                 None
                 if final
-                else turn_tools(self.rt, self.user, self.session_id, client, self.grants)
+                else turn_tools(self.rt, self.user, self.session_id, client, self.grants, untrusted)
             )
             persona = draft.instructions or self.context.agents_md
             prompt = build_messages(
@@ -472,6 +472,7 @@ class _Turn:
         record, fresh = write_turn(self.rt, self.user, record)
         apply_saves(self.rt, self.user, record, fresh, self.grants)
         self.context.messages = [*self.context.messages, *record.messages]
+        Exposure.remember(self.context, record.messages, imported=False)
         self.context.last_turn = record.turn
         self.context.pending = None
         self.context.answered = draft.answered
