@@ -153,7 +153,7 @@ class AnnotationMemoryModel:
         if request.purpose != "flush":
             return self.offline.complete(request)
         self.flush_calls += 1
-        lines, self.pending = self.pending, []  # one call per session: the rest is empty
+        lines, self.pending = self.pending, []  # the first call of a session: the rest get none
         answer = "\n".join(f"- {text}" for text in lines) or "NO_REPLY"
         return ChatResponse(
             message=Message(role="assistant", content=answer), usage=Usage(), model=self.name
@@ -287,8 +287,10 @@ def build_memory(conv: str, counter: TokenCounter) -> Memory:
         import_history(rt, user, f"s{number:02d}", messages)
         while rt.queue.post_turn:  # type: ignore[attr-defined]
             run_post_turn_job(rt, rt.queue.post_turn.pop(0))  # type: ignore[attr-defined]
-        if model.flush_calls != calls + 1 or model.pending:
-            raise RuntimeError(f"{conv} session {number}: expected one flush call")
+        # a call for the first speaker's words (the user's), one for the second's (the
+        # imported assistant's); the annotations are all answered by the first
+        if model.flush_calls == calls or model.pending:
+            raise RuntimeError(f"{conv} session {number}: its observations were not flushed")
         memory.sessions += 1
         outcome = consolidate(rt, forced_job(rt, user))
         memory.consolidations += outcome.status == "consolidated"

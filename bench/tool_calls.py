@@ -201,6 +201,7 @@ def remote_costs(resolver: Any, env: dict[str, str], quick: bool) -> dict[str, A
         configured = {
             **env,
             "HARNESS_MCP_SERVERS": json.dumps([{"name": "shop", "url": served.url}]),
+            "HARNESS_REQUIRE_HTTPS": "false",  # the bench's tool server is plain loopback HTTP
         }
         for n in range(rounds):
             app = import_handler(resolver, FN, configured)
