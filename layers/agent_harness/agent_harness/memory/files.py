@@ -35,6 +35,7 @@ from agent_harness.memory.facts.ledger import (
     saved_by,
     source_fields,
 )
+from agent_harness.memory.owner import Memory
 from agent_harness.paths import LEDGER_DIR, MEMORY_FILE, ledger_day, ledger_path
 
 if TYPE_CHECKING:
@@ -116,10 +117,7 @@ def put_memory(
     )
     if len(document) > limit:  # as stored: each line with its authority tag
         raise MemoryFullError(len(document), limit, "MEMORY.md with its authority tags")
-    if if_match:
-        etag = rt.store.put(user, MEMORY_FILE, document, if_match=if_match, writer=writer)
-    else:
-        etag = rt.store.put(user, MEMORY_FILE, document, create_only=True, writer=writer)
+    etag = Memory(rt, user).replace_memory(document, etag=if_match or None, writer=writer)
     _hold_edit(rt, user, admitted, f"{writer} via=memory_put", "memory_put")
     return MemoryDocument(document, etag, len(admitted.held))
 
@@ -173,10 +171,8 @@ def rollback_memory(
         raise MemoryFullError(len(document), limit, f"version {version_id} with its tags")
     current = rt.store.get(user, MEMORY_FILE)
     label = f"{writer}: rollback to {version_id}"
-    if current is None:
-        etag = rt.store.put(user, MEMORY_FILE, document, create_only=True, writer=label)
-    else:
-        etag = rt.store.put(user, MEMORY_FILE, document, if_match=current.etag, writer=label)
+    previous_etag = current.etag if current is not None else None
+    etag = Memory(rt, user).replace_memory(document, etag=previous_etag, writer=label)
     _hold_edit(rt, user, admitted, f"{writer} via=rollback", "rollback")
     return MemoryDocument(document, etag, len(admitted.held))
 
@@ -297,14 +293,14 @@ def save_memories(
     source = source_fields(provenance) or provenance
     if admitted.lines:  # first: a save MEMORY.md has no room for writes nothing
         block = "\n".join(admitted.lines) + "\n"
-        rt.store.append(
-            user, MEMORY_FILE, lambda existing: _addition(rt, existing, block), writer=writer
+        Memory(rt, user).append_memory(
+            lambda existing: _addition(rt, existing, block), writer=writer
         )
     hold(rt, user, admitted.held, source=source, writer="memory_save", day=day)
     if not admitted.lines:
         return admitted
     section = render_section("Memory Save", at, rt.settings.zone, admitted.lines, provenance)
-    rt.store.append(user, ledger_path(day), lambda existing: section)
+    Memory(rt, user).append_ledger(day, lambda existing: section)
     return admitted
 
 

@@ -36,6 +36,7 @@ from agent_harness.memory.facts.ledger import (
     saved_by,
     source_of,
 )
+from agent_harness.memory.owner import Memory
 from agent_harness.memory.review_queue import (
     CLAIM_SECONDS,
     MAX_PENDING,
@@ -46,7 +47,7 @@ from agent_harness.memory.review_queue import (
     stamp_of,
     update,
 )
-from agent_harness.paths import MEMORY_FILE, ledger_path
+from agent_harness.paths import ledger_path
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -150,7 +151,8 @@ def _write_approved(
     if not lines:
         return
     at = rt.clock.now()
-    path = ledger_path(day_of(at, rt.settings.zone))
+    day = day_of(at, rt.settings.zone)
+    path = ledger_path(day)
     origin = source_of(item.source)
     source = (
         Source(origin.session_id, origin.turns, via="review").render()
@@ -163,14 +165,13 @@ def _write_approved(
     ledger = rt.store.get(user, path)
     if ledger is not None and f" item={item.id}" in ledger.content:
         return
-    rt.store.append(
-        user,
-        MEMORY_FILE,
+    memory = Memory(rt, user)
+    memory.append_memory(
         lambda existing: _missing(rt, existing, lines),
         writer=f"{authority}: review approve {item.id}",
     )
     section = render_section("Review", at, rt.settings.zone, lines, source)
-    rt.store.append(user, path, lambda existing: section)
+    memory.append_ledger(day, lambda existing: section)
 
 
 def _missing(rt: Runtime, existing: str, lines: list[str]) -> str:

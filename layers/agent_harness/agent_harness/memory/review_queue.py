@@ -24,6 +24,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.clock import iso, parse_iso
 from agent_harness.errors import PreconditionFailedError, StoreError
+from agent_harness.memory.owner import Memory
 from agent_harness.paths import REVIEW_FILE
 
 if TYPE_CHECKING:
@@ -129,10 +130,8 @@ def update(
         if changed is None:
             return items
         try:
-            if current is None:
-                rt.store.put(user, REVIEW_FILE, _render(changed), create_only=True)
-            else:
-                rt.store.put(user, REVIEW_FILE, _render(changed), if_match=current.etag)
+            etag = current.etag if current is not None else None
+            Memory(rt, user).write_review(_render(changed), etag=etag)
             return changed
         except PreconditionFailedError:
             continue

@@ -22,6 +22,7 @@ from agent_harness.memory.engine.cache import building
 from agent_harness.memory.engine.corpus import load_fact_texts, load_segments
 from agent_harness.memory.engine.index import search_files
 from agent_harness.memory.engine.segments import entries, indexed_turns
+from agent_harness.memory.owner import Memory
 from agent_harness.paths import segment_path
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def index_turns(rt: Runtime, user: User, records: list[TurnRecord]) -> int:
             written[0] = len(rows)
             return "".join(f"{row}\n" for row in rows) or None
 
-        if rt.store.append(user, path, build) is not None:
+        if Memory(rt, user).append_index(path, build) is not None:
             added += written[0]
     return added
 

@@ -52,7 +52,8 @@ from agent_harness.memory.facts.lifecycle import (
     render_marks,
     split_marks,
 )
-from agent_harness.paths import LEDGER_DIR, archive_day, ledger_day, ledger_path
+from agent_harness.memory.owner import Memory
+from agent_harness.paths import LEDGER_DIR, archive_day, ledger_day
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -287,7 +288,7 @@ def correct_fact(
         written[:] = [Correction(ledger_fact_id(day, line), fact_id, state, line, day)]
         return render_section("Correction", now, rt.settings.zone, [line], source)
 
-    rt.store.append(user, ledger_path(day), addition)
+    Memory(rt, user).append_ledger(day, addition)
     return written[0]
 
 

@@ -65,6 +65,7 @@ from agent_harness.memory.jobs.maintenance import archive_ledgers
 from agent_harness.memory.jobs.prompts import clean_memory_document, consolidation_messages
 from agent_harness.memory.jobs.recheck import recheck
 from agent_harness.memory.jobs.second_look import second_look
+from agent_harness.memory.owner import Memory
 from agent_harness.memory.review import hold
 from agent_harness.models.base import ChatRequest
 from agent_harness.paths import MEMORY_FILE, ledger_path
@@ -283,7 +284,7 @@ def _drop_stale(rt: Runtime, user: User, current: StoredObject | None, truth: Tr
     if document == current.content:
         return
     try:
-        rt.store.put(user, MEMORY_FILE, document, if_match=current.etag, writer="consolidation")
+        Memory(rt, user).replace_memory(document, etag=current.etag, writer="consolidation")
     except PreconditionFailedError:
         logger.info("MEMORY.md changed while dropping retired facts; the next run does it")
     metrics.add_metric("RetiredFactsDropped", MetricUnit.Count, 1)
@@ -416,10 +417,8 @@ def _run(
                 break
             writer = f"consolidation model={answer.model}"
             try:
-                if current is None:
-                    rt.store.put(user, MEMORY_FILE, document, create_only=True, writer=writer)
-                else:
-                    rt.store.put(user, MEMORY_FILE, document, if_match=current.etag, writer=writer)
+                etag = current.etag if current is not None else None
+                Memory(rt, user).replace_memory(document, etag=etag, writer=writer)
                 break
             except PreconditionFailedError:
                 if attempt == WRITE_ATTEMPTS - 1:

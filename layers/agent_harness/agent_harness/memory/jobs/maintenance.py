@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 from aws_lambda_powertools import Logger
 
 from agent_harness.errors import PreconditionFailedError
-from agent_harness.paths import archive_path, ledger_path
+from agent_harness.memory.owner import Memory
+from agent_harness.paths import ledger_path
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -75,9 +76,10 @@ def _move(rt: Runtime, user: User, day: str) -> bool:
             return None
         return ("\n" if existing and not existing.endswith("\n") else "") + rest
 
-    rt.store.append(user, archive_path(day), build)
+    memory = Memory(rt, user)
+    memory.append_archive(day, build)
     try:
-        rt.store.delete(user, ledger_path(day), if_match=source.etag)
+        memory.drop_ledger(day, etag=source.etag)
     except PreconditionFailedError:
         logger.info("ledger changed while archiving; it moves next time", extra={"day": day})
         return False

@@ -29,8 +29,8 @@ from agent_harness.memory.facts.authority import fact_line, parse_fact, rank, st
 from agent_harness.memory.facts.gate import Candidate, Policy, admit
 from agent_harness.memory.facts.ledger import clean_bullets, day_of, render_section, saved_by
 from agent_harness.memory.facts.lifecycle import Marks, render_marks, split_marks
+from agent_harness.memory.owner import Memory
 from agent_harness.models.base import ChatRequest, Message
-from agent_harness.paths import ledger_path
 from agent_harness.usage import record_spend
 
 if TYPE_CHECKING:
@@ -139,6 +139,6 @@ def recheck(rt: Runtime, user: User, truth: Truth) -> int:
     now = rt.clock.now()
     provenance = saved_by(f"consolidation model={model.name}", "recheck")
     section = render_section("Recheck", now, rt.settings.zone, lines, provenance)
-    rt.store.append(user, ledger_path(day_of(now, rt.settings.zone)), lambda _existing: section)
+    Memory(rt, user).append_ledger(day_of(now, rt.settings.zone), lambda _existing: section)
     metrics.add_metric("FactsRechecked", MetricUnit.Count, len(lines))
     return len(lines)
