@@ -15,8 +15,9 @@ answers is then checked here, deterministically, before it may be written:
                 fact says with a value changed ("black tea" for "green tea") is left
                 out: it stays in its ledger, it does not enter MEMORY.md
     replace     a ``user`` or ``operator`` fact the answer dropped comes back, under its
-                heading, unless a new fact of at least its authority about the same
-                subject came in with this merge (a newer word of the same weight)
+                heading: only a retirement record in the ledgers retires it (the
+                consolidation then leaves out what they retired), never a new line that
+                shares its words
 """
 
 from __future__ import annotations
@@ -106,7 +107,6 @@ def merge_checked(
             continue
         lines.append(_Line(raw, fact))
     protected = [f for f in map(parse_fact, current.splitlines()) if f and f.authority in PROTECTED]
-    newcomers = [f for f in map(parse_fact, entries.splitlines()) if f is not None]
 
     kept: list[_Line] = []
     for line in lines:
@@ -122,7 +122,10 @@ def merge_checked(
         else:
             kept.append(line)
     for p in protected:
-        if not _represented(p, kept) and not _superseded(p, newcomers):
+        # a trusted fact the answer dropped comes back: only a retirement record in the
+        # ledgers retires it (the caller drops those: consolidate's truth), never a new
+        # line that shares its words
+        if not _represented(p, kept):
             _restore(p, kept, current)
             admitted.counts["protected_restored"] += 1
     text = "\n".join(line.text for line in kept).strip("\n")
@@ -161,13 +164,6 @@ def _represented(fact: Fact, lines: list[_Line]) -> bool:
         and rank(line.fact.authority) >= rank(fact.authority)
         and support(fact.text, line.fact.text) >= SUPPORT
         for line in lines
-    )
-
-
-def _superseded(fact: Fact, newcomers: list[Fact]) -> bool:
-    return any(
-        rank(new.authority) >= rank(fact.authority) and same_subject(fact.text, new.text)
-        for new in newcomers
     )
 
 
