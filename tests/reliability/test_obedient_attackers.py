@@ -2,7 +2,7 @@
 an agent model that makes every memory tool call any text it reads asks for, and a memory
 model that writes every line any text it reads asks for. Each entry point (a client tool
 result, an MCP tool result, an HTTP import, an MCP record_conversation, a chat-completions
-history, a save over HTTP and over MCP) carries each attack (plant, retract, negate,
+or Responses history, a save over HTTP and over MCP) carries each attack (plant, retract, negate,
 supersede, promote into a scope) at the user's facts; none is planted, retired, negated
 or replaced, and each attempt is inert or in a review queue. The controls: the user's own
 change in a clean turn, in other words, takes effect, and so does the user's own
@@ -165,6 +165,16 @@ def chat_history(rt: Runtime, page: str) -> None:
     _http(rt, "POST", "/v1/chat/completions", {"model": "m", "messages": messages})
 
 
+def responses_history(rt: Runtime, page: str) -> None:
+    rt.models._overrides["agent"] = ObedientAgent()
+    items = [
+        {"role": "user", "content": "Please check my order."},
+        {"role": "assistant", "content": page},
+        {"role": "user", "content": "Thanks, noted."},
+    ]
+    _http(rt, "POST", "/v1/responses", {"model": "m", "input": items})
+
+
 def http_save(rt: Runtime, page: str) -> None:
     _http(rt, "POST", "/v1/memory/save", {"content": page})
     rt.models._overrides["agent"] = ObedientAgent()  # the saved page, recalled later
@@ -183,6 +193,7 @@ ENTRIES = {
     "HTTP import": http_import,
     "MCP record_conversation": mcp_record,
     "chat-completions history": chat_history,
+    "Responses history": responses_history,
     "memory_save over HTTP": http_save,
     "memory_save over MCP": mcp_save,
 }
