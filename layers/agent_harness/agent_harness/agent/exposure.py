@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from agent_harness.memory.facts.authority import (
     ASSISTANT,
+    AUTHORITY_PATTERN,
     TRUSTED,
     USER,
     rank,
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Exposure"]
 
-_AUTHORITY = r"(save:(?:api|mcp|agent)|assistant|import|user|operator|tool:[A-Za-z0-9_.\-]{1,64})"
+_AUTHORITY = f"({AUTHORITY_PATTERN})"
 #: a fact line's tag: at the start of a line of a prompt, after a search hit's "...: "
 _TAG = re.compile(rf"(?:^|: )\s*(?:[-*+•]\s+)?\[{_AUTHORITY}\]", re.MULTILINE)
 #: a memory_get row: "N|text"

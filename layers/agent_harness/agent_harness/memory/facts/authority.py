@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 __all__ = [
+    "AUTHORITY_PATTERN",
     "PROTECTED",
     "TRUSTED",
     "Fact",
@@ -62,7 +63,11 @@ OPERATOR, USER, IMPORT, ASSISTANT = "operator", "user", "import", "assistant"
 SAVES = ("save:api", "save:mcp", "save:agent")
 TOOL = "tool:"
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_.\-]")
-_AUTHORITY = r"(?:operator|user|import|assistant|save:(?:api|mcp|agent)|tool:[A-Za-z0-9_.\-]{1,64})"
+#: an authority tag's value, as a pattern (no group): what a tag may hold
+AUTHORITY_PATTERN = (
+    r"(?:operator|user|import|assistant|save:(?:api|mcp|agent)|tool:[A-Za-z0-9_.\-]{1,64})"
+)
+_AUTHORITY = AUTHORITY_PATTERN
 _IS_AUTHORITY = re.compile(rf"^{_AUTHORITY}$")
 #: a fact line: a bullet, then its tag
 _FACT = re.compile(rf"^\s*[-*+•]\s+(?:\[({_AUTHORITY})\]\s+)?(.*?)\s*$")
