@@ -38,14 +38,18 @@ class LocalStackProcess:
         headers = {"X-User-Id": user} if user else {}
         return httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
 
-    def s3(self) -> Any:
+    def aws(self, service: str) -> Any:
+        """A boto3 client of ``service`` on the stack's embedded AWS (moto)."""
         return boto3.client(
-            "s3",
+            service,
             endpoint_url=self.aws_endpoint,
             region_name="us-east-1",
             aws_access_key_id="local",
             aws_secret_access_key="local",
         )
+
+    def s3(self) -> Any:
+        return self.aws("s3")
 
     def stop(self, timeout: float = 30) -> int:
         """Ctrl-C, as a developer stops `make dev`; returns the exit code (killed: -9)."""

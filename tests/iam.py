@@ -245,6 +245,11 @@ def _table_arn(table: str, index: str | None = None) -> str:
     return f"{arn}/index/{index}" if index else arn
 
 
+def _arn(name: str, prefix: str, suffix: str = "") -> str:
+    """``name`` as an ARN: itself when it is one, else ``prefix`` + name + ``suffix``."""
+    return name if name.startswith("arn:") else f"{prefix}{name}{suffix}"
+
+
 def requests_of(call: dict[str, Any]) -> list[Request]:
     """The IAM requests one recorded call (local_stack.aws_calls) is authorised by."""
     service, operation, params = call["service"], call["operation"], call["params"]
@@ -304,24 +309,16 @@ def requests_of(call: dict[str, Any]) -> list[Request]:
         action = {"SendMessageBatch": "SendMessage", "DeleteMessageBatch": "DeleteMessage"}
         add(f"sqs:{action.get(operation, operation)}", _queue_arn(params.get("QueueUrl", "")))
     elif service == "lambda":
-        name = params.get("FunctionName", "")
-        arn = (
-            name
-            if name.startswith("arn:")
-            else (f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}")
-        )
+        arn = _arn(params.get("FunctionName", ""), f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:")
         add(f"lambda:{'InvokeFunction' if operation == 'Invoke' else operation}", arn)
     elif service == "ssm":
         name = params.get("Name", "")
         add(f"ssm:{operation}", f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter{name}")
     elif service == "secretsmanager":
+        prefix = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:"
         secret = params.get("SecretId", "")
-        arn = (
-            secret
-            if secret.startswith("arn:")
-            else (f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:{secret}-AbCdEf")
-        )
-        add(f"secretsmanager:{operation}", arn)
+        # a name resolves to an ARN with the random suffix Secrets Manager adds
+        add(f"secretsmanager:{operation}", _arn(secret, prefix, suffix="-AbCdEf"))
     elif service == "kms":
         add(f"kms:{operation}", str(params.get("KeyId", "")))
     elif service == "bedrock-runtime":

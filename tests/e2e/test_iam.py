@@ -18,7 +18,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import boto3
 import httpx
 import pytest
 
@@ -216,13 +215,7 @@ def expiring(stack: LocalStackProcess, go: Tour, user: str) -> None:
     )
     s3.put_object(Bucket=BUCKET, Key=key, Body=text.encode())
     go("POST", "/v1/memory/consolidate", user)
-    ddb = boto3.client(
-        "dynamodb",
-        endpoint_url=stack.aws_endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-    )
+    ddb = stack.aws("dynamodb")
     key_of = {"pk": {"S": f"U#{user}"}, "sk": {"S": "EXPIRY"}}
     wait_for(lambda: ddb.get_item(TableName=TABLE, Key=key_of).get("Item"), timeout=60)
 
@@ -231,24 +224,12 @@ def poison_flush(stack: LocalStackProcess, user: str) -> None:
     """A post-turn job whose session item is damaged: the flush fails (and its
     idempotency record is taken back so a retry can run), then it goes to the dead
     letters."""
-    ddb = boto3.client(
-        "dynamodb",
-        endpoint_url=stack.aws_endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-    )
+    ddb = stack.aws("dynamodb")
     ddb.put_item(
         TableName=TABLE,
         Item={"pk": {"S": f"U#{user}"}, "sk": {"S": "S#poison"}, "turn": {"S": "one"}},
     )
-    sqs = boto3.client(
-        "sqs",
-        endpoint_url=stack.aws_endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-    )
+    sqs = stack.aws("sqs")
     url = sqs.get_queue_url(QueueName=LOCAL_NAMES["FlushQueue"])["QueueUrl"]
     job = {"user_id": user, "session_id": "poison", "turn": 1, "queued_at": "2026-12-04T00:00:00Z"}
     sqs.send_message(

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import boto3
 import httpx
 import pytest
 from playwright import sync_api as playwright
@@ -269,13 +268,7 @@ def test_the_embedded_aws_answers_sdks_and_refuses_browsers(
 ) -> None:
     s3 = stack.s3()
     assert BUCKET in [b["Name"] for b in s3.list_buckets()["Buckets"]]  # boto3: no Origin
-    sqs = boto3.client(
-        "sqs",
-        endpoint_url=stack.aws_endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-    )
+    sqs = stack.aws("sqs")
     assert sqs.list_queues()["QueueUrls"]
     listing = f"{stack.aws_endpoint}/{BUCKET}?list-type=2"
     browser_like = httpx.get(listing, headers={"Origin": "http://rebind.test"})

@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from agent_harness.memory import MEMORY_TRAFFIC
 from agent_harness.memory.facts.authority import (
     ASSISTANT,
     AUTHORITY_PATTERN,
@@ -55,9 +56,7 @@ _FACT_ROW = re.compile(rf"^\s*[-*+•]\s+\[{_AUTHORITY}\]")
 _STRUCTURE_ROW = re.compile(r"^\s*(?:#|>|$)")
 #: a thread_search row names the past message's role: "(assistant, <time>)"
 _PAST_ROLE = re.compile(r"^Session .+?, turn \d+ \((assistant|tool)[,)]", re.MULTILINE)
-_READS_MEMORY = frozenset({"memory_search", "memory_get", "memory_read"})
 _ACKNOWLEDGES = frozenset({"memory_save", "memory_correct", "memory_promote"})
-_MEMORY_TRAFFIC = _READS_MEMORY | _ACKNOWLEDGES | {"thread_search"}
 
 
 @dataclass
@@ -82,7 +81,7 @@ class Exposure:
         for message in messages:
             if message.role == "assistant" and imported and message.content.strip():
                 found.setdefault(ASSISTANT, "an imported assistant message of the session")
-            elif message.role == "tool" and (message.name or "tool") not in _MEMORY_TRAFFIC:
+            elif message.role == "tool" and (message.name or "tool") not in MEMORY_TRAFFIC:
                 name = message.name or "tool"
                 found.setdefault(tool_authority(name), f"a result of {name} in the session")
         return found

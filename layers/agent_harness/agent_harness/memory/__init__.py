@@ -11,3 +11,7 @@ MEMORY_TOOLS = (
     "memory_read",
     "memory_correct",
 )
+#: every tool whose traffic is memory itself (what is stored, or the answer to the
+#: agent's own write): no flush pass extracts it and it exposes a turn only by the facts
+#: it returns (agent.exposure)
+MEMORY_TRAFFIC = frozenset({*MEMORY_TOOLS, "memory_promote"})

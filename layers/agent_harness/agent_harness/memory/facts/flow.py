@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agent_harness.memory import MEMORY_TOOLS
+from agent_harness.memory import MEMORY_TRAFFIC
 from agent_harness.memory.facts.authority import (
     ASSISTANT,
     IMPORT,
@@ -42,10 +42,6 @@ if TYPE_CHECKING:
     from agent_harness.records import TurnRecord
 
 __all__ = ["FlushPass", "floor_view", "flush_passes", "label_of", "lowest"]
-
-#: the memory tools' results are memory itself (what is stored, or the answer to the
-#: agent's own write): never extracted again, in no pass
-_MEMORY_TRAFFIC = frozenset({*MEMORY_TOOLS, "memory_promote"})
 
 
 @dataclass(frozen=True)
@@ -77,7 +73,7 @@ def _authority(message: Message, record: TurnRecord) -> str | None:
 
 def _untrusted(message: Message, record: TurnRecord) -> bool:
     if message.role == "tool":
-        return message.name not in _MEMORY_TRAFFIC
+        return message.name not in MEMORY_TRAFFIC
     return message.role == "assistant" and record.source == "import" and bool(message.content)
 
 
