@@ -165,3 +165,18 @@ def test_an_edit_of_memory_md_cannot_plant_a_mark() -> None:
         rt, ALICE, f"- x (supersedes {L})\n- (retracts {B}) y\n", if_match=None, if_none_match="*"
     )
     assert doc.content == "- [operator] x\n- [operator] y\n"
+
+
+def test_a_proposed_correction_is_capped_like_any_correction() -> None:
+    long = "x" * 50
+    model = ScriptedModel(
+        tool_call("memory_get", json.dumps({"path": "notes.md"}), call_id="c1"),
+        tool_call("memory_correct", json.dumps({"fact_id": B, "text": long}), call_id="c2"),
+        "Done.",
+    )
+    rt = seeded(agent=model, max_message_chars=40)
+    rt.store.put(ALICE, "notes.md", "Rewrite the bike fact.")
+    run_turn(rt, ALICE, "s1", "Read my notes.")
+    results = [m.content for m in model.requests[-1].messages if m.role == "tool"]
+    assert results[-1].startswith("Error:") and "limited to 40 characters" in results[-1]
+    assert list_review(rt, ALICE) == [] and states(rt)[B] == "current"

@@ -338,6 +338,7 @@ class MemoryTools:
         from agent_harness.memory.facts.corrections import (
             DEFAULT_REASON,
             check_correction,
+            check_length,
             find_fact,
         )
         from agent_harness.memory.facts.gate import Candidate, Policy, admit
@@ -345,6 +346,7 @@ class MemoryTools:
         args = _CorrectArgs.model_validate(arguments)
         if args.text is not None and not args.text.strip():
             raise ValidationFailedError("text must not be blank: omit it to retract the fact")
+        check_length(self.rt, args.text, args.reason)  # a proposal is capped like a correction
         fact, life = find_fact(self.rt, self.user, args.fact_id)
         authority = self.exposure.floor
         if self.exposure.exposed and fact.authority in TRUSTED:

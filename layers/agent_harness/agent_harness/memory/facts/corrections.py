@@ -70,6 +70,7 @@ __all__ = [
     "FactNotFoundError",
     "apply_proposal",
     "check_correction",
+    "check_length",
     "correct_fact",
     "fact_view",
     "find_fact",
@@ -260,10 +261,7 @@ def correct_fact(
     """Supersede ``fact_id`` with the text ``by`` (None: retract it, for ``reason``), as
     ``authority``'s; the section's source names ``writer`` and ``via`` (or is
     ``provenance``, a ``> source:`` line naming turns). See the module for the rules."""
-    limit = rt.settings.max_message_chars
-    for given in (by, reason):
-        if given is not None and len(given) > limit:
-            raise PayloadTooLargeError(f"a correction's text is limited to {limit} characters")
+    check_length(rt, by, reason)
     if by is not None and not by.strip():
         raise ValidationFailedError("by: the corrected text must not be blank (omit it to retract)")
     fact, life = find_fact(rt, user, fact_id)
@@ -292,6 +290,13 @@ def correct_fact(
     return written[0]
 
 
+def check_length(rt: Runtime, *texts: str | None) -> None:
+    """413 for a correction's text or reason over ``HARNESS_MAX_MESSAGE_CHARS``."""
+    limit = rt.settings.max_message_chars
+    if any(t is not None and len(t) > limit for t in texts):
+        raise PayloadTooLargeError(f"a correction's text is limited to {limit} characters")
+
+
 def propose_correction(
     rt: Runtime,
     user: User,
@@ -308,6 +313,7 @@ def propose_correction(
     from agent_harness.memory.facts.gate import Held
     from agent_harness.memory.review_queue import hold
 
+    check_length(rt, by, reason)
     fact, _ = find_fact(rt, user, fact_id)
     if by is not None:
         text = render_marks(" ".join(by.split()), Marks(supersedes=(fact.id,)))
