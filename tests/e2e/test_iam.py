@@ -118,15 +118,18 @@ def tour(stack: LocalStackProcess) -> None:
     go("GET", "/v1/usage", ann)
     # consolidation now, then MEMORY.md by hand, its versions and a rollback
     go("POST", "/v1/memory/consolidate", ann)
-    memory = wait_for(lambda: go("GET", "/v1/memory", ann).json()["etag"], timeout=90)
-    current = go("GET", "/v1/memory", ann).json()
-    go(
-        "PUT",
-        "/v1/memory",
-        ann,
-        {"content": current["content"] + "- I cycle on Sundays.\n"},
-        headers={"if-match": memory},
-    )
+    wait_for(lambda: go("GET", "/v1/memory", ann).json()["etag"], timeout=90)
+
+    def edit() -> bool:
+        # a consolidation may write MEMORY.md meanwhile (412): a client reads it again
+        current = go("GET", "/v1/memory", ann).json()
+        body = {"content": current["content"] + "- I cycle on Sundays.\n"}
+        sent = go(
+            "PUT", "/v1/memory", ann, body, headers={"if-match": current["etag"]}, expect=(200, 412)
+        )
+        return sent.is_success
+
+    wait_for(edit)
     versions = go("GET", "/v1/memory/versions", ann).json()["versions"]
     rollback = {"version_id": versions[-1]["version_id"]}
     # a consolidation may write MEMORY.md meanwhile (412): a client sends it again
