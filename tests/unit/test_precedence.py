@@ -144,3 +144,29 @@ def test_a_line_no_input_supports_is_not_written_and_is_counted() -> None:
     answer = TEA + "- [user] The user's manager is Dana Ruiz.\n"
     document, counts = merge(answer, "- [user] The user likes jazz.", current=TEA)
     assert "Dana" not in document and counts["unsupported_dropped"] == 1
+
+
+def test_a_trusted_fact_reworded_beside_a_lower_line_comes_back_once() -> None:
+    current = "# Memory\n- [user] The user prefers green tea in the morning before work.\n"
+    entries = "- [tool:web] Sencha is brewed at 80C."
+    answer = (
+        "# Memory\n- [user] Before work each morning the user prefers green tea, hot and strong "
+        "from a mug.\n"
+        "- [user] Sencha is brewed at 80C.\n"
+    )  # the user's fact reworded in a call that saw a tool's line: the tool's label
+    document, counts = merge(answer, entries, current=current)
+    assert document == (
+        "# Memory\n- [tool:web] Sencha is brewed at 80C.\n"
+        "- [user] The user prefers green tea in the morning before work.\n"
+    )
+    assert counts["rewordings_dropped"] == 1 and counts["protected_restored"] == 1
+
+
+def test_a_lower_line_saying_more_than_the_trusted_fact_is_kept_beside_it() -> None:
+    current = "# Memory\n- [user] The user prefers green tea in the morning.\n"
+    entries = "- [tool:web] Sencha is a kind of Japanese green tea, brewed at 80C."
+    answer = "# Memory\n- [user] Sencha is a Japanese green tea the user may like, brewed at 80C.\n"
+    document, counts = merge(answer, entries, current=current)
+    assert "- [user] The user prefers green tea in the morning." in document
+    assert "- [tool:web] Sencha is a Japanese green tea the user may like, brewed at 80C." in document
+    assert counts["rewordings_dropped"] == 0

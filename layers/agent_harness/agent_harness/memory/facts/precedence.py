@@ -17,7 +17,8 @@ answers is then checked here, deterministically, before it may be written:
     replace     a ``user`` or ``operator`` fact the answer dropped comes back, under its
                 heading: only a retirement record in the ledgers retires it (the
                 consolidation then leaves out what they retired), never a new line that
-                shares its words
+                shares its words; a lower line that only rewords it (each holds most of
+                the other's words) is left out, so the original is not said twice
 """
 
 from __future__ import annotations
@@ -87,8 +88,8 @@ def merge_checked(
 ) -> tuple[str, Admitted]:
     """The memory model's merged MEMORY.md, checked: authorities from the facts' words,
     the gate, no lower fact over a ``user`` or ``operator`` one. Returns the document to
-    write and what the gate did (``counts`` also has ``contradictions_dropped`` and
-    ``protected_restored``)."""
+    write and what the gate did (``counts`` also has ``unsupported_dropped``,
+    ``contradictions_dropped``, ``rewordings_dropped`` and ``protected_restored``)."""
     copies, floor, inputs = _inputs(current, entries)
 
     def assign(text: str) -> str | None:
@@ -126,6 +127,10 @@ def merge_checked(
         # ledgers retires it (the caller drops those: consolidate's truth), never a new
         # line that shares its words
         if not _represented(p, kept):
+            reworded = [line for line in kept if _rewords(line, p)]
+            for line in reworded:  # the lower rewording says nothing the original does not
+                kept.remove(line)
+            admitted.counts["rewordings_dropped"] += len(reworded)
             _restore(p, kept, current)
             admitted.counts["protected_restored"] += 1
     text = "\n".join(line.text for line in kept).strip("\n")
@@ -164,6 +169,20 @@ def _represented(fact: Fact, lines: list[_Line]) -> bool:
         and rank(line.fact.authority) >= rank(fact.authority)
         and support(fact.text, line.fact.text) >= SUPPORT
         for line in lines
+    )
+
+
+def _rewords(line: _Line, fact: Fact) -> bool:
+    """Is ``line`` a lower restatement of ``fact`` (each holds most of the other's
+    distinctive words, identifiers verbatim, the same negation)? A merge that reworded a
+    trusted fact beside lower text carries the lower label; the original comes back and
+    the copy would only repeat it."""
+    other = line.fact
+    return (
+        other is not None
+        and rank(other.authority) < rank(fact.authority)
+        and support(other.text, fact.text) >= SUPPORT
+        and support(fact.text, other.text) >= SUPPORT
     )
 
 

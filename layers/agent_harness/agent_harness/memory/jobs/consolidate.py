@@ -398,7 +398,12 @@ def _run(
                 entries=entries,
                 policy=Policy.of(settings),
             )
-            for check in ("unsupported_dropped", "contradictions_dropped", "protected_restored"):
+            for check in (
+                "unsupported_dropped",
+                "contradictions_dropped",
+                "rewordings_dropped",
+                "protected_restored",
+            ):
                 if admitted.counts[check]:
                     metrics.add_metric(
                         f"ConsolidationCheck_{check}", MetricUnit.Count, admitted.counts[check]
