@@ -168,5 +168,6 @@ def test_a_lower_line_saying_more_than_the_trusted_fact_is_kept_beside_it() -> N
     answer = "# Memory\n- [user] Sencha is a Japanese green tea the user may like, brewed at 80C.\n"
     document, counts = merge(answer, entries, current=current)
     assert "- [user] The user prefers green tea in the morning." in document
-    assert "- [tool:web] Sencha is a Japanese green tea the user may like, brewed at 80C." in document
+    kept = "- [tool:web] Sencha is a Japanese green tea the user may like, brewed at 80C."
+    assert kept in document
     assert counts["rewordings_dropped"] == 0
