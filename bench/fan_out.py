@@ -38,7 +38,7 @@ from agent_harness.clock import iso
 from agent_harness.ids import User
 from agent_harness.jobs import ConsolidationJob
 from agent_harness.keys import due_shard
-from agent_harness.memory.jobs.consolidate import fan_out
+from agent_harness.memory.jobs.schedule import fan_out
 from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
 from bench.common import embedded_aws_env

@@ -41,8 +41,9 @@ from agent_harness.ids import User
 from agent_harness.memory.engine.cache import MemoryIndexCache
 from agent_harness.memory.engine.corpus import load_ledgers
 from agent_harness.memory.engine.index import search_files
-from agent_harness.memory.jobs.consolidate import consolidate, forced_job
+from agent_harness.memory.jobs.consolidate import consolidate
 from agent_harness.memory.jobs.flush import run_post_turn_job
+from agent_harness.memory.jobs.schedule import forced_job
 from agent_harness.memory.recall import recall_query
 from agent_harness.models import ModelRegistry
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, Usage

@@ -41,8 +41,9 @@ from agent_harness.ids import User as HarnessUser
 from agent_harness.jobs import PostTurnJob
 from agent_harness.memory.engine.truth import Truth
 from agent_harness.memory.facts.lifecycle import FACT_ID, ledger_fact_id, lifecycle_of
-from agent_harness.memory.jobs.consolidate import consolidate, forced_job, sweep_expiries
+from agent_harness.memory.jobs.consolidate import consolidate
 from agent_harness.memory.jobs.flush import run_post_turn_job
+from agent_harness.memory.jobs.schedule import forced_job, sweep_expiries
 from agent_harness.models import ModelRegistry
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, Usage
 from agent_harness.paths import MEMORY_FILE

@@ -95,6 +95,8 @@ def users_page(ctx: Ctx) -> Page:
 def _due(v: overview.UserOverview) -> str:
     pending = v.unmerged_bytes
     state = "due" if v.state.is_due else "not due"
+    if v.state.failures:
+        state = f"FAILING ({v.state.failures} in a row; retry at {v.state.retry_at})"
     return f"{state}; {pending:,} ledger bytes not merged yet"
 
 
@@ -140,8 +142,10 @@ def memory_page(ctx: Ctx, user: User, *, draft: str | None = None, message: str 
         message = notice("Saved: MEMORY.md has a new version.", "ok")
     if not message and ctx.q("promoted"):
         message = notice(f"The fact is {ctx.q('promoted')}.", "ok")
+    failing = view.state.failing()  # a consolidation that keeps failing is said first
     body = (
-        message
+        (notice(failing, "error") if failing else "")
+        + message
         + facts
         + '<section aria-labelledby="memory-h"><h2 id="memory-h">MEMORY.md</h2>'
         + '<p class="hint">Select a line to see where it came from. The badge before a '

@@ -591,8 +591,31 @@ class MemoryTable:
                 consumed=dict(consumed),
                 last_consolidated_at=now_iso,
                 is_due=item.state.is_due and not cleared,
+                failures=0,
+                failed_at=None,
+                last_error=None,
+                retry_at=None,
             )
             return cleared
+
+    def fail_consolidation(
+        self, user: User, owner: str, error: str, now_iso: str, retry_at_iso: str, shards: int
+    ) -> None:
+        with self.lock:
+            item = self.users.get(user.key)
+            if item is None or item.cons_owner != owner:
+                return
+            item.cons_owner = None
+            item.user_id = user.id
+            item.shard, item.due_at = due_shard(user.key, shards), retry_at_iso
+            item.state = replace(
+                item.state,
+                is_due=True,
+                failures=item.state.failures + 1,
+                failed_at=now_iso,
+                last_error=error[:1000],
+                retry_at=retry_at_iso,
+            )
 
     def release_consolidation_lease(self, user: User, owner: str) -> None:
         with self.lock:

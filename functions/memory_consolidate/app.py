@@ -17,7 +17,8 @@ from aws_lambda_powertools.utilities.batch import (
 )
 
 from agent_harness.jobs import ConsolidationJob
-from agent_harness.memory.jobs.consolidate import consolidate, tick
+from agent_harness.memory.jobs.consolidate import consolidate
+from agent_harness.memory.jobs.schedule import tick
 from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
 

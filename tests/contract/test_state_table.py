@@ -595,6 +595,30 @@ def test_completing_a_consolidation_advances_the_watermark_and_clears_the_mark(
     table.acquire_consolidation_lease(ALICE, "run-2", T0 + 1, LEASE)  # released
 
 
+def test_a_failed_run_is_kept_with_its_backoff_until_a_run_finishes(table: StateTable) -> None:
+    retry = "2026-11-30T09:20:00Z"
+    table.mark_consolidation_due(ALICE, NOW, shards=1)
+    state = table.acquire_consolidation_lease(ALICE, "run-1", T0, LEASE)
+
+    table.fail_consolidation(ALICE, "run-1", "the answer echoed the prompt", LATER, retry, 1)
+
+    after = table.get_user(ALICE)
+    assert (after.failures, after.failed_at, after.retry_at) == (1, LATER, retry)
+    assert after.last_error == "the answer echoed the prompt" and after.is_due
+    assert table.query_due(shard_name("due", 0)) == [DueUser(ALICE.key, retry, None)]
+    state = table.acquire_consolidation_lease(ALICE, "run-2", T0 + 1, LEASE)  # released
+    table.fail_consolidation(ALICE, "run-2", "again", LATER, retry, 1)
+    assert table.get_user(ALICE).failures == 2
+    table.fail_consolidation(ALICE, "run-2", "a lost lease records nothing", LATER, retry, 1)
+    assert table.get_user(ALICE).last_error == "again"
+
+    state = table.acquire_consolidation_lease(ALICE, "run-3", T0 + 2, LEASE)
+    assert table.complete_consolidation(ALICE, "run-3", {"d": 1}, state.due_seq, LATER)
+    done = table.get_user(ALICE)
+    assert (done.failures, done.failed_at, done.last_error, done.retry_at) == (0, None, None, None)
+    assert done.view()["last_failure"] is None and not done.is_due
+
+
 def test_a_mark_made_during_the_run_keeps_the_user_due(table: StateTable) -> None:
     table.mark_consolidation_due(ALICE, NOW, shards=1)
     state = table.acquire_consolidation_lease(ALICE, "run-1", T0, LEASE)

@@ -17,8 +17,9 @@ import pytest
 from agent_harness.agent.turn import run_turn
 from agent_harness.ids import User
 from agent_harness.memory import files, review
-from agent_harness.memory.jobs.consolidate import consolidate, forced_job
+from agent_harness.memory.jobs.consolidate import consolidate
 from agent_harness.memory.jobs.flush import run_post_turn_job
+from agent_harness.memory.jobs.schedule import forced_job
 from console import server as console_server
 from console.server import ConsoleServer
 from console.target import Target

@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 
 from agent_harness.cli import main, runtime_from
 from agent_harness.ids import User
-from agent_harness.memory.jobs.consolidate import consolidate, forced_job
+from agent_harness.memory.jobs.consolidate import consolidate
+from agent_harness.memory.jobs.schedule import forced_job
 from local_stack.resources import _create_bucket, _create_table
 from tests.conftest import load_event
 from tests.integration.conftest import TEMPLATE, Stack, body

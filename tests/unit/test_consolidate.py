@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from agent_harness import markup
-from agent_harness.errors import ModelOutputError
 from agent_harness.ids import User
 from agent_harness.jobs import ConsolidationJob
-from agent_harness.memory.jobs.consolidate import consolidate, fan_out, request_consolidation
+from agent_harness.memory.jobs.consolidate import consolidate
+from agent_harness.memory.jobs.schedule import fan_out, request_consolidation, retry_after
 from agent_harness.settings import Settings
 from tests.fakes import ScriptedModel, failing, make_runtime, untagged
 
@@ -116,13 +118,12 @@ def test_a_human_edit_made_meanwhile_is_not_overwritten() -> None:
     assert len(model.requests) == 2
 
 
-@pytest.mark.parametrize("bad", [failing(), "   ", "NO_REPLY"])
-def test_a_failed_or_malformed_answer_changes_nothing(bad) -> None:
-    rt = make_runtime(memory=ScriptedModel(bad))
+def test_a_failed_model_call_changes_nothing_and_the_queue_retries() -> None:
+    rt = make_runtime(memory=ScriptedModel(failing()))
     rt.store.put(ALICE, "MEMORY.md", "# Memory\n- keep me\n", create_only=True)
     append(rt, "2026-11-30", "- fact\n")
 
-    with pytest.raises((ModelOutputError, type(failing()))):
+    with pytest.raises(type(failing())):
         consolidate(rt, job())
 
     assert memory(rt) == "# Memory\n- keep me\n"
@@ -130,6 +131,30 @@ def test_a_failed_or_malformed_answer_changes_nothing(bad) -> None:
     assert rt.table.users[ALICE.key].cons_owner is None  # lease released
     rt.models = make_runtime().models  # a healthy model: the retry succeeds
     assert consolidate(rt, job()).status == "consolidated"
+
+
+@pytest.mark.parametrize("bad", ["   ", "NO_REPLY", "I merged them."])
+def test_a_malformed_answer_twice_changes_nothing_and_is_kept_as_the_users_failure(
+    bad: str,
+) -> None:
+    model = ScriptedModel(bad, bad)
+    rt = make_runtime(memory=model)
+    rt.store.put(ALICE, "MEMORY.md", "# Memory\n- keep me\n", create_only=True)
+    append(rt, "2026-11-30", "- fact\n")
+
+    outcome = consolidate(rt, job())
+
+    assert outcome.status == "failed" and "after a corrective call" in (outcome.error or "")
+    assert len(model.requests) == 2  # one corrective call, no blind retry
+    assert memory(rt) == "# Memory\n- keep me\n"
+    state = rt.table.get_user(ALICE)
+    assert state.consumed == {} and state.failures == 1 and state.last_error == outcome.error
+    assert state.retry_at is not None and state.retry_at > state.failed_at  # a backoff
+    assert rt.table.users[ALICE.key].cons_owner is None  # lease released
+    rt.models = make_runtime().models  # a healthy model: the next run succeeds
+    assert consolidate(rt, job()).status == "consolidated"
+    state = rt.table.get_user(ALICE)
+    assert state.failures == 0 and state.last_error is None and state.retry_at is None
 
 
 def test_two_concurrent_consolidations_produce_one_write() -> None:
@@ -221,6 +246,27 @@ def test_fan_out_queues_each_due_user_once_and_respects_the_gap() -> None:
     assert not rt.queue.consolidation[0].force
 
 
+def test_a_failing_consolidation_is_retried_by_the_schedule_after_a_doubling_backoff() -> None:
+    echo = "<current_memory>\n</current_memory>"
+    rt = make_runtime(memory=ScriptedModel(echo, echo, echo, echo))
+    append(rt, "2026-11-30", "- a fact\n")
+    rt.table.mark_consolidation_due(ALICE, "2026-11-30T08:00:00Z", 1)
+
+    assert consolidate(rt, job()).status == "failed"
+    assert fan_out(rt) == 0  # within the backoff: not queued again
+    rt.clock.advance(minutes=16)
+    assert fan_out(rt) == 1
+    assert consolidate(rt, job()).status == "failed"
+    state = rt.table.get_user(ALICE)
+    assert state.failures == 2
+    assert retry_after(1) == timedelta(minutes=15) and retry_after(2) == timedelta(minutes=30)
+    assert retry_after(20) == timedelta(days=1)
+    rt.clock.advance(minutes=16)
+    assert fan_out(rt) == 0  # the second failure waits 30 minutes, not 15
+    rt.clock.advance(minutes=15)
+    assert fan_out(rt) == 1
+
+
 def test_a_requested_consolidation_is_forced() -> None:
     rt = make_runtime()
     request_consolidation(rt, ALICE)
@@ -239,11 +285,19 @@ def test_a_large_hand_written_memory_can_still_be_consolidated() -> None:
 
 
 def test_a_runaway_answer_is_rejected() -> None:
-    rt = make_runtime(memory=ScriptedModel("# Memory\n" + "- x\n" * 10_000))  # 40k chars
+    runaway = "# Memory\n" + "".join(f"- x{n}\n" for n in range(10_000))  # 60k chars
+    rt = make_runtime(memory=ScriptedModel(runaway, runaway))
     append(rt, "2026-11-30", "- a fact\n")
-    with pytest.raises(ModelOutputError, match="over the"):
-        consolidate(rt, job())
+    outcome = consolidate(rt, job())
+    assert outcome.status == "failed" and "over the" in (outcome.error or "")
     assert memory(rt) is None
+
+
+def test_repeated_lines_of_an_answer_are_written_once() -> None:
+    rt = make_runtime(memory=ScriptedModel("# Memory\n" + "- a fact\n" * 50))
+    append(rt, "2026-11-30", "- a fact\n")
+    consolidate(rt, job())
+    assert memory(rt) == "# Memory\n- a fact\n"
 
 
 # --- retention: the archive ---
@@ -427,9 +481,6 @@ def test_a_consolidation_never_writes_memory_md_over_its_cap() -> None:
     rt = make_runtime(settings=Settings(max_memory_chars=2000), memory=model)
     append(rt, "2026-11-30", "\n## Flush — t\n- User said: I prefer tea.\n")
 
-    with pytest.raises(ModelOutputError, match="over the 2000 limit"):
-        consolidate(rt, job())
-    assert memory(rt) is None
-
-    assert consolidate(rt, job()).status == "consolidated"  # the redelivery's answer fits
+    assert consolidate(rt, job()).status == "consolidated"  # the corrected answer fits
+    assert "over the 2000 limit" in model.requests[1].messages[-1].content
     assert len(memory(rt)) <= 2000

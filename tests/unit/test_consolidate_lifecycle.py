@@ -140,7 +140,7 @@ def test_a_recheck_answer_naming_ids_it_was_not_shown_writes_nothing_for_them() 
 
 
 def test_an_expiry_no_write_announces_is_scheduled_and_dropped_by_the_tick() -> None:
-    from agent_harness.memory.jobs.consolidate import tick
+    from agent_harness.memory.jobs.schedule import tick
     from agent_harness.settings import Settings
 
     rt = make_runtime(settings=Settings(consolidation_min_gap_seconds=0))

@@ -137,12 +137,25 @@ def test_a_failed_or_malformed_answer_changes_nothing(bad: Exception) -> None:
     assert rt.table.get_session(ALICE, "s1").flush_cursor == 0
 
 
-def test_a_chatty_answer_without_bullets_is_rejected() -> None:
-    rt = make_runtime(memory=ScriptedModel("I think the user is happy."))
+def test_a_chatty_answer_without_bullets_is_corrected_once_then_rejected() -> None:
+    memory = ScriptedModel("I think the user is happy.", "Sure! The user is happy.")
+    rt = make_runtime(memory=memory)
     add_turn(rt, "s1", 1, "hello")
-    with pytest.raises(ModelOutputError):
+    with pytest.raises(ModelOutputError, match="after a corrective call"):
         flush_turns(rt, job("s1", 1))
     assert ledger(rt) == ""
+    correction = memory.requests[1].messages
+    assert correction[-2].content == "I think the user is happy."  # the refused answer
+    assert "refused" in correction[-1].content and "NO_REPLY" in correction[-1].content
+
+
+def test_a_corrective_call_fixes_a_chatty_answer() -> None:
+    memory = ScriptedModel("I think the user is happy.", "- [user] The user is happy.")
+    rt = make_runtime(memory=memory)
+    add_turn(rt, "s1", 1, "I am happy")
+    flush_turns(rt, job("s1", 1))
+    assert "The user is happy." in ledger(rt)
+    assert len(memory.requests) == 2
 
 
 def test_turns_go_to_the_ledger_of_their_own_day() -> None:

@@ -12,8 +12,9 @@ from agent_harness.agent.turn import run_turn
 from agent_harness.errors import InvalidRequestError, NotFoundError
 from agent_harness.ids import User
 from agent_harness.memory import files
-from agent_harness.memory.jobs.consolidate import consolidate, forced_job
+from agent_harness.memory.jobs.consolidate import consolidate
 from agent_harness.memory.jobs.flush import run_post_turn_job
+from agent_harness.memory.jobs.schedule import forced_job
 from agent_harness.settings import Settings
 from tests.fakes import make_runtime
 

@@ -154,7 +154,8 @@ def test_a_scopes_memory_is_consolidated_in_its_own_prefix_partition_and_job() -
     from datetime import UTC, datetime
 
     from agent_harness.memory import files
-    from agent_harness.memory.jobs.consolidate import consolidate, fan_out
+    from agent_harness.memory.jobs.consolidate import consolidate
+    from agent_harness.memory.jobs.schedule import fan_out
 
     rt = make_runtime(settings=Settings(consolidation_min_gap_seconds=0))
     apollo = User.for_scope("project:apollo")

@@ -17,8 +17,9 @@ from agent_harness.memory.engine.cache import MemoryIndexCache
 from agent_harness.memory.engine.corpus import index_memory_file, refresh_snapshots
 from agent_harness.memory.engine.index import LinkedIndexes, search_files
 from agent_harness.memory.engine.segments import parse_segment
-from agent_harness.memory.jobs.consolidate import consolidate, forced_job
+from agent_harness.memory.jobs.consolidate import consolidate
 from agent_harness.memory.jobs.forget import forget_user
+from agent_harness.memory.jobs.schedule import forced_job
 from agent_harness.memory.search import search_memory
 from agent_harness.memory.threads import search_threads
 from agent_harness.settings import Settings

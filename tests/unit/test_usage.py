@@ -8,8 +8,9 @@ import pytest
 from agent_harness.agent.turn import run_turn
 from agent_harness.errors import StoreError, ValidationFailedError
 from agent_harness.ids import User
-from agent_harness.memory.jobs.consolidate import consolidate, forced_job
+from agent_harness.memory.jobs.consolidate import consolidate
 from agent_harness.memory.jobs.flush import run_post_turn_job
+from agent_harness.memory.jobs.schedule import forced_job
 from agent_harness.models.base import Usage
 from agent_harness.usage import record_spend, top_report, usage_report
 from tests.fakes import make_runtime

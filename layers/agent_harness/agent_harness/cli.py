@@ -283,11 +283,8 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
     elif args.command == "review":
         return _review(args, rt, user, out)
     elif args.command == "consolidate-now":
-        from agent_harness.memory.jobs.consolidate import (
-            consolidate,
-            forced_job,
-            request_consolidation,
-        )
+        from agent_harness.memory.jobs.consolidate import consolidate
+        from agent_harness.memory.jobs.schedule import forced_job, request_consolidation
 
         if args.queue:
             job = request_consolidation(rt, user)

@@ -7,7 +7,8 @@ so they never depend on an adapter, and a contract suite runs every port against
                         writer), appends, and the users that have files
     SessionTable        a session's lease, turn counter and pause mark (the hot path)
     FlushTable          flush cursors, the flush throttle gate and its due marks
-    ConsolidationTable  a user's consolidation lease, watermark and due marks
+    ConsolidationTable  a user's consolidation lease, watermark, due marks and failures
+                        (``consolidation_ports``, re-exported here)
     UsageTable          per-user, per-day usage counters and budgets (``usage_ports``,
                         re-exported here)
     MembershipTable     shared scopes' members and roles (``member_ports``, re-exported)
@@ -21,9 +22,10 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agent_harness.consolidation_ports import ConsolidationTable, DueUser, UserState
 from agent_harness.erasure_ports import Eraser, ForgetOutcome, Scrubbed
 from agent_harness.errors import PreconditionFailedError, StoreError
 from agent_harness.member_ports import Member, MembershipTable
@@ -270,21 +272,6 @@ class SessionState:
 
 
 @dataclass(frozen=True)
-class UserState:
-    consumed: dict[str, int] = field(default_factory=dict)
-    due_seq: int = 0
-    is_due: bool = False
-    last_consolidated_at: str | None = None
-
-
-@dataclass(frozen=True)
-class DueUser:
-    user_key: str
-    due_at: str
-    last_consolidated_at: str | None
-
-
-@dataclass(frozen=True)
 class FlushDue:
     """A session whose trailing turns wait behind the flush throttle."""
 
@@ -437,39 +424,6 @@ class FlushTable(Protocol):
     def clear_flush_due(self, user: User, session_id: str) -> None: ...
 
     def advance_index_cursor(self, user: User, session_id: str, to_turn: int) -> bool: ...
-
-
-class ConsolidationTable(Protocol):
-    """Consolidation and the schedule tick: the user's lease, watermark and due mark."""
-
-    def mark_consolidation_due(self, user: User, now_iso: str, shards: int) -> None: ...
-
-    def get_user(self, user: User) -> UserState: ...
-
-    def acquire_consolidation_lease(
-        self, user: User, owner: str, now_ms: int, lease_ms: int
-    ) -> UserState: ...
-
-    def complete_consolidation(
-        self, user: User, owner: str, consumed: dict[str, int], due_seq: int, now_iso: str
-    ) -> bool: ...
-
-    def release_consolidation_lease(self, user: User, owner: str) -> None: ...
-
-    def query_due(self, shard: str) -> list[DueUser]: ...
-
-    def abandon_consolidation(self, user: User, owner: str) -> bool: ...
-
-    def mark_expiry_due(self, user: User, due_at_iso: str, shards: int) -> None:
-        """The day a fact of the user's expires (its ``until`` passed): the schedule tick
-        marks the user due then, so MEMORY.md drops it with no write to announce it."""
-        ...
-
-    def clear_expiry_due(self, user: User) -> None: ...
-
-    def query_expiry_due(self, shard: str, now_iso: str) -> list[DueUser]:
-        """Users whose expiry mark in ``shard`` is due by ``now_iso``."""
-        ...
 
 
 class StateTable(

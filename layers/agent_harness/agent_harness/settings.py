@@ -85,6 +85,9 @@ ENV: dict[str, str] = {
     "anthropic_api_key_secret": "HARNESS_ANTHROPIC_API_KEY_SECRET",
     "timezone": "HARNESS_TIMEZONE",
     "consolidation_max_tokens": "HARNESS_CONSOLIDATION_MAX_TOKENS",
+    "memory_temperature": "HARNESS_MEMORY_TEMPERATURE",
+    "memory_seed": "HARNESS_MEMORY_SEED",
+    "flush_max_tokens": "HARNESS_FLUSH_MAX_TOKENS",
     "recall_max_tokens": "HARNESS_RECALL_MAX_TOKENS",
     "recall_min_score": "HARNESS_RECALL_MIN_SCORE",
     "recall_listing_seconds": "HARNESS_RECALL_LISTING_SECONDS",
@@ -187,6 +190,10 @@ class Settings(BaseModel):
     # memory
     timezone: str = "UTC"
     consolidation_max_tokens: int = Field(default=4000, gt=0)
+    #: the memory calls' sampling and a flush answer's cap (memory.jobs.calls)
+    memory_temperature: float = Field(default=0.0, ge=0, le=2)
+    memory_seed: int | None = Field(default=7, ge=0)
+    flush_max_tokens: int = Field(default=1500, gt=0, le=32_000)
     #: automatic recall: ledger lines for the new message, injected before the first model
     #: call (0 turns it off; so does disable_memory_hooks)
     recall_max_tokens: int = Field(default=1000, ge=0, le=32_000)
@@ -455,12 +462,10 @@ class Settings(BaseModel):
                 raise ConfigError(f"invalid configuration: {first['msg']}") from exc
             field = str(first["loc"][0])
             var = ENV.get(field, field)
-            where = ".".join(str(part) for part in first["loc"][1:])
-            var += f" ({where})" if where else ""
+            var += f" ({where})" if (where := ".".join(map(str, first["loc"][1:]))) else ""
             raise ConfigError(f"invalid configuration {var}: {first['msg']}") from exc
 
-    # derived, cached on the frozen instance
-    @cached_property
+    @cached_property  # derived, cached on the frozen instance
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
 
@@ -478,11 +483,9 @@ class Settings(BaseModel):
 
     @cached_property
     def framing(self) -> Framing:
-        """How memory reaches the agent model. ``auto``: as a tool result on the hosted
-        OpenAI, Anthropic and Bedrock APIs (where no planted line then reaches the model
-        as the user's words: docs/architecture.md#memory-framing); as messages for a
-        local OpenAI-compatible server, Ollama and the offline model, whose chat
-        templates may refuse a tool message."""
+        """How memory reaches the agent model. ``auto``: a tool result on hosted APIs
+        (docs/architecture.md#memory-framing); messages for local servers and offline,
+        whose chat templates may refuse a tool message."""
         if self.memory_framing != "auto":
             return self.memory_framing
         provider = self.model_for("agent").provider

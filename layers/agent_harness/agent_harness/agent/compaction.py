@@ -222,7 +222,14 @@ def compact(
     )
     try:
         answer = (model or rt.models.for_role("compaction")).complete(
-            ChatRequest(messages=[Message(role="user", content=prompt)], purpose="compact")
+            ChatRequest(
+                messages=[Message(role="user", content=prompt)],
+                purpose="compact",
+                # a memory call: deterministic and bounded (memory.jobs.calls)
+                temperature=rt.settings.memory_temperature,
+                seed=rt.settings.memory_seed,
+                max_output_tokens=MAX_SUMMARY_TOKENS,
+            )
         )
     except ModelError:
         if force:

@@ -135,6 +135,7 @@ def memory_routes(rt: Runtime) -> Router:
         grant = http.grant(router.current_event.get_query_string_value("scope"), "read")
         days = http.int_query("days", 7, 1, MAX_USAGE_DAYS)
         body = usage_report(rt, grant.owner, days).view()
+        body["consolidation"] = rt.table.get_user(grant.owner).view()
         if grant.scope.shared:
             body["scope"] = str(grant.scope)
         return json_response(200, body)
@@ -233,10 +234,15 @@ def memory_routes(rt: Runtime) -> Router:
 
     @router.post("/v1/memory/consolidate")
     def consolidate_now() -> Response[str]:
-        from agent_harness.memory.jobs.consolidate import request_consolidation
+        from agent_harness.memory.jobs.schedule import request_consolidation
 
-        job = request_consolidation(rt, http.user())
-        return json_response(202, {"status": "queued", "requested_at": job.requested_at})
+        user = http.user()
+        job = request_consolidation(rt, user)
+        # the queued run's outcome comes later: what people see until then is how the
+        # last ones went (a run that keeps failing is reported, not a bare 202)
+        status = rt.table.get_user(user).view()
+        body = {"status": "queued", "requested_at": job.requested_at, "consolidation": status}
+        return json_response(202, {**body, "last_failure": status["last_failure"]})
 
     @router.delete("/v1/memory")
     def forget() -> Response[str]:

@@ -225,7 +225,13 @@ def openapi_document() -> dict[str, Any]:
                 requestBody=body(SupersedeBody),
             ),
         },
-        "/v1/memory/consolidate": {"post": op("Consolidate now", _ok("queued", "202"))},
+        "/v1/memory/consolidate": {
+            "post": op(
+                "Consolidate now: queued (202), with the consolidation's status and its "
+                "last failure while runs keep failing",
+                _ok("queued", "202"),
+            )
+        },
         "/v1/memory/review": {
             "get": op("Lines held for a person's review", _ok("items"), parameters=[_SCOPE_QUERY])
         },
@@ -276,7 +282,8 @@ def openapi_document() -> dict[str, Any]:
         },
         "/v1/usage": {
             "get": op(
-                "The caller's spend: tokens by role and day, turns, model calls",
+                "The caller's spend: tokens by role and day, turns, model calls; and the "
+                "consolidation's status (due, last run, last failure)",
                 _ok("usage"),
                 parameters=[
                     _SCOPE_QUERY,

@@ -67,6 +67,10 @@ def user_state(item: dict[str, Any]) -> UserState:
         due_seq=int(item.get("due_seq", 0)),
         is_due="due_shard" in item,
         last_consolidated_at=item.get("last_consolidated_at"),
+        failures=int(item.get("cons_failures", 0)),
+        failed_at=item.get("cons_failed_at"),
+        last_error=item.get("cons_error"),
+        retry_at=item.get("due_at") if item.get("cons_failures") else None,
     )
 
 

@@ -228,7 +228,7 @@ class DynamoConsolidationTable(DynamoItems):
         }
         base = (
             "SET ledger_consumed = :c, last_consolidated_at = :now "
-            "REMOVE cons_owner, cons_expires_ms"
+            "REMOVE cons_owner, cons_expires_ms, cons_failures, cons_failed_at, cons_error"
         )
         try:
             self._update(
@@ -258,6 +258,33 @@ class DynamoConsolidationTable(DynamoItems):
 
     def release_consolidation_lease(self, user: User, owner: str) -> None:
         self._release(self._user_key(user), "cons", owner, "consolidation")
+
+    def fail_consolidation(
+        self, user: User, owner: str, error: str, now_iso: str, retry_at_iso: str, shards: int
+    ) -> None:
+        try:
+            self._update(
+                Key=self._user_key(user),
+                UpdateExpression=(
+                    "SET cons_failed_at = :now, cons_error = :e, user_id = :uid, "
+                    "due_shard = :shard, due_at = :retry "
+                    "ADD cons_failures :one REMOVE cons_owner, cons_expires_ms"
+                ),
+                ConditionExpression="cons_owner = :o",
+                ExpressionAttributeValues={
+                    ":now": s_(now_iso),
+                    ":e": s_(error[:1000]),
+                    ":uid": s_(user.id),
+                    ":shard": s_(due_shard(user.key, shards)),
+                    ":retry": s_(retry_at_iso),
+                    ":one": n_(1),
+                    ":o": s_(owner),
+                },
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                return  # the lease was lost: the run that holds it records its own outcome
+            raise StoreError("recording the failed consolidation failed") from exc
 
     def query_due(self, shard: str) -> list[DueUser]:
         return [

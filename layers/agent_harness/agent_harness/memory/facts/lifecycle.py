@@ -42,15 +42,18 @@ if TYPE_CHECKING:
 __all__ = [
     "FACT_ID",
     "MARKS",
+    "Cleaned",
     "LedgerFact",
     "Lifecycle",
     "Marks",
     "State",
     "Status",
+    "clean_marks",
     "ledger_fact_id",
     "lifecycle_of",
     "render_marks",
     "split_marks",
+    "strip_ids",
     "strip_marks",
 ]
 
@@ -116,6 +119,95 @@ def split_marks(body: str) -> tuple[str, Marks]:
         until=found.get("until"),  # type: ignore[arg-type]
     )
     return body.strip(), marks
+
+
+#: a mark as a model may write it: anywhere in the line, ids bracketed or not, or no id
+_ANY_MARK = re.compile(
+    r"\(\s*(supersedes|retracts|confirms|depends|from|until)\b:?([^()]*)\)", re.IGNORECASE
+)
+#: an id a model copied into a fact's text (``[2026-12-01.74768b91] The user ...``)
+_STRAY_ID = re.compile(rf"\[\s*{_ID}\s*\]:?|\b{_ID}\b:?")
+
+
+@dataclass(frozen=True)
+class Cleaned:
+    """A model's fact line: its text, the marks it made, and what was taken out of the
+    text because it was a mark or an id the ledger cannot keep (``(depends 4)``, an id
+    in the text)."""
+
+    text: str
+    marks: Marks
+    removed: tuple[str, ...] = ()
+
+
+def clean_marks(body: str) -> Cleaned:
+    """A model's line (its tag aside) as text and marks, as forgiving as a model is
+    sloppy: a mark anywhere in the line counts, an id in brackets is an id, and a mark
+    naming no id (``(depends 4)``), a second date, and any id left in the text, is removed
+    from the text and reported, never stored as part of the fact. (Which ids a call
+    may name is its caller's check: memory.jobs.related.checked_marks.) Lines a person
+    wrote keep their words: ``split_marks`` reads only the ledger's own form."""
+    found: dict[str, list[str]] = {}
+    removed: list[str] = []
+
+    def take(match: re.Match[str]) -> str:
+        kind, value = match.group(1).casefold(), match.group(2)
+        if kind in ("from", "until"):
+            day = re.search(_DAY, value)
+            if day is None:
+                return match.group(0)  # "(until next week)": words, not a mark
+            if kind in found:
+                removed.append(match.group(0))
+            else:
+                found[kind] = [day.group(0)]
+            return " "
+        ids = _IDS.findall(value)
+        if not ids:
+            removed.append(match.group(0))
+        found.setdefault(kind, []).extend(ids)
+        return " "
+
+    def stray(match: re.Match[str]) -> str:
+        removed.append(match.group(0))
+        return " "
+
+    text = _STRAY_ID.sub(stray, _ANY_MARK.sub(take, body))
+    text = re.sub(r"\s+([,.;:!?])", r"\1", " ".join(text.split())).strip(" ,;:-")
+
+    def ids(kind: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(found.get(kind, ())))
+
+    marks = Marks(
+        supersedes=ids("supersedes"),
+        retracts=ids("retracts"),
+        confirms=ids("confirms"),
+        depends=ids("depends"),
+        valid_from=next(iter(found.get("from", ())), None),
+        until=next(iter(found.get("until", ())), None),
+    )
+    return Cleaned(text, marks, tuple(removed))
+
+
+def strip_ids(body: str) -> tuple[str, tuple[str, ...]]:
+    """``body`` without what names facts (a mark naming ids, or none, and any id): the
+    text a MEMORY.md line may hold. Dates stay (``(until ...)`` is a person's words
+    there). Returns the text and what was taken out."""
+    removed: list[str] = []
+
+    def out(match: re.Match[str]) -> str:
+        if match.group(1).casefold() in ("from", "until"):
+            return match.group(0)
+        removed.append(match.group(0))
+        return " "
+
+    def stray(match: re.Match[str]) -> str:
+        removed.append(match.group(0))
+        return " "
+
+    text = _STRAY_ID.sub(stray, _ANY_MARK.sub(out, body))
+    if not removed:
+        return body, ()
+    return re.sub(r"\s+([,.;:!?])", r"\1", " ".join(text.split())).strip(" ,;:-"), tuple(removed)
 
 
 def strip_marks(text: str) -> str:

@@ -1,8 +1,6 @@
 """Consolidation (layer 2): merge new ledger content into MEMORY.md.
 
-    schedule tick --fan_out--> one ConsolidationJob per due user (sparse GSI, no scan);
-                  users whose next ``until`` passed are marked due (expire#k marks)
-    POST /v1/memory/consolidate --request--> a forced job for the caller
+    schedule tick, POST /v1/memory/consolidate (memory.jobs.schedule)
     ConsolidationJob --consolidate-->
         user lease (DynamoDB, conditional)                   one run per user at a time
         LIST memory/ ; new = ledger[consumed:] per day       the per-file watermark
@@ -10,9 +8,11 @@
         facts whose ground changed re-checked               LLM, if any (memory.jobs.recheck)
         nothing new -> done, no model call (MEMORY.md lines restating a retired fact
                        are still dropped, deterministically)
-        memory model: consolidation prompt, the new entries    LLM (memory role)
-                       as current facts only, and the MEMORY.md
-                       lines no longer true named for removal
+        memory model: consolidation prompt, the new entries    LLM (memory role,
+                       as current facts only, and the MEMORY.md  memory.jobs.calls:
+                       lines no longer true named for removal    bounded, temperature 0)
+        the answer repaired (echoed block tags, ledger headers, ids, repeated lines)
+                       and checked; a broken format gets one corrective call
         the answer checked: authorities, the gate, precedence  memory.facts.precedence
         then no line restating a retired fact (a person's own  memory.engine.truth
                        kept unless the user or an operator retired it)
@@ -28,7 +28,12 @@
         the next expiry (the soonest until of a current fact) marked for the tick
 
 Appends that land while a run is going are past the bytes it read, so the next run
-gets them. A failed or malformed model answer raises before anything is written.
+gets them. A failed model call raises before anything is written (the queue retries
+it). An answer still malformed after its corrective call writes nothing either, but is
+not retried blind: the run is recorded as failed on the user's state (its error, the
+failures in a row, the retry time: GET /v1/usage, POST /v1/memory/consolidate and the
+console show it; ConsolidationFailures counts it) and the schedule retries after a
+doubling backoff (memory.jobs.schedule.retry_after).
 An empty MEMORY.md with an old watermark is rebuilt from the newest ledgers, bounded
 by ``consolidation_max_input_bytes`` (the reference lost history there:
 docs/design.md#blank-memory-loses-history).
@@ -37,7 +42,7 @@ docs/design.md#blank-memory-loses-history).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 from aws_lambda_powertools import Logger, Metrics
@@ -51,8 +56,6 @@ from agent_harness.errors import (
     PreconditionFailedError,
 )
 from agent_harness.ids import User
-from agent_harness.jobs import ConsolidationJob
-from agent_harness.keys import shard_name
 from agent_harness.memory.engine.corpus import load_ledgers, refresh_snapshots
 from agent_harness.memory.engine.truth import Truth, truth_of
 from agent_harness.memory.facts.authority import fact_line, parse_fact
@@ -60,37 +63,35 @@ from agent_harness.memory.facts.gate import Admitted, Policy
 from agent_harness.memory.facts.ledger import day_of
 from agent_harness.memory.facts.precedence import merge_checked
 from agent_harness.memory.files import ledger_files
-from agent_harness.memory.jobs.flush import sweep_flush_tails
+from agent_harness.memory.jobs.calls import ask, bounded
 from agent_harness.memory.jobs.maintenance import archive_ledgers
-from agent_harness.memory.jobs.prompts import clean_memory_document, consolidation_messages
+from agent_harness.memory.jobs.prompts import (
+    CONSOLIDATION_FORMAT,
+    clean_memory_document,
+    consolidation_messages,
+)
 from agent_harness.memory.jobs.recheck import recheck
+from agent_harness.memory.jobs.schedule import next_expiry, parse_time, retry_after
 from agent_harness.memory.jobs.second_look import second_look
 from agent_harness.memory.owner import Memory
 from agent_harness.memory.review import hold
-from agent_harness.models.base import ChatRequest
 from agent_harness.paths import MEMORY_FILE, ledger_path
 from agent_harness.ports import UserState
-from agent_harness.usage import memory_budget_exhausted, record_spend
+from agent_harness.usage import memory_budget_exhausted
 
 if TYPE_CHECKING:
+    from agent_harness.jobs import ConsolidationJob
     from agent_harness.ports import StoredObject
     from agent_harness.runtime import Runtime
 
-__all__ = [
-    "ConsolidationOutcome",
-    "consolidate",
-    "fan_out",
-    "forced_job",
-    "next_expiry",
-    "request_consolidation",
-    "sweep_expiries",
-    "tick",
-]
+__all__ = ["ConsolidationOutcome", "consolidate", "current_entries"]
 
 logger = Logger(child=True)
 metrics = Metrics()
 
-Status = Literal["consolidated", "unchanged", "nothing_new", "busy", "too_soon", "over_budget"]
+Status = Literal[
+    "consolidated", "unchanged", "nothing_new", "busy", "too_soon", "over_budget", "failed"
+]
 WRITE_ATTEMPTS = 3
 
 
@@ -101,6 +102,8 @@ class ConsolidationOutcome:
     bytes_read: int = 0
     model_calls: int = 0
     archived: list[str] = field(default_factory=list)
+    #: why a ``failed`` run failed (kept on the user's state too)
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,81 +111,6 @@ class _Pending:
     day: str
     start: int
     size: int
-
-
-def _parse_time(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
-
-
-def forced_job(rt: Runtime, user: User) -> ConsolidationJob:
-    """A consolidation of ``user`` that ignores the minimum gap (asked for by a person)."""
-    return ConsolidationJob(
-        user_id=user.id,
-        scope=user.id if user.is_scope else None,
-        force=True,
-        requested_at=iso(rt.clock.now()),
-    )
-
-
-def request_consolidation(rt: Runtime, user: User) -> ConsolidationJob:
-    """Queue a forced consolidation of ``user`` (POST /v1/memory/consolidate)."""
-    job = forced_job(rt, user)
-    rt.queue.send_consolidation([job])
-    return job
-
-
-def fan_out(rt: Runtime) -> int:
-    """Schedule tick: one job per due user whose last run is older than the minimum gap."""
-    metrics.add_metric("ConsolidationTicks", MetricUnit.Count, 1)
-    now = rt.clock.now()
-    gap = timedelta(seconds=rt.settings.consolidation_min_gap_seconds)
-    jobs: list[ConsolidationJob] = []
-    for shard in range(rt.settings.due_shards):
-        for due in rt.table.query_due(shard_name("due", shard)):
-            last = _parse_time(due.last_consolidated_at)
-            if last is not None and now - last < gap:
-                continue
-            user = User.from_key(due.user_key)  # a shared scope's owner, or a user
-            scope = user.id if user.is_scope else None
-            jobs.append(ConsolidationJob(user_id=user.id, scope=scope, requested_at=iso(now)))
-    rt.queue.send_consolidation(jobs)
-    metrics.add_metric("ConsolidationJobsQueued", MetricUnit.Count, len(jobs))
-    logger.info("consolidation fan-out", extra={"jobs": len(jobs)})
-    return len(jobs)
-
-
-def tick(rt: Runtime) -> dict[str, int]:
-    """The scheduled event: fan out consolidations, mark due the users a fact of whose
-    expired (the next tick consolidates them), flush throttled sessions' tails."""
-    expired = sweep_expiries(rt)
-    return {"queued": fan_out(rt), "expired": expired, "flush_tails": sweep_flush_tails(rt)}
-
-
-def sweep_expiries(rt: Runtime) -> int:
-    """Users whose next ``until`` has passed: marked due, their expiry mark cleared (the
-    consolidation that drops the fact sets the next one)."""
-    now = iso(rt.clock.now())
-    swept = 0
-    for shard in range(rt.settings.due_shards):
-        for due in rt.table.query_expiry_due(shard_name("expire", shard), now):
-            user = User.from_key(due.user_key)
-            rt.table.mark_consolidation_due(user, now, rt.settings.due_shards)
-            rt.table.clear_expiry_due(user)
-            swept += 1
-    return swept
-
-
-def next_expiry(truth: Truth, today: str) -> str | None:
-    """The day after the soonest ``until`` of a current fact not yet passed: when the
-    consolidation must run again for MEMORY.md to drop it."""
-    days = [
-        f.marks.until
-        for f in truth.life.facts.values()
-        if f.marks.until and f.marks.until >= today and truth.status(f).state == "current"
-    ]
-    if not days:
-        return None
-    return (date.fromisoformat(min(days)) + timedelta(days=1)).isoformat()
 
 
 def consolidate(rt: Runtime, job: ConsolidationJob) -> ConsolidationOutcome:
@@ -201,11 +129,36 @@ def consolidate(rt: Runtime, job: ConsolidationJob) -> ConsolidationOutcome:
         outcome = _run(rt, user, owner, state, job.force)
         finished = True
         return outcome
+    except ModelOutputError as exc:
+        # the same request would get the same answer: no blind retry by the queue. The
+        # failure is kept where people look (GET /v1/usage, POST /v1/memory/consolidate,
+        # the console) and the schedule tries again after a backoff
+        finished = True
+        _failed(rt, user, owner, state, exc)
+        return ConsolidationOutcome("failed", error=str(exc))
     finally:
         if not finished:
             # the queue retries it; the template's alarm watches this count
             metrics.add_metric("ConsolidationFailures", MetricUnit.Count, 1)
             rt.table.release_consolidation_lease(user, owner)
+
+
+def _failed(rt: Runtime, user: User, owner: str, state: UserState, exc: Exception) -> None:
+    metrics.add_metric("ConsolidationFailures", MetricUnit.Count, 1)
+    metrics.add_metric("ConsolidationFormatFailures", MetricUnit.Count, 1)
+    now = rt.clock.now()
+    retry = now + retry_after(state.failures + 1)
+    logger.warning(
+        "consolidation failed; the schedule tries again",
+        extra={"error": str(exc), "failures": state.failures + 1, "retry_at": iso(retry)},
+    )
+    try:
+        rt.table.fail_consolidation(
+            user, owner, str(exc), iso(now), iso(retry), rt.settings.due_shards
+        )
+    except HarnessError:
+        logger.exception("recording the failed consolidation failed")
+        rt.table.release_consolidation_lease(user, owner)
 
 
 def _archive(rt: Runtime, user: User, sizes: dict[str, int], consumed: dict[str, int]) -> list[str]:
@@ -295,7 +248,7 @@ def _run(
 ) -> ConsolidationOutcome:
     settings = rt.settings
     now = rt.clock.now()
-    last = _parse_time(state.last_consolidated_at)
+    last = parse_time(state.last_consolidated_at)
     gap = timedelta(seconds=settings.consolidation_min_gap_seconds)
     if not force and last is not None and now - last < gap:
         rt.table.release_consolidation_lease(user, owner)
@@ -375,23 +328,28 @@ def _run(
             max_chars = min(
                 cap, max(settings.consolidation_max_tokens * 8, len(current_text) * 5 // 4)
             )
-            answer = model.complete(
-                ChatRequest(
-                    messages=consolidation_messages(
-                        current_text,
-                        entries,
-                        max_tokens=settings.consolidation_max_tokens,
-                        since=state.last_consolidated_at,
-                        rebuild=rebuild,
-                        prompt=settings.consolidation_prompt,
-                        retired=[current_text.splitlines()[n] for n in truth.stale(current_text)],
-                    ),
-                    purpose="consolidate",
-                )
+            messages = consolidation_messages(
+                current_text,
+                entries,
+                max_tokens=settings.consolidation_max_tokens,
+                since=state.last_consolidated_at,
+                rebuild=rebuild,
+                prompt=settings.consolidation_prompt,
+                retired=[current_text.splitlines()[n] for n in truth.stale(current_text)],
             )
-            outcome.model_calls += 1
-            record_spend(rt, user, "memory", answer.usage)
-            proposed = clean_memory_document(answer.message.content, max_chars=max_chars)
+            repairs: dict[str, int] = {}
+
+            def parse(content: str, limit: int = max_chars, tally: dict[str, int] = repairs) -> str:
+                return clean_memory_document(content, max_chars=limit, counts=tally)
+
+            # about 4 characters a token: room for the longest answer accepted
+            request = bounded(rt, messages, "consolidate", max_chars // 3 + 64)
+            answer = ask(rt, user, request, parse, expected=CONSOLIDATION_FORMAT)
+            outcome.model_calls += answer.calls
+            proposed = answer.value
+            for repair, count in repairs.items():
+                if count:
+                    metrics.add_metric(f"ConsolidationCheck_{repair}", MetricUnit.Count, count)
             document, admitted = merge_checked(
                 proposed,
                 current=current_text,

@@ -2,6 +2,14 @@
 user's change of facts below the user. What they return are candidates for the gate,
 each with the authority of what its call was shown and the marks that authority may
 make; nothing here writes.
+
+Each answer is read forgivingly and checked (a real model is sloppy): a mark anywhere
+in a line counts, bracketed ids are ids, a mark naming no id (``(depends 4)``) and an id
+copied into the text are taken out of the fact and counted (``FlushCheck_marks_removed``);
+a line restating a current fact the call was shown (the same words once tags and marks
+are aside) is not written again (``FlushCheck_restated``): a fact is one fact with one
+id, however many flushes repeat it. A broken format gets one corrective call
+(memory.jobs.calls).
 """
 
 from __future__ import annotations
@@ -9,19 +17,29 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from agent_harness.memory.facts.authority import ASSISTANT, disown, rank, strip_tags
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from agent_harness.memory.facts.authority import (
+    ASSISTANT,
+    disown,
+    distinctive,
+    rank,
+    strip_tags,
+    support,
+)
 from agent_harness.memory.facts.flow import FlushPass, floor_view, label_of, lowest
 from agent_harness.memory.facts.gate import Candidate
 from agent_harness.memory.facts.ledger import clean_bullets
-from agent_harness.memory.facts.lifecycle import Marks, split_marks, strip_marks
+from agent_harness.memory.facts.lifecycle import Cleaned, Marks, clean_marks, strip_marks
+from agent_harness.memory.jobs.calls import ask, bounded
 from agent_harness.memory.jobs.prompts import (
     FLUSH_CONTEXT_CHARS,
+    FLUSH_FORMAT,
     flush_messages,
     render_conversation,
 )
 from agent_harness.memory.jobs.related import Shown, checked_marks, related_facts, without_shown
-from agent_harness.models.base import ChatRequest
-from agent_harness.usage import record_spend
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -29,7 +47,10 @@ if TYPE_CHECKING:
     from agent_harness.memory.facts.lifecycle import LedgerFact
     from agent_harness.runtime import Runtime
 
-__all__ = ["extract", "retire_below"]
+__all__ = ["extract", "read_answer", "restates", "retire_below"]
+
+logger = Logger(child=True)
+metrics = Metrics()
 
 
 def extract(
@@ -66,21 +87,60 @@ def extract(
         context_chars=max(0, FLUSH_CONTEXT_CHARS - moved),
         current=[(f.id, f.text) for f in shown.facts],
     )
-    model = rt.models.for_role("memory")
-    reply = model.complete(ChatRequest(messages=messages, purpose="flush"))
-    record_spend(rt, user, "memory", reply.usage)
-    bullets = clean_bullets(reply.message.content)  # raises ModelOutputError when malformed
+    request = bounded(rt, messages, "flush", settings.flush_max_tokens)
+    lines = ask(rt, user, request, read_answer, expected=FLUSH_FORMAT).value
     candidates: list[tuple[Candidate, Marks]] = []
-    for bullet in bullets:
+    for line in lines:
         # the model's tags are the format's, never its claim: stripped, not shown; who
         # said it is what the call was shown, never whose words the line matches
-        text, marks = split_marks(strip_tags(bullet.removeprefix("- ")))
+        text, marks = line.text, line.marks
         authority = label_of(text, flush_pass)
+        if not marks.is_record() and restates(text, shown, authority):
+            metrics.add_metric("FlushCheck_restated", MetricUnit.Count, 1)
+            continue
         kept = checked_marks(marks, shown, authority)
         if marks.is_record() and not kept.retracts:
             continue  # a retraction of nothing it may retire (or a confirmation): no line
         candidates.append((Candidate(disown(text, authority), authority), kept))
     return candidates, below
+
+
+def read_answer(content: str) -> list[Cleaned]:
+    """A flush answer's lines: bullets (``clean_bullets``: ModelOutputError when there
+    are none and no NO_REPLY), the model's tags aside, marks read forgivingly (what the
+    ledger cannot keep is taken out of the text and counted). A line with no words left
+    is dropped."""
+    out: list[Cleaned] = []
+    for bullet in clean_bullets(content):
+        line = clean_marks(strip_tags(bullet.removeprefix("- ")))
+        if line.removed:
+            metrics.add_metric("FlushCheck_marks_removed", MetricUnit.Count, len(line.removed))
+            logger.info("marks taken out of a flushed line", extra={"removed": line.removed})
+        if line.text or line.marks.is_record():
+            out.append(line)
+    return out
+
+
+def restates(text: str, shown: Shown, authority: str) -> bool:
+    """Does ``text`` state a current fact the call was shown, of at least ``authority``
+    (the user saying what an import held is news: the fact becomes the user's): the same
+    words (case, spacing and end stop aside), or each holding all of the other's
+    distinctive words, identifiers and negation alike?"""
+    key = _words(text)
+    words = distinctive(text)
+    for fact in shown.facts:
+        if rank(fact.authority) < rank(authority):
+            continue
+        if _words(fact.text) == key:
+            return True
+        if (
+            words
+            and distinctive(fact.text) == words
+            and support(text, fact.text) == 1.0
+            and support(fact.text, text) == 1.0
+        ):
+            return True
+    return False
 
 
 #: the most authority levels below the user's one flush window is checked against
@@ -107,7 +167,6 @@ def retire_below(
         levels.setdefault(rank(fact.authority), []).append(fact)
     stated = {_words(c.text): n for n, (c, _) in enumerate(found)}
     out = list(found)
-    model = rt.models.for_role("memory")
     for level in sorted(levels, reverse=True)[:RETIRE_BELOW_CALLS]:
         facts = levels[level]
         authority = lowest(f.authority or ASSISTANT for f in facts)
@@ -120,11 +179,10 @@ def retire_below(
             prompt=rt.settings.flush_prompt,
             current=[(f.id, f.text) for f in facts],
         )
-        reply = model.complete(ChatRequest(messages=messages, purpose="flush"))
-        record_spend(rt, user, "memory", reply.usage)
-        for bullet in clean_bullets(reply.message.content):
-            text, marks = split_marks(strip_tags(bullet.removeprefix("- ")))
-            kept = checked_marks(marks, Shown(facts), authority)
+        request = bounded(rt, messages, "flush", rt.settings.flush_max_tokens)
+        for line in ask(rt, user, request, read_answer, expected=FLUSH_FORMAT).value:
+            text = line.text
+            kept = checked_marks(line.marks, Shown(facts), authority)
             if not kept.changes():
                 continue
             n = stated.get(_words(text))

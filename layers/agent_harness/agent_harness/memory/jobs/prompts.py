@@ -16,6 +16,7 @@ from agent_harness import markup
 from agent_harness.errors import ModelOutputError
 from agent_harness.memory.engine.file_index import FileIndex
 from agent_harness.memory.engine.index import rank
+from agent_harness.memory.facts.lifecycle import strip_ids
 from agent_harness.models.base import Message
 
 if TYPE_CHECKING:
@@ -24,7 +25,9 @@ if TYPE_CHECKING:
     from agent_harness.records import TurnRecord
 
 __all__ = [
+    "CONSOLIDATION_FORMAT",
     "CONSOLIDATION_PROMPT",
+    "FLUSH_FORMAT",
     "FLUSH_PROMPT",
     "clean_memory_document",
     "consolidation_messages",
@@ -159,6 +162,16 @@ def render_conversation(turns: list[TurnRecord]) -> str:
 #: beyond it, only their lines most related to the conversation (a fixed cost per call)
 FLUSH_CONTEXT_CHARS = 1200
 
+#: what a flush answer is, as a corrective call restates it
+FLUSH_FORMAT = (
+    'a Markdown list of the new facts, one "- " line each (marks such as '
+    "(supersedes <id>) only with ids from the current facts block), or NO_REPLY"
+)
+#: what a consolidation answer is, as a corrective call restates it
+CONSOLIDATION_FORMAT = (
+    'only the merged MEMORY.md: Markdown headings and "- " fact lines, each fact once'
+)
+
 
 def relevant_excerpt(text: str, query: str, max_chars: int) -> tuple[str, bool]:
     """``text`` whole if it fits ``max_chars``; otherwise its lines most relevant to
@@ -275,8 +288,27 @@ def consolidation_messages(
     return [Message(role="system", content=system), Message(role="user", content=user)]
 
 
-def clean_memory_document(output: str, *, max_chars: int) -> str:
-    """Validate a consolidation answer before it may replace MEMORY.md."""
+#: what of a consolidation answer is the prompt's, not a document: the blocks' tags
+#: (an answer that echoes them is unwrapped), a ledger section's header and source
+#: line, the entries' day headings
+_ECHO_TAG = re.compile(
+    rf"</?\s*(?:{markup.CURRENT_MEMORY}|{markup.NEW_ENTRIES})\b[^>]*>", re.IGNORECASE
+)
+_LEDGER_LINE = re.compile(
+    r"^\s{0,3}(?:#{1,6}\s.*\s—\s\d{4}-\d{2}-\d{2}T\S*|>\s*source:.*|#{1,6}\s*\d{4}-\d{2}-\d{2})\s*$"
+)
+_FACT_LINE = re.compile(r"^(\s{0,3}[-*+]\s+)(\[(?!\s*\d{4}-\d{2}-\d{2}\.)[^\]]*\]\s*)?(.*)$")
+
+
+def clean_memory_document(
+    output: str, *, max_chars: int, counts: dict[str, int] | None = None
+) -> str:
+    """Validate a consolidation answer before it may replace MEMORY.md, after repairing
+    what a real model gets wrong without changing a fact: the prompt's block tags echoed
+    around it (unwrapped), ledger headers and source lines (dropped), ids and marks that
+    name facts in a line (taken out: MEMORY.md holds facts, the ledgers their story),
+    a fact line repeated (kept once). ``counts`` gets ``echo_unwrapped`` and
+    ``lines_repaired``. Raises ModelOutputError when what is left is not a document."""
     text = output.strip()
     fenced = re.fullmatch(r"```(?:markdown|md)?\s*\n(.*?)\n```", text, flags=re.DOTALL)
     if fenced:
@@ -285,8 +317,14 @@ def clean_memory_document(output: str, *, max_chars: int) -> str:
         raise ModelOutputError("the consolidation answer was empty")
     if text == "NO_REPLY":
         raise ModelOutputError("the consolidation answer was NO_REPLY, not a document")
-    if any(f"<{tag}" in text for tag in (markup.CURRENT_MEMORY, markup.NEW_ENTRIES)):
-        raise ModelOutputError("the consolidation answer echoed the prompt's blocks")
+    tally = counts if counts is not None else {}
+    if _ECHO_TAG.search(text):
+        text = _ECHO_TAG.sub("", text).strip()
+        tally["echo_unwrapped"] = tally.get("echo_unwrapped", 0) + 1
+    text, repaired = _repaired(text)
+    tally["lines_repaired"] = tally.get("lines_repaired", 0) + repaired
+    if not text:
+        raise ModelOutputError("the consolidation answer only echoed the prompt's blocks")
     if len(text) > max_chars:
         raise ModelOutputError(
             f"the consolidation answer is {len(text)} characters, over the {max_chars} limit"
@@ -296,3 +334,28 @@ def clean_memory_document(output: str, *, max_chars: int) -> str:
             "the consolidation answer is not a Markdown document (no heading or list item)"
         )
     return text + "\n"
+
+
+def _repaired(text: str) -> tuple[str, int]:
+    """``text`` without ledger lines, ids in fact lines and repeated fact lines; and how
+    many lines that changed."""
+    kept: list[str] = []
+    seen: set[str] = set()
+    changed = 0
+    for line in text.splitlines():
+        if _LEDGER_LINE.match(line):
+            changed += 1
+            continue
+        fact = _FACT_LINE.match(line)
+        if fact is not None:
+            body, removed = strip_ids(fact.group(3))
+            key = " ".join(body.casefold().split()).rstrip(".!")
+            if not key or key in seen:
+                changed += 1
+                continue
+            seen.add(key)
+            if removed:
+                changed += 1
+                line = f"{fact.group(1)}{fact.group(2) or ''}{body}"
+        kept.append(line)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip(), changed

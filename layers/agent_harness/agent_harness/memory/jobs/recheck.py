@@ -28,10 +28,10 @@ from agent_harness import markup
 from agent_harness.memory.facts.authority import fact_line, parse_fact, rank, strip_tags
 from agent_harness.memory.facts.gate import Candidate, Policy, admit
 from agent_harness.memory.facts.ledger import clean_bullets, day_of, render_section, saved_by
-from agent_harness.memory.facts.lifecycle import Marks, render_marks, split_marks
+from agent_harness.memory.facts.lifecycle import Marks, clean_marks, render_marks
+from agent_harness.memory.jobs.calls import JUDGEMENT_FORMAT, JUDGEMENT_TOKENS, ask, bounded
 from agent_harness.memory.owner import Memory
-from agent_harness.models.base import ChatRequest, Message
-from agent_harness.usage import record_spend
+from agent_harness.models.base import Message
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -102,15 +102,13 @@ def recheck(rt: Runtime, user: User, truth: Truth) -> int:
     due = truth.life.to_recheck()[:MAX_FACTS]
     if not due:
         return 0
-    model = rt.models.for_role("memory")
-    answer = model.complete(
-        ChatRequest(messages=recheck_messages(truth, due), purpose="consolidate")
-    )
-    record_spend(rt, user, "memory", answer.usage)
+    request = bounded(rt, recheck_messages(truth, due), "consolidate", JUDGEMENT_TOKENS)
+    bullets = ask(rt, user, request, clean_bullets, expected=JUDGEMENT_FORMAT).value
     shown = {f.id: f for f in due}
     records: list[tuple[str, str | None, Marks]] = []  # text, authority, marks
-    for bullet in clean_bullets(answer.message.content):
-        text, marks = split_marks(strip_tags(bullet.removeprefix("- ")))
+    for bullet in bullets:
+        line = clean_marks(strip_tags(bullet.removeprefix("- ")))
+        text, marks = line.text, line.marks
         named = [i for i in marks.names() if i in shown]
         if not named or set(marks.names()) - set(shown):
             logger.warning("re-check line ignored: ids not shown", extra={"line": bullet[:200]})
@@ -137,7 +135,7 @@ def recheck(rt: Runtime, user: User, truth: Truth) -> int:
     if not lines:
         return 0
     now = rt.clock.now()
-    provenance = saved_by(f"consolidation model={model.name}", "recheck")
+    provenance = saved_by(f"consolidation model={rt.models.for_role('memory').name}", "recheck")
     section = render_section("Recheck", now, rt.settings.zone, lines, provenance)
     Memory(rt, user).append_ledger(day_of(now, rt.settings.zone), lambda _existing: section)
     metrics.add_metric("FactsRechecked", MetricUnit.Count, len(lines))

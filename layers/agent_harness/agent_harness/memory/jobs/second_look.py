@@ -44,10 +44,11 @@ from agent_harness.memory.facts.authority import (
 from agent_harness.memory.facts.gate import Candidate, Policy, admit
 from agent_harness.memory.facts.ledger import clean_bullets, render_section, saved_by
 from agent_harness.memory.facts.lifecycle import FACT_ID, Marks, render_marks, split_marks
+from agent_harness.memory.jobs.calls import JUDGEMENT_FORMAT, JUDGEMENT_TOKENS, ask, bounded
 from agent_harness.memory.owner import Memory
-from agent_harness.models.base import ChatRequest, Message
+from agent_harness.models.base import Message
 from agent_harness.paths import ledger_path
-from agent_harness.usage import memory_budget_exhausted, record_spend
+from agent_harness.usage import memory_budget_exhausted
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -179,14 +180,10 @@ def second_look(
     shown_new = {c.id: c for _, causes in due for c in causes}
     new_facts = sorted(shown_new.values(), key=lambda f: (f.day, f.line))[-MAX_NEW_FACTS:]
     may = {fact.id: {c.id for c in causes} & {f.id for f in new_facts} for fact, causes in due}
-    model = rt.models.for_role("memory")
-    try:
-        answer = model.complete(
-            ChatRequest(messages=second_look_messages([f for f, _ in due], new_facts),
-                        purpose="consolidate")
-        )  # fmt: skip
-        record_spend(rt, user, "memory", answer.usage)  # spent, whatever the answer says
-        bullets = clean_bullets(answer.message.content)
+    messages = second_look_messages([f for f, _ in due], new_facts)
+    try:  # spent, whatever the answer says (memory.jobs.calls)
+        request = bounded(rt, messages, "consolidate", JUDGEMENT_TOKENS)
+        bullets = ask(rt, user, request, clean_bullets, expected=JUDGEMENT_FORMAT).value
     except HarnessError:
         logger.exception("the second look failed; the left-out facts stay current")
         return 0
@@ -212,6 +209,7 @@ def second_look(
     if not by_day:
         return 0
     now = rt.clock.now()
+    model = rt.models.for_role("memory")
     provenance = saved_by(f"consolidation model={model.name}", "second-look")
     for day, lines in sorted(by_day.items()):
         section = render_section("Second look", now, rt.settings.zone, lines, provenance)
