@@ -8,7 +8,8 @@ re-check) goes through ``ask``: deterministic and bounded, counted, and checked.
     parse     the caller's check of the format; a ModelOutputError gets one corrective
               call that quotes what was wrong (the refused answer and the reason, then
               the format again), like the agent's JSON path; a second failure raises,
-              counted (``MemoryFormatFailures``, ``MemoryCorrectiveCalls``), and the job
+              counted (``MemoryFormatFailures``, ``MemoryCorrectiveCalls``; the final
+              refusal ``MemoryAnswersRefused``, which an alarm watches), and the job
               makes it visible (consolidation: its status; a flush: the queue's retry,
               then its dead-letter queue and alarm)
 
@@ -112,6 +113,8 @@ def ask(
         return Answered(parse(again.message.content), 2, again.model)
     except ModelOutputError as second:
         metrics.add_metric("MemoryFormatFailures", MetricUnit.Count, 1)
+        # the template's MemoryAnswersRefusedAlarm watches this one
+        metrics.add_metric("MemoryAnswersRefused", MetricUnit.Count, 1)
         raise ModelOutputError(
             f"{again.model}'s {request.purpose} answer broke its format after a corrective "
             f"call: {second} (first: {first})"
