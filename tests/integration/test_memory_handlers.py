@@ -121,7 +121,11 @@ def test_other_users_records_complete_when_one_users_group_fails(stack: Stack) -
     flush = stack.handler(FLUSH)
     flush.runtime.models = ModelRegistry(
         flush.runtime.settings,
-        overrides={"memory": ScriptedModel("chatter, no bullets", "- Bob prefers window seats")},
+        overrides={
+            "memory": ScriptedModel(
+                "chatter, no bullets", "still chatter", "- Bob prefers window seats"
+            )
+        },  # alice: an answer, its corrective call; then bob
     )
     messages = stack.receive("FlushQueue")
     assert [m["Attributes"]["MessageGroupId"] for m in messages] == ["alice", "bob"]
