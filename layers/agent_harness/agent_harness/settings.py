@@ -85,6 +85,7 @@ ENV: dict[str, str] = {
     "anthropic_api_key_secret": "HARNESS_ANTHROPIC_API_KEY_SECRET",
     "timezone": "HARNESS_TIMEZONE",
     "consolidation_max_tokens": "HARNESS_CONSOLIDATION_MAX_TOKENS",
+    "memory_answer_format": "HARNESS_MEMORY_ANSWER_FORMAT",
     "memory_temperature": "HARNESS_MEMORY_TEMPERATURE",
     "memory_seed": "HARNESS_MEMORY_SEED",
     "flush_max_tokens": "HARNESS_FLUSH_MAX_TOKENS",
@@ -190,7 +191,8 @@ class Settings(BaseModel):
     # memory
     timezone: str = "UTC"
     consolidation_max_tokens: int = Field(default=4000, gt=0)
-    #: the memory calls' sampling and a flush answer's cap (memory.jobs.calls)
+    #: memory calls' sampling, a flush answer's cap, the answers' format (memory.jobs)
+    memory_answer_format: Literal["auto", "json_schema", "text"] = "auto"
     memory_temperature: float = Field(default=0.0, ge=0, le=2)
     memory_seed: int | None = Field(default=7, ge=0)
     flush_max_tokens: int = Field(default=1500, gt=0, le=32_000)
@@ -203,9 +205,7 @@ class Settings(BaseModel):
     #: how long a container reuses a user's last LIST of ledgers for recall (0: every turn)
     recall_listing_seconds: float = Field(default=30.0, ge=0, le=3600)
     #: automatic recall also ranks the user's past messages (other sessions), alternating
-    #: them with memory lines: the evidence of most questions is in what was said, and
-    #: only some of it in the facts flushed from it. A warm container lists both folders
-    #: in one request
+    #: them with memory lines (most evidence is in what was said); one LIST for both
     recall_messages: bool = True
     #: whose past messages recall shows: a comma list of user, assistant, tool. The
     #: user's own by default: the agent's replies and tool results are not the user's

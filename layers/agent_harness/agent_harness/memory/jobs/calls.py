@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from agent_harness.ids import User
-    from agent_harness.models.base import Purpose
+    from agent_harness.models.base import Purpose, ResponseFormat
     from agent_harness.runtime import Runtime
 
 __all__ = ["JUDGEMENT_FORMAT", "JUDGEMENT_TOKENS", "Answered", "ask", "bounded"]
@@ -49,8 +49,15 @@ JUDGEMENT_TOKENS = 800
 JUDGEMENT_FORMAT = 'one "- " line per fact shown (its marks as asked), or NO_REPLY'
 
 
-def bounded(rt: Runtime, messages: list[Message], purpose: Purpose, max_tokens: int) -> ChatRequest:
-    """A memory call's request: the memory sampling settings and a cap on the answer."""
+def bounded(
+    rt: Runtime,
+    messages: list[Message],
+    purpose: Purpose,
+    max_tokens: int,
+    response_format: ResponseFormat | None = None,
+) -> ChatRequest:
+    """A memory call's request: the memory sampling settings, a cap on the answer, and
+    the format asked for (memory.jobs.formats), if any."""
     settings = rt.settings
     return ChatRequest(
         messages=messages,
@@ -58,6 +65,7 @@ def bounded(rt: Runtime, messages: list[Message], purpose: Purpose, max_tokens: 
         temperature=settings.memory_temperature,
         seed=settings.memory_seed,
         max_output_tokens=max_tokens,
+        response_format=response_format,
     )
 
 

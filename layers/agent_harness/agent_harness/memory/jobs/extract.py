@@ -33,6 +33,13 @@ from agent_harness.memory.facts.gate import Candidate
 from agent_harness.memory.facts.ledger import clean_bullets
 from agent_harness.memory.facts.lifecycle import Cleaned, Marks, clean_marks, strip_marks
 from agent_harness.memory.jobs.calls import ask, bounded
+from agent_harness.memory.jobs.formats import (
+    FLUSH_JSON,
+    flush_format,
+    flush_text,
+    structured,
+    with_instruction,
+)
 from agent_harness.memory.jobs.prompts import (
     FLUSH_CONTEXT_CHARS,
     FLUSH_FORMAT,
@@ -45,6 +52,7 @@ if TYPE_CHECKING:
     from agent_harness.ids import User
     from agent_harness.memory.engine.file_index import FileIndex
     from agent_harness.memory.facts.lifecycle import LedgerFact
+    from agent_harness.models.base import Message
     from agent_harness.runtime import Runtime
 
 __all__ = ["extract", "read_answer", "restates", "retire_below"]
@@ -87,8 +95,7 @@ def extract(
         context_chars=max(0, FLUSH_CONTEXT_CHARS - moved),
         current=[(f.id, f.text) for f in shown.facts],
     )
-    request = bounded(rt, messages, "flush", settings.flush_max_tokens)
-    lines = ask(rt, user, request, read_answer, expected=FLUSH_FORMAT).value
+    lines = _ask(rt, user, messages, [f.id for f in shown.facts])
     candidates: list[tuple[Candidate, Marks]] = []
     for line in lines:
         # the model's tags are the format's, never its claim: stripped, not shown; who
@@ -103,6 +110,19 @@ def extract(
             continue  # a retraction of nothing it may retire (or a confirmation): no line
         candidates.append((Candidate(disown(text, authority), authority), kept))
     return candidates, below
+
+
+def _ask(rt: Runtime, user: User, messages: list[Message], ids: list[str]) -> list[Cleaned]:
+    """One flush call: JSON whose marks may name only ``ids`` where the provider takes a
+    schema (memory.jobs.formats), else the text format; its lines read and checked."""
+    if structured(rt):
+        messages = with_instruction(messages, FLUSH_JSON)
+        request = bounded(rt, messages, "flush", rt.settings.flush_max_tokens, flush_format(ids))
+        expected = "one JSON object as the schema says"
+    else:
+        request = bounded(rt, messages, "flush", rt.settings.flush_max_tokens)
+        expected = FLUSH_FORMAT
+    return ask(rt, user, request, lambda c: read_answer(flush_text(c)), expected=expected).value
 
 
 def read_answer(content: str) -> list[Cleaned]:
@@ -179,8 +199,7 @@ def retire_below(
             prompt=rt.settings.flush_prompt,
             current=[(f.id, f.text) for f in facts],
         )
-        request = bounded(rt, messages, "flush", rt.settings.flush_max_tokens)
-        for line in ask(rt, user, request, read_answer, expected=FLUSH_FORMAT).value:
+        for line in _ask(rt, user, messages, [f.id for f in facts]):
             text = line.text
             kept = checked_marks(line.marks, Shown(facts), authority)
             if not kept.changes():
