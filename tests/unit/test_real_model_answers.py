@@ -178,3 +178,14 @@ def test_a_consolidation_that_keeps_failing_shows_in_the_api() -> None:
 
 
 JOB = ConsolidationJob(user_id="alice", force=True, requested_at=f"{DAY}T10:00:00Z")
+
+
+def test_a_text_two_days_repeated_is_shown_under_one_id() -> None:
+    memory = ScriptedModel("NO_REPLY")
+    rt = make_runtime(memory=memory)
+    seed(rt, f"- [user] {LISBON}")  # written before this fix: once a day
+    seed(rt, f"- [user] {LISBON}", day="2026-11-20")
+    add_turn(rt, 1, "Lisbon is lovely in spring.")
+    flush(rt, 1)
+    shown = markup.extract(memory.requests[0].messages[1].content, markup.CURRENT_FACTS) or ""
+    assert shown.count("Lisbon") == 1

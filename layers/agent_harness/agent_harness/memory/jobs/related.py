@@ -104,6 +104,7 @@ def related_facts(
         return Shown()
     truth = truth_of(ledgers, day)
     chosen: dict[str, LedgerFact] = {}
+    texts: set[str] = set()  # a text is shown once, under one id (days may repeat it)
     spent = 0
 
     def offer(fact: LedgerFact | None) -> bool:
@@ -111,11 +112,12 @@ def related_facts(
         nonlocal spent
         if fact is None or fact.is_record or fact.id in chosen:
             return True
-        if truth.status(fact).state != "current":
+        if truth.status(fact).state != "current" or _text(fact) in texts:
             return True
         cost = rt.counter.count(f"[{fact.id}] {fact.text}")
         if spent + cost <= RELATED_TOKENS:
             chosen[fact.id] = fact
+            texts.add(_text(fact))
             spent += cost
         return len(chosen) < limit and spent < RELATED_TOKENS
 
@@ -141,6 +143,10 @@ def related_facts(
             if parse_fact(text) is not None and not offer(truth.fact(p, text)):
                 return Shown(list(chosen.values()))
     return Shown(list(chosen.values()))
+
+
+def _text(fact: LedgerFact) -> str:
+    return " ".join(fact.text.casefold().split()).rstrip(".!")
 
 
 def without_shown(ledger: str, day: str, shown: Shown) -> tuple[str, int]:
