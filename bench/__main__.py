@@ -40,6 +40,7 @@ NAMES = (
     "locomo_context",
     "stays_true",
     "poisoning",
+    "real_model",
     "framing",
     "bounds",
 )

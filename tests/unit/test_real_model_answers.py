@@ -189,3 +189,15 @@ def test_a_text_two_days_repeated_is_shown_under_one_id() -> None:
     flush(rt, 1)
     shown = markup.extract(memory.requests[0].messages[1].content, markup.CURRENT_FACTS) or ""
     assert shown.count("Lisbon") == 1
+
+
+def test_a_link_nobody_wrote_is_not_written_and_until_today_is_not_an_end() -> None:
+    memory = ScriptedModel(
+        "- [user] A guide to Prenzlauer Berg is at https://www.prenzlauerberg.de/en/\n"
+        f"- [user] The user likes Berlin. (until {DAY})"
+    )
+    rt = make_runtime(memory=memory)
+    add_turn(rt, 1, "Find me a guide to Prenzlauer Berg. I like Berlin.")
+    flush(rt, 1)
+    assert "prenzlauerberg.de" not in today(rt)  # invented: nothing given holds it
+    assert "- [user] The user likes Berlin.\n" in today(rt)  # not expired on its own day

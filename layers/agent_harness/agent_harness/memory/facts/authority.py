@@ -47,6 +47,7 @@ __all__ = [
     "distinctive",
     "fact_id",
     "fact_line",
+    "identifiers_in",
     "is_authority",
     "message_authority",
     "negated",
@@ -188,6 +189,17 @@ def _identifiers(text: str) -> set[str]:
     a memory model writes out from "tomorrow"."""
     found = (m.group(0).rstrip(".,;") for m in _IDENTIFIER.finditer(text))
     return {_SQUASH.sub("", f).casefold() for f in found if not _ISO_DAY.match(f)}
+
+
+def identifiers_in(fact: str, said: str) -> bool:
+    """Does every link, address and long number or code of ``fact`` (four digits or
+    more: a phone, an account, an order; not a date, nor "7am" or "29th", which a model
+    writes out from words) occur in ``said``, verbatim or with other spacing? A model
+    that writes one nobody said invented it."""
+    ids = {
+        i for i in _identifiers(fact) if "://" in i or "@" in i or sum(c.isdigit() for c in i) >= 4
+    }
+    return not ids or ids <= _identifiers(said) | _squashed_words(said, ids)
 
 
 #: "User said:", "A tool result (orders) said:", "The assistant said that": who, not what

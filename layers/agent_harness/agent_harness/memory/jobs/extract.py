@@ -8,8 +8,11 @@ in a line counts, bracketed ids are ids, a mark naming no id (``(depends 4)``) a
 copied into the text are taken out of the fact and counted (``FlushCheck_marks_removed``);
 a line restating a current fact the call was shown (the same words once tags and marks
 are aside) is not written again (``FlushCheck_restated``): a fact is one fact with one
-id, however many flushes repeat it. A broken format gets one corrective call
-(memory.jobs.calls).
+id, however many flushes repeat it. A line holding an identifier (a number, code,
+address or link) that nothing the call was given holds is invented, and not written
+(``FlushCheck_invented_identifiers``); an ``until`` not after the window's day (a model
+filling the field with today) is dropped (``FlushCheck_until_dropped``). A broken
+format gets one corrective call (memory.jobs.calls).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from agent_harness.memory.facts.authority import (
     ASSISTANT,
     disown,
     distinctive,
+    identifiers_in,
     rank,
     strip_tags,
     support,
@@ -96,6 +100,7 @@ def extract(
         current=[(f.id, f.text) for f in shown.facts],
     )
     lines = _ask(rt, user, messages, [f.id for f in shown.facts])
+    given = "\n".join(m.content or "" for m in messages)
     candidates: list[tuple[Candidate, Marks]] = []
     for line in lines:
         # the model's tags are the format's, never its claim: stripped, not shown; who
@@ -105,7 +110,14 @@ def extract(
         if not marks.is_record() and restates(text, shown, authority):
             metrics.add_metric("FlushCheck_restated", MetricUnit.Count, 1)
             continue
+        if not identifiers_in(text, given):  # a link or number nobody wrote: invented
+            metrics.add_metric("FlushCheck_invented_identifiers", MetricUnit.Count, 1)
+            continue
         kept = checked_marks(marks, shown, authority)
+        if kept.until is not None and kept.until <= day:
+            # a fact stated today cannot have ended by today: a model filling the field
+            metrics.add_metric("FlushCheck_until_dropped", MetricUnit.Count, 1)
+            kept = replace(kept, until=None)
         if marks.is_record() and not kept.retracts:
             continue  # a retraction of nothing it may retire (or a confirmation): no line
         candidates.append((Candidate(disown(text, authority), authority), kept))
