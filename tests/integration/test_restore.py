@@ -8,6 +8,7 @@ edit, and the new stack's handlers serve it: MEMORY.md, the ledgers, search, the
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
 
 from agent_harness.cli import main, runtime_from
@@ -57,6 +58,7 @@ def test_a_users_memory_comes_back_after_a_stack_replacement(stack: Stack, capsy
     assert "window seats" in before["content"]
     usage_before = get(stack, agent, "/v1/usage")["totals"]
     good = datetime.now(UTC)
+    time.sleep(1.1)  # S3 times versions to the second: the bad edit must be a later one
 
     # a bad edit after the good state: the restore goes back to before it
     stack.clients["s3"].put_object(
