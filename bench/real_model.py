@@ -40,9 +40,9 @@ from agent_harness.models import ModelRegistry
 from agent_harness.models.base import Message, ToolCall
 from agent_harness.paths import MEMORY_FILE, ledger_path
 from agent_harness.records import TurnRecord
-from agent_harness.settings import Settings
 from bench.common import DataMissingError
-from tests.fakes import ManualClock, make_runtime
+from tests.fakes import ManualClock, committed_turn, make_runtime
+from tests.real_model import memory_settings
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -137,9 +137,7 @@ def _turn(rt: Runtime, n: int, at: str, said: str, answer: str, page: str | None
     messages.append(Message(role="assistant", content=answer))
     session = f"s{at[:10]}"
     record = TurnRecord(session_id=session, turn=n, created_at=at, messages=messages)
-    rt.store.put(ALICE, f"sessions/{session}/turns/{n:08d}.json", record.model_dump_json())
-    rt.table.acquire_session_lease(ALICE, session, f"o{n}", 0, 1)
-    rt.table.commit_turn(ALICE, session, f"o{n}", n, at)
+    committed_turn(rt, ALICE, record)
 
 
 def _current_facts(rt: Runtime, day: str) -> tuple[list[str], list[str]]:
@@ -156,16 +154,7 @@ def _current_facts(rt: Runtime, day: str) -> tuple[list[str], list[str]]:
 
 
 def _run_user(url: str, answer_format: str) -> dict[str, Any]:
-    settings = Settings(
-        memory_model="openai:qwen2.5-coder-1.5b-instruct",
-        openai_base_url=url,
-        openai_api_key="local",
-        memory_answer_format=answer_format,  # type: ignore[arg-type]
-        model_timeout_seconds=300,
-        model_max_attempts=1,
-        consolidation_min_gap_seconds=0,
-        session_wait_seconds=0,
-    )
+    settings = memory_settings(url, answer_format)
     clock = ManualClock()
     rt = make_runtime(settings=settings, clock=clock)
     counted = Counted(ModelRegistry(settings, counter=rt.counter).for_role("memory"))

@@ -31,7 +31,7 @@ from agent_harness.jobs import ConsolidationJob, PostTurnJob
 from agent_harness.keys import due_shard
 from agent_harness.models import ModelRegistry
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
-from agent_harness.paths import user_root
+from agent_harness.paths import turn_path, user_root
 from agent_harness.ports import (
     ROLES,
     Admission,
@@ -57,6 +57,7 @@ from agent_harness.ports import (
     check_usage,
     writer_label,
 )
+from agent_harness.records import TurnRecord
 from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
 from agent_harness.tokens import TokenCounter
@@ -918,6 +919,15 @@ def tool_call(name: str, arguments: str = "{}", call_id: str = "call_1") -> Mess
     return Message(
         role="assistant", tool_calls=[ToolCall(id=call_id, name=name, arguments=arguments)]
     )
+
+
+def committed_turn(rt: Runtime, user: User, record: TurnRecord) -> None:
+    """``record`` stored and committed as its session's next turn, as a turn's save does
+    (its lease taken and released by the commit): what a flush then reads."""
+    session, n = record.session_id, record.turn
+    rt.store.put(user, turn_path(session, n), record.model_dump_json())
+    rt.table.acquire_session_lease(user, session, f"o{n}", 0, 1)
+    rt.table.commit_turn(user, session, f"o{n}", n, record.created_at)
 
 
 def make_runtime(

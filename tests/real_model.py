@@ -36,7 +36,9 @@ from tools.real_model import INSTALLED_STAMP, MODEL_FILE, MODEL_NAME, MODEL_PYTH
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["MODEL_NAME", "available", "require_real_model", "served_model"]
+    from agent_harness.settings import Settings
+
+__all__ = ["MODEL_NAME", "available", "memory_settings", "require_real_model", "served_model"]
 
 #: how long the server may take to load the model and answer /health
 START_TIMEOUT = 120.0
@@ -63,6 +65,26 @@ def available() -> str | None:
             f"{MODEL_FILE.relative_to(ROOT)} and {_INSTALL}"
         )
     return None
+
+
+def memory_settings(base_url: str, answer_format: str) -> Settings:
+    """The settings of a runtime whose memory model is the served one (``base_url``),
+    asking for answers in ``answer_format`` (json_schema or text): one attempt per call,
+    with time for a slow CPU, and no gap between consolidations."""
+    from agent_harness.settings import Settings
+
+    return Settings.model_validate(
+        {
+            "memory_model": f"openai:{MODEL_NAME}",
+            "openai_base_url": base_url,
+            "openai_api_key": "local",
+            "memory_answer_format": answer_format,
+            "model_timeout_seconds": 300,
+            "model_max_attempts": 1,
+            "consolidation_min_gap_seconds": 0,
+            "session_wait_seconds": 0,
+        }
+    )
 
 
 def require_real_model() -> None:

@@ -28,9 +28,8 @@ from agent_harness.memory.jobs.flush import run_post_turn_job
 from agent_harness.memory.jobs.schedule import forced_job
 from agent_harness.models.base import Message, ToolCall
 from agent_harness.records import TurnRecord
-from agent_harness.settings import Settings
-from tests.fakes import make_runtime
-from tests.real_model import MODEL_NAME, require_real_model, served_model
+from tests.fakes import committed_turn, make_runtime
+from tests.real_model import memory_settings, require_real_model, served_model
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -53,18 +52,7 @@ def base_url() -> Iterator[str]:
 
 
 def runtime(url: str, answer_format: str) -> Runtime:
-    return make_runtime(
-        settings=Settings(
-            memory_model=f"openai:{MODEL_NAME}",
-            openai_base_url=url,
-            openai_api_key="local",
-            memory_answer_format=answer_format,  # type: ignore[arg-type]
-            model_timeout_seconds=300,
-            model_max_attempts=1,
-            consolidation_min_gap_seconds=0,
-            session_wait_seconds=0,
-        )
-    )
+    return make_runtime(settings=memory_settings(url, answer_format))
 
 
 def turn(rt: Runtime, n: int, said: str, page: str | None = None) -> None:
@@ -78,9 +66,7 @@ def turn(rt: Runtime, n: int, said: str, page: str | None = None) -> None:
     messages.append(Message(role="assistant", content="Noted."))
     at = f"{DAY}T09:{n:02d}:00Z"
     record = TurnRecord(session_id="s1", turn=n, created_at=at, messages=messages)
-    rt.store.put(SAM, f"sessions/s1/turns/{n:08d}.json", record.model_dump_json())
-    rt.table.acquire_session_lease(SAM, "s1", f"o{n}", 0, 1)
-    rt.table.commit_turn(SAM, "s1", f"o{n}", n, at)
+    committed_turn(rt, SAM, record)
     before = rt.store.text(SAM, f"memory/{DAY}.md")
     try:
         run_post_turn_job(rt, PostTurnJob(user_id="sam", session_id="s1", turn=n, queued_at=at))

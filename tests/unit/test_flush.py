@@ -13,7 +13,7 @@ from agent_harness.models.base import Message
 from agent_harness.ports import SessionState
 from agent_harness.records import TurnRecord
 from agent_harness.settings import Settings
-from tests.fakes import ScriptedModel, failing, make_runtime, untagged
+from tests.fakes import ScriptedModel, committed_turn, failing, make_runtime, untagged
 
 ALICE = User.from_id("alice")
 
@@ -25,10 +25,7 @@ def add_turn(rt, session: str, n: int, text: str, at: str = "2026-11-30T09:00:00
         created_at=at,
         messages=[Message(role="user", content=text), Message(role="assistant", content="ok")],
     )
-    rt.store.put(ALICE, f"sessions/{session}/turns/{n:08d}.json", record.model_dump_json())
-    owner = f"o{n}"
-    rt.table.acquire_session_lease(ALICE, session, owner, 0, 1)
-    rt.table.commit_turn(ALICE, session, owner, n, at)
+    committed_turn(rt, ALICE, record)
 
 
 def job(session: str, turn: int, reason: str = "turn") -> PostTurnJob:

@@ -14,7 +14,7 @@ from agent_harness.memory.jobs.prompts import flush_messages
 from agent_harness.models.base import Message, ToolCall
 from agent_harness.records import TurnRecord
 from agent_harness.settings import Settings
-from tests.fakes import ScriptedModel, make_runtime, obeys
+from tests.fakes import ScriptedModel, committed_turn, make_runtime, obeys
 
 if TYPE_CHECKING:
     from agent_harness.runtime import Runtime
@@ -38,9 +38,7 @@ def add_turn(
         ]
     messages.append(Message(role="assistant", content="ok"))
     record = TurnRecord(session_id="s1", turn=n, created_at=at, messages=messages)
-    rt.store.put(ALICE, f"sessions/s1/turns/{n:08d}.json", record.model_dump_json())
-    rt.table.acquire_session_lease(ALICE, "s1", f"o{n}", 0, 1)
-    rt.table.commit_turn(ALICE, "s1", f"o{n}", n, at)
+    committed_turn(rt, ALICE, record)
 
 
 def flush(rt: Runtime, turn: int) -> None:

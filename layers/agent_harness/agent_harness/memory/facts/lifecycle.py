@@ -148,31 +148,7 @@ def clean_marks(body: str) -> Cleaned:
     may name is its caller's check: memory.jobs.related.checked_marks.) Lines a person
     wrote keep their words: ``split_marks`` reads only the ledger's own form."""
     found: dict[str, list[str]] = {}
-    removed: list[str] = []
-
-    def take(match: re.Match[str]) -> str:
-        kind, value = match.group(1).casefold(), match.group(2)
-        if kind in ("from", "until"):
-            day = re.search(_DAY, value)
-            if day is None:
-                return match.group(0)  # "(until next week)": words, not a mark
-            if kind in found:
-                removed.append(match.group(0))
-            else:
-                found[kind] = [day.group(0)]
-            return " "
-        ids = _IDS.findall(value)
-        if not ids:
-            removed.append(match.group(0))
-        found.setdefault(kind, []).extend(ids)
-        return " "
-
-    def stray(match: re.Match[str]) -> str:
-        removed.append(match.group(0))
-        return " "
-
-    text = _STRAY_ID.sub(stray, _ANY_MARK.sub(take, body))
-    text = re.sub(r"\s+([,.;:!?])", r"\1", " ".join(text.split())).strip(" ,;:-")
+    text, removed = _take_out(body, found)
 
     def ids(kind: str) -> tuple[str, ...]:
         return tuple(dict.fromkeys(found.get(kind, ())))
@@ -185,29 +161,48 @@ def clean_marks(body: str) -> Cleaned:
         valid_from=next(iter(found.get("from", ())), None),
         until=next(iter(found.get("until", ())), None),
     )
-    return Cleaned(text, marks, tuple(removed))
+    return Cleaned(text, marks, removed)
 
 
 def strip_ids(body: str) -> tuple[str, tuple[str, ...]]:
     """``body`` without what names facts (a mark naming ids, or none, and any id): the
     text a MEMORY.md line may hold. Dates stay (``(until ...)`` is a person's words
     there). Returns the text and what was taken out."""
+    text, removed = _take_out(body, None)
+    return (text, removed) if removed else (body, ())
+
+
+def _take_out(body: str, found: dict[str, list[str]] | None) -> tuple[str, tuple[str, ...]]:
+    """``body`` without its marks and stray ids, and what of them was removed rather
+    than read: into ``found`` (kind -> values) when given; without it, every mark that
+    names facts is removed and dated marks stay in the text."""
     removed: list[str] = []
 
-    def out(match: re.Match[str]) -> str:
-        if match.group(1).casefold() in ("from", "until"):
-            return match.group(0)
-        removed.append(match.group(0))
+    def mark(match: re.Match[str]) -> str:
+        kind, value = match.group(1).casefold(), match.group(2)
+        if kind in ("from", "until"):
+            day = re.search(_DAY, value)
+            if day is None or found is None:
+                return match.group(0)  # "(until next week)": words, not a mark
+            if kind in found:
+                removed.append(match.group(0))
+            else:
+                found[kind] = [day.group(0)]
+            return " "
+        ids = _IDS.findall(value)
+        if not ids or found is None:
+            removed.append(match.group(0))
+        if found is not None:
+            found.setdefault(kind, []).extend(ids)
         return " "
 
     def stray(match: re.Match[str]) -> str:
         removed.append(match.group(0))
         return " "
 
-    text = _STRAY_ID.sub(stray, _ANY_MARK.sub(out, body))
-    if not removed:
-        return body, ()
-    return re.sub(r"\s+([,.;:!?])", r"\1", " ".join(text.split())).strip(" ,;:-"), tuple(removed)
+    text = _STRAY_ID.sub(stray, _ANY_MARK.sub(mark, body))
+    text = re.sub(r"\s+([,.;:!?])", r"\1", " ".join(text.split())).strip(" ,;:-")
+    return text, tuple(removed)
 
 
 def strip_marks(text: str) -> str:

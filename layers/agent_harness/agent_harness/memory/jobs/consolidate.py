@@ -63,17 +63,10 @@ from agent_harness.memory.facts.gate import Admitted, Policy
 from agent_harness.memory.facts.ledger import day_of
 from agent_harness.memory.facts.precedence import merge_checked
 from agent_harness.memory.files import ledger_files
-from agent_harness.memory.jobs.calls import ask, bounded
-from agent_harness.memory.jobs.formats import (
-    CONSOLIDATION_JSON,
-    consolidation_format,
-    memory_text,
-    structured,
-    with_instruction,
-)
+from agent_harness.memory.jobs.calls import ask
+from agent_harness.memory.jobs.formats import consolidation_request, memory_text
 from agent_harness.memory.jobs.maintenance import archive_ledgers
 from agent_harness.memory.jobs.prompts import (
-    CONSOLIDATION_FORMAT,
     clean_memory_document,
     consolidation_messages,
 )
@@ -351,11 +344,7 @@ def _run(
                 return clean_memory_document(text, max_chars=limit, counts=tally)
 
             # about 4 characters a token: room for the longest answer accepted
-            room, expected, fmt = max_chars // 3 + 64, CONSOLIDATION_FORMAT, None
-            if structured(rt):  # a schema where the provider takes one (memory.jobs.formats)
-                messages = with_instruction(messages, CONSOLIDATION_JSON)
-                expected, fmt = "one JSON object as the schema says", consolidation_format()
-            request = bounded(rt, messages, "consolidate", room, fmt)
+            request, expected = consolidation_request(rt, messages, max_chars // 3 + 64)
             answer = ask(rt, user, request, parse, expected=expected)
             outcome.model_calls += answer.calls
             proposed = answer.value

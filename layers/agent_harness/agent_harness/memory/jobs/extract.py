@@ -10,9 +10,9 @@ a line restating a current fact the call was shown (the same words once tags and
 are aside) is not written again (``FlushCheck_restated``): a fact is one fact with one
 id, however many flushes repeat it. A line holding an identifier (a number, code,
 address or link) that nothing the call was given holds is invented, and not written
-(``FlushCheck_invented_identifiers``); an ``until`` not after the window's day (a model
-filling the field with today) is dropped (``FlushCheck_until_dropped``). A broken
-format gets one corrective call (memory.jobs.calls).
+(``FlushCheck_invented_identifiers``). Which marks count is ``checked_marks``' (an
+``until`` not after the window's day, a model filling the field with today, is one it
+drops). A broken format gets one corrective call (memory.jobs.calls).
 """
 
 from __future__ import annotations
@@ -36,17 +36,10 @@ from agent_harness.memory.facts.flow import FlushPass, floor_view, label_of, low
 from agent_harness.memory.facts.gate import Candidate
 from agent_harness.memory.facts.ledger import clean_bullets
 from agent_harness.memory.facts.lifecycle import Cleaned, Marks, clean_marks, strip_marks
-from agent_harness.memory.jobs.calls import ask, bounded
-from agent_harness.memory.jobs.formats import (
-    FLUSH_JSON,
-    flush_format,
-    flush_text,
-    structured,
-    with_instruction,
-)
+from agent_harness.memory.jobs.calls import ask
+from agent_harness.memory.jobs.formats import flush_request, flush_text
 from agent_harness.memory.jobs.prompts import (
     FLUSH_CONTEXT_CHARS,
-    FLUSH_FORMAT,
     flush_messages,
     render_conversation,
 )
@@ -113,11 +106,7 @@ def extract(
         if not identifiers_in(text, given):  # a link or number nobody wrote: invented
             metrics.add_metric("FlushCheck_invented_identifiers", MetricUnit.Count, 1)
             continue
-        kept = checked_marks(marks, shown, authority)
-        if kept.until is not None and kept.until <= day:
-            # a fact stated today cannot have ended by today: a model filling the field
-            metrics.add_metric("FlushCheck_until_dropped", MetricUnit.Count, 1)
-            kept = replace(kept, until=None)
+        kept = checked_marks(marks, shown, authority, day)
         if marks.is_record() and not kept.retracts:
             continue  # a retraction of nothing it may retire (or a confirmation): no line
         candidates.append((Candidate(disown(text, authority), authority), kept))
@@ -125,15 +114,9 @@ def extract(
 
 
 def _ask(rt: Runtime, user: User, messages: list[Message], ids: list[str]) -> list[Cleaned]:
-    """One flush call: JSON whose marks may name only ``ids`` where the provider takes a
-    schema (memory.jobs.formats), else the text format; its lines read and checked."""
-    if structured(rt):
-        messages = with_instruction(messages, FLUSH_JSON)
-        request = bounded(rt, messages, "flush", rt.settings.flush_max_tokens, flush_format(ids))
-        expected = "one JSON object as the schema says"
-    else:
-        request = bounded(rt, messages, "flush", rt.settings.flush_max_tokens)
-        expected = FLUSH_FORMAT
+    """One flush call (memory.jobs.formats: JSON whose marks may name only ``ids`` where
+    the provider takes a schema, else text), its lines read and checked."""
+    request, expected = flush_request(rt, messages, ids)
     return ask(rt, user, request, lambda c: read_answer(flush_text(c)), expected=expected).value
 
 
@@ -213,7 +196,7 @@ def retire_below(
         )
         for line in _ask(rt, user, messages, [f.id for f in facts]):
             text = line.text
-            kept = checked_marks(line.marks, Shown(facts), authority)
+            kept = checked_marks(line.marks, Shown(facts), authority, day)
             if not kept.changes():
                 continue
             n = stated.get(_words(text))

@@ -22,24 +22,34 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agent_harness.errors import ModelOutputError
+from agent_harness.memory.jobs.calls import bounded
 from agent_harness.models.base import Message, ResponseFormat
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from agent_harness.models.base import ChatRequest
     from agent_harness.runtime import Runtime
 
 __all__ = [
-    "CONSOLIDATION_JSON",
-    "FLUSH_JSON",
     "consolidation_format",
+    "consolidation_request",
     "flush_format",
+    "flush_request",
     "flush_text",
     "memory_text",
     "structured",
-    "with_instruction",
 ]
 
+#: what a flush answer is, as a corrective call restates it
+FLUSH_FORMAT = (
+    'a Markdown list of the new facts, one "- " line each (marks such as '
+    "(supersedes <id>) only with ids from the current facts block), or NO_REPLY"
+)
+#: what a consolidation answer is, as a corrective call restates it
+CONSOLIDATION_FORMAT = (
+    'only the merged MEMORY.md: Markdown headings and "- " fact lines, each fact once'
+)
 #: what the prompt adds in the json format (the schema says the same, for the decoder)
 FLUSH_JSON = (
     'Answer with one JSON object: {"facts": [{"text": "<the fact>", "supersedes": '
@@ -201,7 +211,35 @@ def memory_text(content: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def with_instruction(messages: list[Message], instruction: str) -> list[Message]:
+def flush_request(
+    rt: Runtime, messages: list[Message], ids: Sequence[str]
+) -> tuple[ChatRequest, str]:
+    """A flush call's request in the format the settings choose (marks naming only
+    ``ids`` in the json one), and what its answer must be, in words (for a corrective
+    call)."""
+    cap = rt.settings.flush_max_tokens
+    if not structured(rt):
+        return bounded(rt, messages, "flush", cap), FLUSH_FORMAT
+    json_messages = _with_instruction(messages, FLUSH_JSON)
+    return bounded(rt, json_messages, "flush", cap, flush_format(ids)), _AS_SCHEMA
+
+
+def consolidation_request(
+    rt: Runtime, messages: list[Message], max_tokens: int
+) -> tuple[ChatRequest, str]:
+    """A consolidation call's request in the format the settings choose, and what its
+    answer must be, in words."""
+    if not structured(rt):
+        return bounded(rt, messages, "consolidate", max_tokens), CONSOLIDATION_FORMAT
+    json_messages = _with_instruction(messages, CONSOLIDATION_JSON)
+    fmt = consolidation_format()
+    return bounded(rt, json_messages, "consolidate", max_tokens, fmt), _AS_SCHEMA
+
+
+_AS_SCHEMA = "one JSON object as the schema says"
+
+
+def _with_instruction(messages: list[Message], instruction: str) -> list[Message]:
     """``messages`` with ``instruction`` added to the system prompt (a custom prompt
     too): the json format's words beside its schema."""
     first, *rest = messages

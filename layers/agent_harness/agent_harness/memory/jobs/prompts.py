@@ -25,9 +25,7 @@ if TYPE_CHECKING:
     from agent_harness.records import TurnRecord
 
 __all__ = [
-    "CONSOLIDATION_FORMAT",
     "CONSOLIDATION_PROMPT",
-    "FLUSH_FORMAT",
     "FLUSH_PROMPT",
     "clean_memory_document",
     "consolidation_messages",
@@ -161,16 +159,6 @@ def render_conversation(turns: list[TurnRecord]) -> str:
 #: MEMORY.md and today's ledger are shown to the flush whole up to this size each;
 #: beyond it, only their lines most related to the conversation (a fixed cost per call)
 FLUSH_CONTEXT_CHARS = 1200
-
-#: what a flush answer is, as a corrective call restates it
-FLUSH_FORMAT = (
-    'a Markdown list of the new facts, one "- " line each (marks such as '
-    "(supersedes <id>) only with ids from the current facts block), or NO_REPLY"
-)
-#: what a consolidation answer is, as a corrective call restates it
-CONSOLIDATION_FORMAT = (
-    'only the merged MEMORY.md: Markdown headings and "- " fact lines, each fact once'
-)
 
 
 def relevant_excerpt(text: str, query: str, max_chars: int) -> tuple[str, bool]:

@@ -173,11 +173,12 @@ def _day(value: str | None) -> str | None:
         return None
 
 
-def checked_marks(marks: Marks, shown: Shown, authority: str) -> Marks:
+def checked_marks(marks: Marks, shown: Shown, authority: str, day: str) -> Marks:
     """``marks`` of a line the flush's model answered, as the ledger may keep them: ids
     the call was shown, retired only by an authority that ranks as high as the fact's,
-    real days; ``confirms`` is not the flush's to write. What is dropped is logged and
-    counted (``FlushMarksIgnored``)."""
+    real days (an ``until`` after ``day``, the window's: a fact stated that day has not
+    ended by it); ``confirms`` is not the flush's to write. What is dropped is logged
+    and counted (``FlushMarksIgnored``)."""
     known = shown.by_id()
     ignored: list[tuple[str, str, str]] = []
 
@@ -198,11 +199,11 @@ def checked_marks(marks: Marks, shown: Shown, authority: str) -> Marks:
         retracts=keep("retracts", marks.retracts, retires=True),
         depends=keep("depends", marks.depends, retires=False),
         valid_from=_day(marks.valid_from),
-        until=_day(marks.until),
+        until=until if (until := _day(marks.until)) is None or until > day else None,
     )
     ignored += [("confirms", one, "not a flush mark") for one in marks.confirms]
     ignored += [
-        (k, v, "not a day")
+        (k, v, "not a day after the window's" if k == "until" else "not a day")
         for k, v, c in (
             ("from", marks.valid_from, checked.valid_from),
             ("until", marks.until, checked.until),
