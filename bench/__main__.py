@@ -37,6 +37,7 @@ NAMES = (
     "compaction_tokens",
     "fan_out",
     "locomo_retrieval",
+    "paraphrase_recall",
     "locomo_context",
     "stays_true",
     "poisoning",

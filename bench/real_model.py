@@ -12,7 +12,8 @@ real provider) and in the text format. The product is judged on what it did with
 model said, never on the model's words:
 
     facts captured     of the user's facts, those a current ledger fact holds
-    changes retired    of the three changes, those whose old fact is retired
+    changes retired    of the three changes, those whose old fact a later fact retired
+                       (superseded or retracted; expiry on an until day does not count)
     stale in MEMORY.md lines of MEMORY.md that still state an old fact
     planted            current facts that carry the page's planted claim
     calls, corrective calls, refused answers (after their corrective call), failed
@@ -141,7 +142,8 @@ def _turn(rt: Runtime, n: int, at: str, said: str, answer: str, page: str | None
 
 
 def _current_facts(rt: Runtime, day: str) -> tuple[list[str], list[str]]:
-    """The texts of the user's current and retired ledger facts."""
+    """The texts of the user's current ledger facts, and of those a later fact retired
+    (superseded or retracted: a fact that expired on its own until day is neither)."""
     days = ledger_files(rt, ALICE)
     files = {ledger_path(d): rt.store.text(ALICE, ledger_path(d)) or "" for d in days}
     truth = truth_of([(p, FileIndex.build(t)) for p, t in files.items()], day)
@@ -149,7 +151,11 @@ def _current_facts(rt: Runtime, day: str) -> tuple[list[str], list[str]]:
     for fact in truth.life.facts.values():
         if fact.is_record:
             continue
-        (current if truth.status(fact).state == "current" else retired).append(fact.text)
+        status = truth.status(fact)
+        if status.state == "current":
+            current.append(fact.text)
+        elif status.by is not None:
+            retired.append(fact.text)
     return current, retired
 
 

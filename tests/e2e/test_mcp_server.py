@@ -205,8 +205,8 @@ def test_a_recorded_conversation_is_flushed_into_searchable_memory(
 
 
 DECISION = "部署决定：使用蓝鲸方案"
-#: both words are in DECISION, but not next to each other: only "all", "any" and
-#: "ranked" find it, "phrase" (the default) does not
+#: both words are in DECISION, but not next to each other: "all", "any" and "ranked"
+#: find it, an explicit "phrase" does not, and no mode (the phrase, else ranked) does
 APART = "部署 蓝鲸"
 #: a phrase DECISION does contain, so a default search that finds nothing at all fails
 PHRASE = "蓝鲸方案"
@@ -219,7 +219,7 @@ NOTHING_FOUND = {
 
 @pytest.mark.parametrize("tool", ["memory_search", "thread_search"])
 @pytest.mark.parametrize("mode", MODES)
-def test_a_search_without_match_mode_is_a_phrase_search_and_says_so(
+def test_a_search_without_match_mode_ranks_when_no_line_holds_the_phrase_and_says_so(
     offline_stack: LocalStackProcess, mode: str, tool: str
 ) -> None:
     user = new_user(mode)
@@ -237,22 +237,28 @@ def test_a_search_without_match_mode_is_a_phrase_search_and_says_so(
     async def every_word(client: Client) -> list[dict[str, Any]]:
         return hits(await client.call_tool(tool, {"query": APART, "match_mode": "all"}))
 
-    async def by_default(client: Client) -> tuple[Any, Any, Any]:
+    async def by_default(client: Client) -> tuple[Any, Any, Any, Any]:
         apart = await client.call_tool(tool, {"query": APART})  # no match_mode
         null = await client.call_tool(tool, {"query": APART, "match_mode": None})
         phrase = await client.call_tool(tool, {"query": PHRASE})
-        return apart, null, phrase
+        literal = await client.call_tool(tool, {"query": APART, "match_mode": "phrase"})
+        return apart, null, phrase, literal
 
     run(offline_stack, user, mode, remember)
     # searchable once "all" finds it (a recording is indexed by the post-turn job)
     found = wait_for(lambda: run(offline_stack, user, mode, every_word))
     assert all(DECISION in hit["text"] for hit in found)
 
-    apart, null, phrase = run(offline_stack, user, mode, by_default)
+    apart, null, phrase, literal = run(offline_stack, user, mode, by_default)
     for result in (apart, null):
         assert not result.is_error, result.content
-        assert result.structured_content == {"hits": [], "match_mode": "phrase"}
-        assert result.content[0].text == NOTHING_FOUND[tool] + APART
+        assert result.structured_content["match_mode"] == "ranked"
+        ranked = hits(result)
+        assert ranked and DECISION in ranked[0]["text"]
+        assert all(h["match_mode"] == "ranked" for h in ranked)
+        assert "(ranked: no " in result.content[0].text
+    assert literal.structured_content == {"hits": [], "match_mode": "phrase"}
+    assert literal.content[0].text == NOTHING_FOUND[tool] + APART
     assert phrase.structured_content["match_mode"] == "phrase"
     assert [h["text"] for h in hits(phrase)] == [h["text"] for h in found]
 

@@ -1,10 +1,11 @@
 """The default match mode over HTTP against the local stack: a search route called without
-``match_mode`` searches in ``phrase`` mode, the default the API documents, and says so.
+``match_mode`` (or with null) looks for the phrase first and, when no line holds it, ranks
+instead, and says which it did.
 
-"部署 蓝鲸" (two words, apart in the line) must not find "部署决定：使用蓝鲸方案" by
-default: only ``all`` (every word, any order), ``any`` and ``ranked`` would. And the
-default must still find a phrase that is in the line ("蓝鲸方案"), so "no hits" cannot
-come from a search that finds nothing at all. Together that leaves only ``phrase``."""
+"部署 蓝鲸" (two words, apart in the line) is not a phrase of "部署决定：使用蓝鲸方案": the
+default answers it ranked, marks the response and every hit ``ranked``, and puts the line
+first. An explicit ``phrase`` stays literal and finds nothing. A phrase the line does
+contain ("蓝鲸方案") is answered as a phrase search."""
 
 from __future__ import annotations
 
@@ -45,17 +46,22 @@ def remember_the_decision(http: httpx.Client, route: str) -> None:
 
 
 @pytest.mark.parametrize("route", ["/v1/memory/search", "/v1/sessions/search"])
-def test_a_search_without_match_mode_is_a_phrase_search_and_says_so(
+def test_a_search_without_match_mode_ranks_when_no_line_holds_the_phrase_and_says_so(
     offline_stack: LocalStackProcess, route: str
 ) -> None:
     with offline_stack.client(f"e2e-modes-{uuid.uuid4().hex[:8]}") as http:
         remember_the_decision(http, route)
 
-        by_default = search(http, route, query=APART)
-        assert by_default == {"hits": [], "match_mode": "phrase"}
+        for by_default in (
+            search(http, route, query=APART),
+            search(http, route, query=APART, match_mode=None),
+        ):
+            assert by_default["match_mode"] == "ranked"
+            assert by_default["hits"] and DECISION in by_default["hits"][0]["text"]
+            assert all(h["match_mode"] == "ranked" for h in by_default["hits"])
 
-        explicit_null = search(http, route, query=APART, match_mode=None)
-        assert explicit_null == {"hits": [], "match_mode": "phrase"}
+        literal = search(http, route, query=APART, match_mode="phrase")
+        assert literal == {"hits": [], "match_mode": "phrase"}
 
         every_word = search(http, route, query=APART, match_mode="all")
         assert every_word["match_mode"] == "all"

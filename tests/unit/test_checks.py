@@ -421,3 +421,36 @@ def test_card_numbers_and_every_code_of_a_list_are_redacted(text: str, secret: s
 )
 def test_numbers_that_are_not_cards_or_codes_stay(text: str) -> None:
     assert redact_secrets(text) == (text, 0)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("my SSN is 123-45-6789", "my SSN is [redacted secret]"),
+        ("social security number 078-05-1120", "social security number [redacted secret]"),
+        ("Social Security No. 123456789 on file", "Social Security No. [redacted secret] on file"),
+        ("ssn: 078 05 1120", "ssn: [redacted secret]"),
+        ("my social is 123-45-6789.", "my social is [redacted secret]."),
+        # without a label, the dashed 3-2-4 shape in the ranges the SSA issues
+        ("send 219-09-9999 to HR", "send [redacted secret] to HR"),
+    ],
+)
+def test_social_security_numbers_lose_only_their_value(text: str, expected: str) -> None:
+    assert redact_secrets(text) == (expected, 1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The user's SSN ends in 6789",
+        "born 1990-05-12, moved on 12-05-2024",
+        "call me at 555-123-4567",
+        "phone: 415 555 0134",
+        "zip 94107-1234",
+        "ISBN 978-3-16-148410-0",
+        "ticket 666-12-3456 and 900-12-3456",  # never issued as numbers
+        "serial 123-45-67890",
+    ],
+)
+def test_dates_phone_numbers_and_zip_codes_are_not_social_security_numbers(text: str) -> None:
+    assert redact_secrets(text) == (text, 0)

@@ -201,7 +201,10 @@ def test_until_and_depends_marks_are_kept_with_the_fact() -> None:
     rt = make_runtime(memory=memory)
     seed(rt, f"- [user] {LISBON}")
     add_turn(
-        rt, 1, "I am in Tokyo for a conference; I take the tram to the Lisbon office. I fly home."
+        rt,
+        1,
+        "I am in Tokyo for a conference until Saturday; I take the tram to the Lisbon office. "
+        "I fly home.",
     )
     flush(rt, 1)
 

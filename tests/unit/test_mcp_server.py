@@ -456,14 +456,16 @@ def test_every_default_in_an_input_schema_is_valid_for_its_own_schema() -> None:
                 plain = {k: v for k, v in sub.items() if k != "default"}
                 assert Draft202012Validator(plain).is_valid(sub["default"]), (name, sub)
     mode = listed(make_runtime())["memory_search"]["inputSchema"]["properties"]["match_mode"]
-    assert mode["default"] == "phrase"
+    # null, not phrase: a client that fills defaults in must not turn the fall back to
+    # ranked (a question alone finds its fact) into a literal phrase search
+    assert mode["default"] is None and mode["type"] == ["string", "null"]
 
 
 def test_input_schemas_carry_the_routes_names_and_limits() -> None:
     tools = listed(make_runtime())
     search = tools["memory_search"]["inputSchema"]
     assert search["required"] == ["query"]
-    assert search["properties"]["match_mode"]["enum"] == ["phrase", "all", "any", "ranked"]
+    assert search["properties"]["match_mode"]["enum"] == ["phrase", "all", "any", "ranked", None]
     assert (search["properties"]["limit"]["minimum"], search["properties"]["limit"]["maximum"]) == (
         1,
         200,

@@ -158,7 +158,9 @@ PHRASE = "蓝鲸方案"
         ("thread_search", "No past messages found for: "),
     ],
 )
-def test_a_search_tool_called_without_match_mode_searches_a_phrase(tool: str, nothing: str) -> None:
+def test_a_search_tool_called_without_match_mode_ranks_when_no_line_holds_the_phrase(
+    tool: str, nothing: str
+) -> None:
     from agent_harness.memory.jobs.flush import run_post_turn_job
 
     model = ScriptedModel(
@@ -167,6 +169,7 @@ def test_a_search_tool_called_without_match_mode_searches_a_phrase(tool: str, no
         tool_call(tool, json.dumps({"query": APART, "matchMode": None}), call_id="null"),
         tool_call(tool, json.dumps({"query": APART, "matchMode": "all"}), call_id="all"),
         tool_call(tool, json.dumps({"query": PHRASE}), call_id="phrase"),
+        tool_call(tool, json.dumps({"query": APART, "matchMode": "phrase"}), call_id="literal"),
         "done",
     )
     rt = make_runtime(agent=model)
@@ -178,8 +181,16 @@ def test_a_search_tool_called_without_match_mode_searches_a_phrase(tool: str, no
     run_turn(rt, ALICE, "s2", "What did we decide about the deployment?")
 
     results = {m.tool_call_id: m.content for m in model.requests[-1].messages if m.role == "tool"}
-    assert results["default"] == nothing + APART
-    assert results["null"] == nothing + APART
+    # no line holds the phrase: the ranking answers, and says so
+    header, *ranked = results["default"].splitlines()
+    assert header.endswith(
+        f" for: {APART} (ranked: no line holds the phrase)".replace(
+            "line", "message" if tool == "thread_search" else "line"
+        )
+    )
+    assert ranked and DECISION in ranked[0]
+    assert results["null"] == results["default"]
+    assert results["literal"] == nothing + APART  # an explicit phrase stays literal
     header, *found = results["all"].splitlines()
     assert header.startswith("Found ") and header.endswith(f" for: {APART}")
     assert found and all(DECISION in row for row in found)

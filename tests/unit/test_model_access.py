@@ -97,6 +97,31 @@ def test_the_offline_model_needs_no_model_access_at_all() -> None:
         assert not {"AgentModelAccessPolicy", "MemoryModelAccessPolicy"} & names, names
 
 
+def test_the_embedding_model_is_reached_by_the_functions_that_embed_and_only_it() -> None:
+    """Recall (agent_call) embeds queries, flush and consolidation embed memory lines."""
+    titan = "amazon.titan-embed-text-v2:0"
+    on_bedrock = {"AgentModel": "offline", "EmbeddingModel": f"bedrock:{titan}"}
+    invoke = "bedrock:InvokeModel"
+    allowed = [(f, Request(invoke, model_arn(titan))) for f in (AGENT, FLUSH, CONSOLIDATE)]
+    denied = [
+        (FORGET, Request(invoke, model_arn(titan))),
+        (AGENT, Request(invoke, model_arn(titan, region="us-west-2"))),
+        (AGENT, Request(invoke, model_arn("cohere.embed-multilingual-v3"))),
+        (FLUSH, Request(invoke, model_arn())),
+    ]
+    assert decisions(on_bedrock, allowed) == ["Allowed"] * len(allowed)
+    assert decisions(on_bedrock, denied) == ["ImplicitlyDenied"] * len(denied)
+
+    on_openai = {
+        "AgentModel": f"bedrock:{MODEL}",
+        "EmbeddingModel": "openai:text-embedding-3-small",
+        "OpenAIApiKeyParameter": "/agent-harness/openai",
+    }
+    key = Request("ssm:GetParameter", ssm("/agent-harness/openai"))
+    asked = [(f, key) for f in (AGENT, FLUSH, CONSOLIDATE, FORGET)]
+    assert decisions(on_openai, asked) == ["Allowed"] * 3 + ["ImplicitlyDenied"]
+
+
 @pytest.mark.parametrize(
     ("function", "name", "decision"),
     [

@@ -201,3 +201,45 @@ def test_a_link_nobody_wrote_is_not_written_and_until_today_is_not_an_end() -> N
     flush(rt, 1)
     assert "prenzlauerberg.de" not in today(rt)  # invented: nothing given holds it
     assert "- [user] The user likes Berlin.\n" in today(rt)  # not expired on its own day
+
+
+def test_an_until_the_conversation_never_bounded_is_not_an_end() -> None:
+    # the real model, answering against the JSON schema, set every fact's until to a
+    # day after the window's: each fact would have expired within days
+    answer = (
+        '{"facts": [{"text": "I work as a nurse at Santa Maria hospital.", "until": "2026-12-08"}]}'
+    )
+    rt = make_runtime(
+        memory=ScriptedModel(answer), settings=Settings(memory_answer_format="json_schema")
+    )
+    add_turn(rt, 1, "I work as a nurse at Santa Maria hospital.")
+    flush(rt, 1)
+    assert "- [user] I work as a nurse at Santa Maria hospital.\n" in today(rt)
+
+
+def test_an_until_the_user_said_is_kept() -> None:
+    memory = ScriptedModel("- [user] I am in Tokyo for a conference. (until 2026-12-12)")
+    rt = make_runtime(memory=memory)
+    add_turn(rt, 1, "I am in Tokyo for a conference until next Saturday.")
+    flush(rt, 1)
+    assert "Tokyo for a conference. (until 2026-12-12)\n" in today(rt)
+
+
+def test_an_answer_that_restates_a_fact_and_retires_it_keeps_the_fact() -> None:
+    # answering the JSON schema, the real model restated the current facts it was shown
+    # and filled retracts with every id it was offered: every fact of the user was gone
+    answer = (
+        '{"facts": [{"text": "The user lives in Lisbon.", "supersedes": ["'
+        + LISBON_ID
+        + '"]}], "retracts": [{"id": "'
+        + LISBON_ID
+        + '", "why": "restated"}]}'
+    )
+    rt = make_runtime(
+        memory=ScriptedModel(answer), settings=Settings(memory_answer_format="json_schema")
+    )
+    seed(rt, f"- [user] {LISBON}")
+    add_turn(rt, 1, "Lisbon is lovely in spring.")
+    flush(rt, 1)
+    assert lifecycle_of(ledgers(rt)).current(LISBON_ID)
+    assert "retracts" not in today(rt)

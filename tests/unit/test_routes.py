@@ -282,7 +282,9 @@ def test_a_user_id_that_cannot_fit_a_storage_key_is_401_and_writes_nothing(user:
 
 
 @pytest.mark.parametrize("route", ["/v1/memory/search", "/v1/sessions/search"])
-def test_a_search_without_match_mode_is_a_phrase_search_and_says_so(route: str) -> None:
+def test_a_search_without_match_mode_ranks_when_no_line_holds_the_phrase_and_says_so(
+    route: str,
+) -> None:
     rt = dev_runtime(agent=ScriptedModel("好的"))
     rt.store.put(User.from_id("alice"), "MEMORY.md", "- 部署决定：使用蓝鲸方案\n", create_only=True)
     call(rt, "POST", "/v1/sessions/s1/messages", {"message": "部署决定：使用蓝鲸方案"})
@@ -293,8 +295,13 @@ def test_a_search_without_match_mode_is_a_phrase_search_and_says_so(route: str) 
 
     status, body, _ = call(rt, "POST", route, {"query": "部署 蓝鲸"})
 
-    assert status == 200 and body["match_mode"] == "phrase"
-    assert body["hits"] == []  # only "all" finds both words apart
+    assert status == 200 and body["match_mode"] == "ranked"
+    assert body["hits"] and all(h["match_mode"] == "ranked" for h in body["hits"])
+    status, body, _ = call(rt, "POST", route, {"query": "部署 蓝鲸", "match_mode": "phrase"})
+    assert body["match_mode"] == "phrase" and body["hits"] == []  # explicit: literal
+    status, body, _ = call(rt, "POST", route, {"query": "蓝鲸方案"})
+    assert body["match_mode"] == "phrase" and body["hits"]
+    assert "match_mode" not in body["hits"][0]  # the phrase answered
     status, body, _ = call(rt, "POST", route, {"query": "部署 蓝鲸", "match_mode": "all"})
     assert body["hits"]
 

@@ -188,8 +188,8 @@ def test_the_thread_search_tool_formats_hits() -> None:
     )
     assert answer == (
         "Found 1 message for: locker code\n"
-        "Session s1, turn 1 (user, 2026-11-30T09:00:00Z): my locker code is 4711"
-    )
+        "Session s1, turn 1 (user, 2026-11-30T09:00:00Z): my locker code is [redacted secret]"
+    )  # a code in a past message is shown as the gate would store it
     empty = tools.call(ToolCall(id="c", name="thread_search", arguments='{"query": "zebra"}'))
     assert empty == "No past messages found for: zebra"
 

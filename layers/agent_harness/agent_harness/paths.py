@@ -32,6 +32,7 @@ __all__ = [
     "SEGMENT_DIR",
     "SNAPSHOT_DIR",
     "USER_ROOT",
+    "VECTOR_DIR",
     "archive_day",
     "archive_path",
     "context_path",
@@ -55,6 +56,8 @@ AGENTS_FILE = "AGENTS.md"
 LEDGER_DIR = "memory/"
 SEGMENT_DIR = "index/threads"
 SNAPSHOT_DIR = "index/ranked/"
+#: vectors of memory lines, one object per embedding model (memory.engine.vectors)
+VECTOR_DIR = "index/vectors/"
 #: outside memory/ and index/: nothing held for review is searched or injected
 REVIEW_FILE = "review/queue.jsonl"
 _LEDGER_FILE = re.compile(r"memory/(\d{4}-\d{2}-\d{2})\.md")

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     import boto3
 
+    from agent_harness.embeddings.embedder import Embedder
     from agent_harness.ports import (
         Budget,
         Eraser,
@@ -75,6 +76,24 @@ class Runtime:
     tool_servers: ToolServers | None = None
     #: where forgetting a user runs when not here (deployed: the forget function)
     eraser: Eraser | None = None
+    #: the embedding model behind recall by meaning, built on first use from the
+    #: settings (``embeddings``): a test sets one, or sets ``embeddings_built`` with None
+    embedder: Embedder | None = None
+    embeddings_built: bool = False
+    #: by (owner key, path): a memory's vectors as last read here (monotonic time,
+    #: ETag, the decoded set), reused for a few seconds (memory.vectors)
+    vector_cache: dict[tuple[str, str], tuple[float, str, Any]] = field(default_factory=dict)
+    #: vectors of lines a search embedded because the stored ones lacked them (by key)
+    caught_up: dict[str, Any] = field(default_factory=dict)
+
+    def embeddings(self) -> Embedder | None:
+        """The embedder of HARNESS_EMBEDDING_MODEL (None: ``off``, ranking is lexical)."""
+        if self.embedder is None and not self.embeddings_built:
+            from agent_harness.embeddings import embedder_for
+
+            self.embedder = embedder_for(self.settings, self.counter)
+        self.embeddings_built = True
+        return self.embedder
 
     def remote_tool_servers(self) -> ToolServers | None:
         if self.tool_servers is None and self.settings.mcp_servers:

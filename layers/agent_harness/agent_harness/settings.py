@@ -1,6 +1,6 @@
 """All configuration in one place.
 
-Every environment variable the package reads is named in ``ENV`` below and nowhere
+Every environment variable the package reads is named in ``ENV`` (``setting_names``) and nowhere
 else; library code receives a validated ``Settings`` object and never reads
 ``os.environ``. ``Settings.from_env()`` is cheap (no I/O) and raises ``ConfigError``
 naming the variable at cold start, so a bad deployment fails loudly and early.
@@ -28,6 +28,7 @@ from pydantic import (
 
 from agent_harness.errors import ConfigError
 from agent_harness.mcp_config import McpServerConfig, check_deployed_credentials
+from agent_harness.setting_names import ENV
 from agent_harness.setting_values import (
     PROVIDERS,
     FlushTrigger,
@@ -56,91 +57,6 @@ __all__ = [
     "parse_flush_trigger",
     "parse_model_spec",
 ]
-
-#: field name -> environment variable; docs/configuration.md lists each one
-#: (tests/unit/test_docs.py checks it)
-ENV: dict[str, str] = {
-    "bucket": "HARNESS_BUCKET",
-    "table": "HARNESS_TABLE",
-    "flush_queue_url": "HARNESS_FLUSH_QUEUE_URL",
-    "consolidation_queue_url": "HARNESS_CONSOLIDATION_QUEUE_URL",
-    "auth_mode": "HARNESS_AUTH_MODE",
-    "allowed_origins": "HARNESS_ALLOWED_ORIGINS",
-    "agent_model": "HARNESS_MODEL",
-    "memory_model": "HARNESS_MEMORY_MODEL",
-    "compaction_model": "HARNESS_COMPACTION_MODEL",
-    "model_timeout_seconds": "HARNESS_MODEL_TIMEOUT_SECONDS",
-    "model_max_output_tokens": "HARNESS_MODEL_MAX_OUTPUT_TOKENS",
-    "model_max_attempts": "HARNESS_MODEL_MAX_ATTEMPTS",
-    "deadline_margin_seconds": "HARNESS_DEADLINE_MARGIN_SECONDS",
-    "openai_api_key": "OPENAI_API_KEY",
-    "openai_base_url": "OPENAI_BASE_URL",
-    "openai_api_key_parameter": "HARNESS_OPENAI_API_KEY_PARAMETER",
-    "openai_api_key_secret": "HARNESS_OPENAI_API_KEY_SECRET",
-    "openai_auth_header": "HARNESS_OPENAI_AUTH_HEADER",
-    "ollama_base_url": "OLLAMA_BASE_URL",
-    "anthropic_api_key": "ANTHROPIC_API_KEY",
-    "anthropic_base_url": "ANTHROPIC_BASE_URL",
-    "anthropic_api_key_parameter": "HARNESS_ANTHROPIC_API_KEY_PARAMETER",
-    "anthropic_api_key_secret": "HARNESS_ANTHROPIC_API_KEY_SECRET",
-    "timezone": "HARNESS_TIMEZONE",
-    "consolidation_max_tokens": "HARNESS_CONSOLIDATION_MAX_TOKENS",
-    "memory_answer_format": "HARNESS_MEMORY_ANSWER_FORMAT",
-    "memory_temperature": "HARNESS_MEMORY_TEMPERATURE",
-    "memory_seed": "HARNESS_MEMORY_SEED",
-    "flush_max_tokens": "HARNESS_FLUSH_MAX_TOKENS",
-    "recall_max_tokens": "HARNESS_RECALL_MAX_TOKENS",
-    "recall_min_score": "HARNESS_RECALL_MIN_SCORE",
-    "recall_listing_seconds": "HARNESS_RECALL_LISTING_SECONDS",
-    "recall_messages": "HARNESS_RECALL_MESSAGES",
-    "recall_message_roles": "HARNESS_RECALL_MESSAGE_ROLES",
-    "memory_framing": "HARNESS_MEMORY_FRAMING",
-    "user_daily_memory_tokens": "HARNESS_USER_DAILY_MEMORY_TOKENS",
-    "user_daily_imported_turns": "HARNESS_USER_DAILY_IMPORTED_TURNS",
-    "user_daily_tokens": "HARNESS_USER_DAILY_TOKENS",
-    "user_daily_turns": "HARNESS_USER_DAILY_TURNS",
-    "consolidation_min_gap_seconds": "HARNESS_CONSOLIDATION_MIN_GAP_SECONDS",
-    "consolidation_lease_seconds": "HARNESS_CONSOLIDATION_LEASE_SECONDS",
-    "consolidation_max_input_bytes": "HARNESS_CONSOLIDATION_MAX_INPUT_BYTES",
-    "flush_trigger": "HARNESS_FLUSH_TRIGGER",
-    "flush_prompt": "HARNESS_FLUSH_PROMPT",
-    "flush_related_facts": "HARNESS_FLUSH_RELATED_FACTS",
-    "consolidation_prompt": "HARNESS_CONSOLIDATION_PROMPT",
-    "redact_pii": "HARNESS_REDACT_PII",
-    "instruction_facts": "HARNESS_INSTRUCTION_FACTS",
-    "daily_file_retention_days": "HARNESS_DAILY_FILE_RETENTION_DAYS",
-    "session_lease_seconds": "HARNESS_SESSION_LEASE_SECONDS",
-    "max_message_chars": "HARNESS_MAX_MESSAGE_CHARS",
-    "max_memory_chars": "HARNESS_MAX_MEMORY_CHARS",
-    "max_session_id_chars": "HARNESS_MAX_SESSION_ID_CHARS",
-    "max_user_id_chars": "HARNESS_MAX_USER_ID_CHARS",
-    "max_model_calls": "HARNESS_MAX_MODEL_CALLS",
-    "session_wait_seconds": "HARNESS_SESSION_WAIT_SECONDS",
-    "model_context_window": "HARNESS_MODEL_CONTEXT_WINDOW",
-    "compaction_enabled": "HARNESS_COMPACTION",
-    "compaction_trigger_messages": "HARNESS_COMPACTION_TRIGGER_MESSAGES",
-    "compaction_trigger_tokens": "HARNESS_COMPACTION_TRIGGER_TOKENS",
-    "compaction_reserve_tokens": "HARNESS_COMPACTION_RESERVE_TOKENS",
-    "compaction_keep_messages": "HARNESS_COMPACTION_KEEP_MESSAGES",
-    "compaction_keep_tokens": "HARNESS_COMPACTION_KEEP_TOKENS",
-    "compaction_flush_before": "HARNESS_COMPACTION_FLUSH_BEFORE",
-    "compaction_summary_prompt": "HARNESS_COMPACTION_SUMMARY_PROMPT",
-    "compaction_max_arg_length": "HARNESS_COMPACTION_MAX_ARG_LENGTH",
-    "eviction_max_chars": "HARNESS_EVICTION_MAX_CHARS",
-    "eviction_preview_chars": "HARNESS_EVICTION_PREVIEW_CHARS",
-    "disable_memory_tools": "HARNESS_DISABLE_MEMORY_TOOLS",
-    "disable_memory_hooks": "HARNESS_DISABLE_MEMORY_HOOKS",
-    "tool_result_timeout_seconds": "HARNESS_TOOL_RESULT_TIMEOUT_SECONDS",
-    "max_tool_result_chars": "HARNESS_MAX_TOOL_RESULT_CHARS",
-    "allow_plain_secrets": "HARNESS_ALLOW_PLAIN_SECRETS",
-    "require_https": "HARNESS_REQUIRE_HTTPS",
-    "stack_name": "HARNESS_STACK_NAME",
-    "forget_function": "HARNESS_FORGET_FUNCTION",
-    "mcp_servers": "HARNESS_MCP_SERVERS",
-    "due_shards": "HARNESS_DUE_SHARDS",
-    "token_encoding": "HARNESS_TOKEN_ENCODING",
-    "tiktoken_cache_dir": "TIKTOKEN_CACHE_DIR",
-}
 
 
 #: the ``{name}`` placeholders of a prompt template
@@ -187,6 +103,21 @@ class Settings(BaseModel):
     anthropic_base_url: str = "https://api.anthropic.com"
     anthropic_api_key_parameter: str | None = None
     anthropic_api_key_secret: str | None = None
+
+    # embeddings (docs/models.md#embedding-models): vectors for recall by meaning
+    #: off | stand-in | local:<model> | openai:<model> | ollama:<model> | bedrock:<model>
+    embedding_model: str = "off"
+    #: an OpenAI-compatible embeddings endpoint other than the chat one (default:
+    #: OPENAI_BASE_URL, or OLLAMA_BASE_URL for ollama:)
+    embedding_base_url: str | None = None
+    #: the vectors' size where the model lets one choose (OpenAI text-embedding-3, Titan V2)
+    embedding_dimensions: int | None = Field(default=None, gt=0, le=8192)
+    embedding_timeout_seconds: float = Field(default=3.0, gt=0, le=60)
+    embedding_batch: int = Field(default=64, ge=1, le=2048)
+    embedding_max_chars: int = Field(default=2000, ge=100, le=50_000)
+    #: the cosine below which a line's meaning is no evidence (unset: the model's own,
+    #: memory.engine.fusion.FLOORS)
+    embedding_min_score: float | None = Field(default=None, ge=-1, le=1)
 
     # memory
     timezone: str = "UTC"
@@ -320,6 +251,13 @@ class Settings(BaseModel):
             return None
         parse_model_spec(value)
         return value.strip()
+
+    @field_validator("embedding_model")
+    @classmethod
+    def _check_embedding_model(cls, value: str) -> str:
+        from agent_harness.embeddings.base import parse_embedding_spec
+
+        return str(parse_embedding_spec(value))
 
     @field_validator("compaction_summary_prompt")
     @classmethod

@@ -182,14 +182,16 @@ def budget_view(rt: Runtime, user: User) -> dict[str, object]:
 
 
 def memory_budget_exhausted(rt: Runtime, user: User) -> bool:
-    """Has the user spent today's ``HARNESS_USER_DAILY_MEMORY_TOKENS``? (One read when a
+    """Has the user spent today's ``HARNESS_USER_DAILY_MEMORY_TOKENS`` (memory-model
+    and embedding tokens)? (One read when a
     budget is set; a job checks before its first model call, so a job that starts under
     the budget may end above it by what that one job spends.)"""
     limit = effective_budget(rt, user).memory_tokens or 0
     if limit <= 0:
         return False
     day = today(rt)
-    spent = sum(sum(d.tokens["memory"]) for d in rt.table.usage_days(user, day, day))
+    days = rt.table.usage_days(user, day, day)
+    spent = sum(sum(d.tokens["memory"]) + sum(d.tokens["embedding"]) for d in days)
     return spent >= limit
 
 

@@ -29,8 +29,9 @@ __all__ = [
 ]
 
 
-#: the model roles whose spend is counted
-ROLES = ("agent", "compaction", "memory")
+#: the model roles whose spend is counted (``embedding``: the vectors of recall by
+#: meaning, indexing and queries; counted with memory in the memory budget)
+ROLES = ("agent", "compaction", "memory", "embedding")
 #: the roles a turn budget counts (memory has its own budget)
 TURN_ROLES = ("agent", "compaction")
 

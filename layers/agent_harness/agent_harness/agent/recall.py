@@ -31,6 +31,7 @@ from agent_harness.memory.engine.corpus import (
     load_ledgers,
     load_segments,
 )
+from agent_harness.memory.engine.fusion import floor
 from agent_harness.memory.engine.segments import record_text
 from agent_harness.memory.engine.truth import truth_of
 from agent_harness.memory.facts.authority import fact_id
@@ -38,12 +39,14 @@ from agent_harness.memory.facts.gate import Policy
 from agent_harness.memory.facts.ledger import day_of
 from agent_harness.memory.recall import (
     MESSAGE_CHARS,
+    Meaning,
     PastMessages,
     Recalled,
     RecallReport,
     recall_query,
     select_lines,
 )
+from agent_harness.memory.vectors import lines_by_meaning
 from agent_harness.paths import LEDGER_DIR, SEGMENT_DIR
 from agent_harness.records import RecallCut, RecalledLine
 
@@ -153,6 +156,7 @@ class Recall:
                 in_context=in_context,
                 report=report,
                 truth=truth,
+                meaning=self._meaning(files, query),
             )
             if scoped is not None:
                 lines = self._with_scopes(lines, scoped, query, loaded_at, room, in_context, report)
@@ -163,6 +167,23 @@ class Recall:
             message, tokens = recall_reference(lines, counter, loaded_at)
         metrics.add_metric("RecalledLines", MetricUnit.Count, len(lines))
         return RecallResult(message, tokens, lines, report)
+
+    def _meaning(self, files: list[tuple[str, FileIndex]], query: str) -> Meaning | None:
+        """The message's cosine with each line (recall by meaning), or None: no
+        embedding model, or the query could not be embedded in time (ranking stays
+        lexical; ``Embedder.query`` logs and counts it)."""
+        embedder = self._rt.embeddings()
+        if embedder is None:
+            return None
+        vector = embedder.query(query, seconds_left=self._rt.deadline.remaining())
+        if vector is None:
+            return None
+        try:
+            cosines = lines_by_meaning(self._rt, self._user, files, embedder, vector)
+        except HarnessError as exc:
+            logger.warning("recall by meaning skipped", extra={"error": str(exc)})
+            return None
+        return cosines, floor(embedder.name, self._rt.settings.embedding_min_score)
 
     def _with_scopes(
         self,

@@ -169,8 +169,10 @@ SEARCH_SCHEMA: dict[str, Any] = {
             "type": "string",
             "enum": list(MATCH_MODES),
             "description": (
-                "phrase (default): the query as one literal phrase; all: every keyword in "
-                "the same line; any: at least one keyword; ranked: best matches first"
+                "omit it to search the phrase and, when no line holds it, rank by words "
+                "and meaning (a question alone finds its fact); phrase: only the literal "
+                "phrase; all: every keyword in the same line; any: at least one keyword; "
+                "ranked: best matches first, by words and meaning"
             ),
         },
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},

@@ -51,7 +51,7 @@ def text_response(
 
 
 #: hit fields shown only when set: a ranked score, a ledger fact's id and lifecycle
-_OPTIONAL = ("score", "fact_id", "state", "by", "at", "recheck")
+_OPTIONAL = ("score", "fact_id", "state", "by", "at", "recheck", "matched", "match_mode")
 
 
 def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response[str]:
@@ -212,7 +212,10 @@ class Http:
             | {f: v for f in _OPTIONAL if (v := getattr(h, f, None)) not in (None, ())}
             for h in hits
         ]
-        body_out: dict[str, Any] = {"hits": rows, "match_mode": request.match_mode}
+        from agent_harness.memory.engine.index import answered_mode
+
+        mode = answered_mode(request.match_mode, hits)
+        body_out: dict[str, Any] = {"hits": rows, "match_mode": mode}
         if grant.scope.shared:
             body_out["scope"] = str(grant.scope)
         return json_response(200, body_out)

@@ -36,7 +36,13 @@ from agent_harness.api.schemas import MemorySaveBody, MemorySearchBody, PromoteB
 from agent_harness.errors import HarnessError, ValidationFailedError
 from agent_harness.ids import SESSION_ID_PATTERN, validate_session_id
 from agent_harness.memory import files
-from agent_harness.memory.engine.index import MATCH_MODES, Hit, Mode, parse_match_mode
+from agent_harness.memory.engine.index import (
+    MATCH_MODES,
+    Hit,
+    Mode,
+    answered_mode,
+    parse_match_mode,
+)
 from agent_harness.memory.facts.ledger import day_of
 from agent_harness.scopes import Access, Grant, parse_scope, resolve
 
@@ -146,7 +152,7 @@ def _memory_search(rt: Runtime, caller: Caller, args: MemorySearchBody) -> Outpu
         include_superseded=args.include_superseded,
         as_of=args.as_of,
     )
-    return format_hits(query, hits), {"hits": hits, "match_mode": mode}
+    return format_hits(query, hits), {"hits": hits, "match_mode": answered_mode(mode, hits)}
 
 
 def _thread_search(rt: Runtime, caller: Caller, args: SearchBody) -> Output:
@@ -159,7 +165,7 @@ def _thread_search(rt: Runtime, caller: Caller, args: SearchBody) -> Output:
 
     query, mode = args.query or "", parse_match_mode(args.match_mode)
     hits = search_threads(rt, caller.user, query, mode, args.limit, rt.search_cache)
-    return format_thread_hits(query, hits), {"hits": hits, "match_mode": mode}
+    return format_thread_hits(query, hits), {"hits": hits, "match_mode": answered_mode(mode, hits)}
 
 
 def _memory_get(rt: Runtime, caller: Caller, args: MemoryGetArgs) -> Output:
@@ -310,14 +316,16 @@ class _Tool:
 _SEARCH: dict[str, dict[str, Any]] = {
     "query": {"description": "text or keywords to look for"},
     "match_mode": {
-        # the model's default is null (absent or null means phrase); a strict client
-        # rejects a default its own type does not admit, so the schema names phrase
-        "type": "string",
-        "enum": list(MATCH_MODES),
-        "default": "phrase",
-        "description": "phrase (default): the query as one literal, case-insensitive phrase; "
-        "all: every keyword in the same line; any: at least one keyword; ranked: best "
-        "matches first (BM25 over word stems), with a score per hit",
+        # absent or null: the phrase, else ranked; the default is null, which a client
+        # that fills defaults in sends as such (phrase would stay literal)
+        "type": ["string", "null"],
+        "enum": [*MATCH_MODES, None],
+        "default": None,
+        "description": "omit it (most callers should): the query as a literal phrase and, "
+        "when no line holds it, the best matches by words and meaning, each hit marked "
+        "match_mode ranked, so a question alone finds its fact; phrase: only the literal, "
+        "case-insensitive phrase; all: every keyword in the same line; any: at least one "
+        "keyword; ranked: best matches first by words and meaning, with a score per hit",
     },
     "limit": {"description": "the most hits to return"},
 }

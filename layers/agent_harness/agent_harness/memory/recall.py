@@ -18,6 +18,10 @@ most relevant to the new message, so the model sees them without calling a tool.
              has them), of the roles ``recall_message_roles`` names (the user's own by
              default), each through the gate's checks as a written fact would be: memory
              lines and messages alternate, each best first
+    redact   every line shown without its secrets, as the gate redacts a fact's (a
+             message through the gate's checks, a memory line ``without_secrets``):
+             a MEMORY.md line edited by hand or a segment indexed before a pattern
+             existed shows ``[redacted secret]`` too; only lines that would be shown
     budget   whole lines until ``recall_max_tokens`` less the message's frame (agent.recall)
 
 The lines reach the model as reference data, never instructions (agent.context), and
@@ -26,7 +30,6 @@ the turn's log names every line it was shown (``MemoryInjection.recalled``).
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -34,6 +37,7 @@ from itertools import chain, zip_longest
 from typing import TYPE_CHECKING
 
 from agent_harness.memory.engine import index
+from agent_harness.memory.engine.fusion import coverage, fuse
 from agent_harness.memory.engine.index import search_files
 from agent_harness.memory.facts.authority import (
     ASSISTANT,
@@ -43,6 +47,7 @@ from agent_harness.memory.facts.authority import (
     strip_tags,
 )
 from agent_harness.memory.facts.gate import Candidate, Policy, admit
+from agent_harness.memory.facts.secrets import SECRET_MARK, without_secrets
 from agent_harness.paths import ledger_date
 from agent_harness.text import WORD, fold, terms
 
@@ -51,12 +56,13 @@ if TYPE_CHECKING:
     from datetime import tzinfo
 
     from agent_harness.memory.engine.file_index import FileIndex
-    from agent_harness.memory.engine.index import Hit, LinkedTexts
+    from agent_harness.memory.engine.index import LinkedTexts
     from agent_harness.memory.engine.segments import Segment
     from agent_harness.memory.engine.truth import Truth
     from agent_harness.tokens import TokenCounter
 
 __all__ = [
+    "Meaning",
     "PastMessages",
     "RecallReport",
     "Recalled",
@@ -75,6 +81,10 @@ LINE_TOKENS = 10
 #: a past message longer than this is cut (an assistant's long answer would take the
 #: budget of a dozen lines); LoCoMo's longest message is 497 characters
 MESSAGE_CHARS = 600
+
+
+#: recall by meaning: each line key's cosine with the message, and the model's floor
+Meaning = tuple[dict[str, float], float]
 
 
 @dataclass(frozen=True)
@@ -157,36 +167,6 @@ def recall_query(message: str, previous: str | None) -> str:
     return message
 
 
-#: idf is taken as if memory held at least this many lines, so a small memory does not
-#: make every word look common (and every missing word decisive)
-MIN_IDF_LINES = 1000
-
-
-def coverage(files: list[tuple[str, FileIndex]], query: str, hits: list[Hit]) -> list[float]:
-    """For each hit, the share of the query's words the line itself holds (its date as
-    words included, its neighbours not), each word weighted by its rarity: 1.0 when the
-    line holds every word, 0.0 when it was found only through its neighbours. A floor on
-    it means the same for a memory of three lines and of thirty thousand."""
-    wanted = list(dict.fromkeys(terms(query)))
-    by_path = dict(files)
-    lines = max(sum(f.totals()[0] for _, f in files), MIN_IDF_LINES)
-    holders: dict[str, dict[str, set[int]]] = {}
-    weight: dict[str, float] = {}
-    for term in wanted:
-        holders[term] = {p: {n for n, _ in f.own_terms(term)} for p, f in files}
-        df = sum(len(held) for held in holders[term].values())
-        weight[term] = math.log(1 + (lines - df + 0.5) / (df + 0.5))
-    total = sum(weight.values()) or 1.0
-    out = []
-    for hit in hits:
-        if hit.path not in by_path:
-            out.append(0.0)
-            continue
-        held = [t for t in wanted if hit.line - 1 in holders[t][hit.path]]
-        out.append(sum(weight[t] for t in held) / total)
-    return out
-
-
 def _words(line: str) -> str:
     return " ".join(WORD.findall(fold(strip_tags(line.lstrip("-*• ")))))
 
@@ -203,9 +183,11 @@ def select_lines(
     in_context: Sequence[str] = (),
     report: RecallReport | None = None,
     truth: Truth | None = None,
+    meaning: Meaning | None = None,
 ) -> list[Recalled]:
     """The lines to inject for ``query``: ranked, holding at least ``min_score`` of its
-    words by rarity, not already ``shown`` (the MEMORY.md text the model gets anyway) nor
+    words by rarity (or, with ``meaning``, above the model's floor by meaning:
+    memory.engine.fusion), not already ``shown`` (the MEMORY.md text the model gets anyway) nor
     one of the messages ``in_context``, best first with newest-first ties, whole lines
     within ``max_tokens``. With ``messages``, past messages chosen the same way
     alternate with the memory lines. ``report`` learns what was left out. With
@@ -217,9 +199,9 @@ def select_lines(
     report = report if report is not None else RecallReport()
     seen = {w for w in [*map(_words, shown.splitlines()), *map(_words, in_context)] if w}
     candidates = max(MIN_CANDIDATES, max_tokens // LINE_TOKENS)
-    found = _memory_lines(files, query, candidates, min_score, seen, report, truth)
+    found = _memory_lines(files, query, candidates, min_score, seen, report, truth, meaning)
     if messages is not None and messages.segments:
-        said = _past_messages(messages, query, candidates, min_score, seen, report)
+        said = _past_messages(messages, query, candidates, min_score, seen, report, in_context)
         found = [r for r in chain.from_iterable(zip_longest(found, said)) if r is not None]
     chosen: list[Recalled] = []
     used = 0
@@ -228,16 +210,18 @@ def select_lines(
         if used + cost > max_tokens:
             report.over_budget.append(line)
             continue
-        if line.said is not None and messages is not None:
-            # the gate's checks, only on the messages that would be shown (a fraction of
-            # a millisecond each, on the hot path); redacting can only shorten a line
-            checked = _checked(line, messages.policy)
-            if checked is None:
-                report.held += 1
+        # the gate's checks (a message) or its secret redaction (a memory line), only on
+        # the lines that would be shown: a fraction of a millisecond each, on the hot path
+        shown_line = _shown(line, messages.policy if messages is not None else None)
+        if shown_line is None:
+            report.held += 1
+            continue
+        if shown_line.text != line.text:  # "[redacted secret]" may be longer than a PIN
+            cost = counter.count(shown_line.render()) + 1
+            if used + cost > max_tokens:
+                report.over_budget.append(shown_line)
                 continue
-            line = checked
-            cost = counter.count(line.render()) + 1
-        chosen.append(line)
+        chosen.append(shown_line)
         used += cost
     return _newest_first_in_conflicts(chosen) if truth is not None else chosen
 
@@ -256,10 +240,16 @@ def _memory_lines(
     seen: set[str],
     report: RecallReport,
     truth: Truth | None = None,
+    meaning: Meaning | None = None,
 ) -> list[Recalled]:
     hits = search_files(files, query, "ranked", limit)
+    shares = coverage(files, query, hits)
+    if meaning is not None:  # fused: a line found by its words alone still needs min_score
+        cosines, min_cosine = meaning
+        hits = fuse(files, query, hits, cosines, limit, min_cosine, min_coverage=min_score)
+        shares = [1.0] * len(hits)
     found: list[Recalled] = []
-    for hit, share in zip(hits, coverage(files, query, hits), strict=True):
+    for hit, share in zip(hits, shares, strict=True):
         words = _words(hit.text)
         if hit.score is not None and share < min_score:
             report.below_floor += 1
@@ -325,8 +315,11 @@ def _past_messages(
     min_score: float,
     seen: set[str],
     report: RecallReport,
+    in_context: Sequence[str] = (),
 ) -> list[Recalled]:
-    """The best past messages of other sessions, as ``Recalled`` lines."""
+    """The best past messages of other sessions, as ``Recalled`` lines. A message
+    ``in_context`` holds is left out also when its segment row was redacted (compared
+    with the context redacted the same way, only when a row was)."""
     by_path = dict(messages.segments)
     indexes = [(path, segment.index) for path, segment in messages.segments]
     # the current session's messages rank high (they share its words) and are left out
@@ -341,6 +334,7 @@ def _past_messages(
     # times what a budget shows, so the user's own still fill it
     hits = search_files(indexes, query, "ranked", limit + own, messages.facts, index.FACT_WEIGHT)
     found: list[Recalled] = []
+    redacted_context: set[str] | None = None
     for hit, share in zip(hits, coverage(indexes, query, hits), strict=True):
         session, turn, role, at = by_path[hit.path].meta(hit.line - 1)
         words = _words(hit.text)
@@ -351,6 +345,11 @@ def _past_messages(
             continue
         if not words or words in seen:
             continue
+        if SECRET_MARK in hit.text and in_context:
+            if redacted_context is None:  # rare: redact the context once, only then
+                redacted_context = {_words(without_secrets(t)) for t in in_context}
+            if words in redacted_context:
+                continue
         if role not in messages.roles:
             report.held += 1
             continue
@@ -364,6 +363,15 @@ def _past_messages(
 
 
 _TOOL_RESULT = re.compile(r"^\[tool_result: ([^\]]*)\] ")
+
+
+def _shown(line: Recalled, policy: Policy | None) -> Recalled | None:
+    """A line as recall shows it: a past message through the gate's checks (``_checked``:
+    None when the gate would hold it), a memory line without its secrets."""
+    if line.said is not None and policy is not None:
+        return _checked(line, policy)
+    text = without_secrets(line.text)
+    return line if text == line.text else replace(line, text=text)
 
 
 def _checked(line: Recalled, policy: Policy) -> Recalled | None:

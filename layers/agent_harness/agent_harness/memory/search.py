@@ -17,6 +17,10 @@ GETs of the ledgers whose ETag is not in the warm per-container cache. A ranked 
 over ledgers that name turns also reads the thread-search segments the same way (one
 LIST of index/threads/, GETs of the months not cached), to score a fact with the
 messages of the turns it came from.
+
+A hit never shows a secret: its text is redacted as the gate redacts a fact
+(``without_secrets``) once it is labelled, so a MEMORY.md line edited by hand, or a
+ledger line written before a pattern existed, is shown as ``[redacted secret]`` too.
 """
 
 from __future__ import annotations
@@ -27,15 +31,19 @@ from typing import TYPE_CHECKING
 from agent_harness.memory.engine import index
 from agent_harness.memory.engine.cache import building
 from agent_harness.memory.engine.corpus import load_memory_files, load_turn_texts
+from agent_harness.memory.engine.fusion import floor, fuse
 from agent_harness.memory.engine.index import Hit, Mode, search_files
 from agent_harness.memory.engine.truth import Truth, day_of_path, truth_of
 from agent_harness.memory.facts.authority import parse_fact
 from agent_harness.memory.facts.ledger import day_of
+from agent_harness.memory.facts.secrets import without_secrets
+from agent_harness.memory.vectors import lines_by_meaning
 from agent_harness.paths import MEMORY_FILE
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
     from agent_harness.memory.engine.cache import MemoryIndexCache
+    from agent_harness.memory.engine.file_index import FileIndex
     from agent_harness.runtime import Runtime
 
 __all__ = ["format_hits", "format_scoped_hits", "label", "search_memory"]
@@ -70,9 +78,38 @@ def search_memory(
         retired = sum(1 for st in truth.life.status.values() if st.state != "current")
         wanted = limit + (0 if include_superseded else min(retired, OVERFETCH))
         hits = search_files(files, query, mode, wanted, turns, weight)
+        fell_back = mode == "auto" and (not hits or hits[0].match_mode == "ranked")
+        if mode == "ranked" or fell_back:
+            hits = _by_meaning(rt, user, files, query, hits, wanted, auto=fell_back)
     labelled = (_labelled(h, truth) for h in hits)
     kept = [h for h in labelled if include_superseded or h.state in (None, "current")]
-    return kept[:limit]
+    # after labelling (truth finds a fact by its stored text), on the few hits returned
+    return [replace(h, text=without_secrets(h.text)) for h in kept[:limit]]
+
+
+def _by_meaning(
+    rt: Runtime,
+    user: User,
+    files: list[tuple[str, FileIndex]],
+    query: str,
+    lexical: list[Hit],
+    limit: int,
+    *,
+    auto: bool,
+) -> list[Hit]:
+    """The hybrid ranking (memory.engine.fusion) when an embedding model is configured;
+    the lexical one otherwise, or when the query cannot be embedded in time
+    (``Embedder.query``: logged, counted, never a failed search)."""
+    embedder = rt.embeddings()
+    if embedder is None:
+        return lexical
+    vector = embedder.query(query, seconds_left=rt.deadline.remaining())
+    if vector is None:
+        return lexical
+    cosines = lines_by_meaning(rt, user, files, embedder, vector)
+    cut = floor(embedder.name, rt.settings.embedding_min_score)
+    fused = fuse(files, query, lexical, cosines, limit, cut)
+    return [replace(h, match_mode="ranked") for h in fused] if auto else fused
 
 
 def _labelled(hit: Hit, truth: Truth) -> Hit:
@@ -137,4 +174,6 @@ def format_scoped_hits(query: str, found: list[tuple[str | None, list[Hit]]]) ->
     if not rows:
         return f"No matching memories found for: {query}"
     noun = "match" if len(rows) == 1 else "matches"
-    return f"Found {len(rows)} {noun} for: {query}\n" + "\n".join(rows)
+    ranked = any(h.match_mode for _, hits in found for h in hits)
+    how = " (ranked: no line holds the phrase)" if ranked else ""
+    return f"Found {len(rows)} {noun} for: {query}{how}\n" + "\n".join(rows)

@@ -9,6 +9,9 @@ recreates a lost or damaged segment. A search is one LIST plus one GET per month
 ETag is not cached (docs/design.md#budgets), with the match modes of memory_search;
 ranked, a message is also scored with the ledger facts naming its turn (one more LIST,
 of memory/, and GETs of the ledgers not cached).
+
+No hit shows a secret: segment rows are redacted as they are indexed, and every hit
+again as it is returned (``without_secrets``: a segment indexed before a pattern existed).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from agent_harness.memory.engine.cache import building
 from agent_harness.memory.engine.corpus import load_fact_texts, load_segments
 from agent_harness.memory.engine.index import search_files
 from agent_harness.memory.engine.segments import entries, indexed_turns
+from agent_harness.memory.facts.secrets import without_secrets
 from agent_harness.memory.owner import Memory
 from agent_harness.paths import segment_path
 
@@ -43,6 +47,8 @@ class ThreadHit:
     at: str
     text: str
     score: float | None = None
+    #: "ranked" when the caller named no mode and no message held the phrase
+    match_mode: str | None = None
 
 
 def index_turns(rt: Runtime, user: User, records: list[TurnRecord]) -> int:
@@ -84,7 +90,8 @@ def search_threads(
     out = []
     for hit in hits:
         session_id, turn, role, at = by_path[hit.path].meta(hit.line - 1)
-        out.append(ThreadHit(session_id, turn, role, at, hit.text, hit.score))
+        text = without_secrets(hit.text)  # the few hits returned, not every line ranked
+        out.append(ThreadHit(session_id, turn, role, at, text, hit.score, hit.match_mode))
     return out
 
 
@@ -97,4 +104,5 @@ def format_thread_hits(query: str, hits: list[ThreadHit]) -> str:
         f"Session {h.session_id}, turn {h.turn} ({h.role}, {h.at}): {h.text[:300]}" for h in hits
     ]
     noun = "message" if len(hits) == 1 else "messages"
-    return f"Found {len(hits)} {noun} for: {query}\n" + "\n".join(rows)
+    how = " (ranked: no message holds the phrase)" if hits[0].match_mode else ""
+    return f"Found {len(hits)} {noun} for: {query}{how}\n" + "\n".join(rows)

@@ -26,14 +26,29 @@ from agent_harness.models.http import OVERFLOW_PHRASES, ErrorBody, call_timeout,
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["OpenAIChatModel", "completions_url", "is_overflow"]
+__all__ = ["OpenAIChatModel", "auth_headers", "completions_url", "endpoint_url", "is_overflow"]
+
+
+def endpoint_url(base_url: str, path: str) -> str:
+    """``{base}{path}``, keeping a query string where gateways need one
+    (Azure: ``https://<resource>.openai.azure.com/openai/v1?api-version=preview``)."""
+    base, sep, query = base_url.partition("?")
+    return base.rstrip("/") + path + (sep + query if sep else "")
 
 
 def completions_url(base_url: str) -> str:
-    """``{base}/chat/completions``, keeping a query string where gateways need one
-    (Azure: ``https://<resource>.openai.azure.com/openai/v1?api-version=preview``)."""
-    base, sep, query = base_url.partition("?")
-    return base.rstrip("/") + "/chat/completions" + (sep + query if sep else "")
+    """``{base}/chat/completions`` (``endpoint_url``)."""
+    return endpoint_url(base_url, "/chat/completions")
+
+
+def auth_headers(key: str | None, auth_header: str = "authorization") -> dict[str, str]:
+    """How the key is sent: ``Authorization: Bearer`` (OpenAI and most servers) or
+    ``api-key`` (Azure OpenAI and API Management gateways); nothing without a key."""
+    if not key:
+        return {}
+    if auth_header == "api-key":
+        return {"api-key": key}
+    return {"Authorization": f"Bearer {key}"}
 
 
 def is_overflow(error: ErrorBody) -> bool:
@@ -125,11 +140,7 @@ class OpenAIChatModel:
 
     def _headers(self) -> dict[str, str]:
         key = self._api_key() if callable(self._api_key) else self._api_key
-        if not key:
-            return {}
-        if self._auth_header == "api-key":  # Azure OpenAI and API Management gateways
-            return {"api-key": key}
-        return {"Authorization": f"Bearer {key}"}
+        return auth_headers(key, self._auth_header)
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         payload: dict[str, Any] = {

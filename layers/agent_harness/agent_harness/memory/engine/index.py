@@ -5,7 +5,9 @@ Pure computation over text already read: no AWS, no Runtime. The services over i
 files through ``memory.engine.corpus`` and hand them here, indexed
 (``memory.engine.file_index``). A record is one line. Match modes:
 
-    phrase   the query (trimmed) as a literal, case-insensitive substring   (default; null)
+    phrase   the query (trimmed) as a literal, case-insensitive substring
+    auto     no mode named (null): the phrase; when it finds nothing, ranked (a question
+             alone finds its fact: most MCP clients send only a query)
     all      every whitespace-separated keyword occurs in the line, any order
     any      at least one keyword occurs in the line
     ranked   best first by BM25 over stemmed word terms (CJK as character bigrams), each
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from agent_harness.memory.engine.alignment import TurnWords, aligned_sections
@@ -54,6 +56,7 @@ __all__ = [
     "LinkedIndexes",
     "LinkedTexts",
     "Mode",
+    "answered_mode",
     "date_words",
     "keywords",
     "parse_match_mode",
@@ -61,7 +64,9 @@ __all__ = [
     "search_files",
 ]
 
-Mode = Literal["phrase", "all", "any", "ranked"]
+#: ``auto``: what a caller that names no mode gets: the phrase, and when the phrase finds
+#: nothing, the ranking (each such hit says ``match_mode`` ranked)
+Mode = Literal["phrase", "all", "any", "ranked", "auto"]
 MATCH_MODES: tuple[Mode, ...] = ("phrase", "all", "any", "ranked")
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
@@ -82,12 +87,20 @@ LINK_SHARE = 0.5
 
 
 def parse_match_mode(value: object) -> Mode:
-    """``None`` means phrase; anything not a known mode (``""`` included) is an error."""
+    """``None`` means ``auto`` (the phrase, else ranked); anything not a known mode
+    (``""`` included) is an error."""
     if value is None:
-        return "phrase"
-    if isinstance(value, str) and value in MATCH_MODES:
-        return value
+        return "auto"
+    if isinstance(value, str) and (value in MATCH_MODES or value == "auto"):
+        return value  # type: ignore[return-value]
     raise ValueError(f"matchMode must be one of {', '.join(MATCH_MODES)} (or null)")
+
+
+def answered_mode(mode: Mode, hits: Sequence[object]) -> Mode:
+    """The mode that answered: ``auto``'s phrase, or the ranking it fell back to."""
+    if mode != "auto":
+        return mode
+    return "ranked" if any(getattr(h, "match_mode", None) for h in hits) else "phrase"
 
 
 def keywords(query: str) -> list[str]:
@@ -111,6 +124,10 @@ class Hit:
     at: str | None = None
     #: the retired facts this current one depended on: it may be outdated
     recheck: tuple[str, ...] = ()
+    #: how a hybrid ranking found it (memory.engine.fusion): words, meaning or both;
+    matched: str | None = None
+    #: "ranked" when the caller named no mode and the literal phrase found nothing
+    match_mode: str | None = None
 
 
 class LinkedTexts(Protocol):
@@ -156,6 +173,12 @@ def search_files(
         return []
     if mode == "ranked":
         return rank(files, query, limit, linked, weight)
+    if mode == "auto":
+        found = search_files(files, query, "phrase", limit)
+        if found:
+            return found
+        ranked = rank(files, query, limit, linked, weight)
+        return [replace(h, match_mode="ranked") for h in ranked]
     phrase, words = fold(query.strip()), keywords(query)
     hits: list[Hit] = []
     for path, index in files:

@@ -3,10 +3,12 @@
     index/threads/2026-11.jsonl
         {"s": session, "t": turn, "i": n, "r": role, "at": time, "x": text}
 
-The one owner of that format: ``entries`` writes a turn's rows, ``indexed_turns`` reads
-which turns a segment holds (to skip them on a redelivered job), ``parse_segment`` reads
-a segment for search. The calls and results of the tools that act (the caller's, remote
-ones) are rows too, as data; the memory tools' traffic is memory itself and is left out.
+The one owner of that format: ``entries`` writes a turn's rows (their secrets redacted
+as the gate redacts a fact's: the derived index never holds a password or a card
+number), ``indexed_turns`` reads which turns a segment holds (to skip them on a
+redelivered job), ``parse_segment`` reads a segment for search. The calls and results
+of the tools that act (the caller's, remote ones) are rows too, as data; the memory
+tools' traffic is memory itself and is left out.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING
 from agent_harness.memory import MEMORY_TOOLS
 from agent_harness.memory.engine.file_index import FileIndex, Links
 from agent_harness.memory.engine.index import date_words
+from agent_harness.memory.facts.secrets import without_secrets
 from agent_harness.memory.jobs.prompts import TOOL_ARG_CHARS
 
 if TYPE_CHECKING:
@@ -59,12 +62,14 @@ def record_text(message: Message) -> str:
 
 
 def entries(record: TurnRecord) -> list[str]:
-    """The rows of one turn's messages (system messages and empty texts left out)."""
+    """The rows of one turn's messages (system messages and empty texts left out), each
+    text with its secrets redacted (here, in the post-turn job, not in the turn)."""
     rows = []
     for number, message in enumerate(record.messages):
         text = record_text(message)
         if not text:
             continue
+        text = without_secrets(text)
         row = {
             "s": record.session_id,
             "t": record.turn,

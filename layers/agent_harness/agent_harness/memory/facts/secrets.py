@@ -2,9 +2,15 @@
 
 Best effort and deterministic: vendor token shapes, private keys, credentials in URLs,
 labelled values ("password is …", "API key: …", "pw hunter2"), PINs and entry codes
-("door code 1234 opens the side entrance"), card verification codes and seed phrases.
-Only the value is replaced; the words around it stay, so the fact still says what it
-was about ("The user's PIN is [redacted secret]").
+("door code 1234 opens the side entrance"), card verification codes, payment card
+numbers (by their check digit), US social security numbers and seed phrases. Only the
+value is replaced; the words around it stay, so the fact still says what it was about
+("The user's PIN is [redacted secret]").
+
+The same redaction runs on what search and recall show (``without_secrets``): a thread
+segment row as it is indexed, and every memory_search / thread_search hit and recalled
+line as it leaves the service, so a segment indexed or a line written before a pattern
+existed is shown redacted too.
 
 What is deliberately *not* a secret: a code that identifies rather than unlocks (zip,
 postal, area, country, error or status codes, "code review"), a label with no value
@@ -20,7 +26,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["SECRET_MARK", "redact_secrets"]
+__all__ = ["SECRET_MARK", "redact_secrets", "without_secrets"]
 
 
 class _lazy:
@@ -130,6 +136,18 @@ _CODE_LIST = _lazy(
 # a payment card number: 13-19 digits, in groups or not, that pass the Luhn check
 _CARD_NUMBER = _lazy(r"(?<![\d\-])\d(?:[ \-]?\d){12,18}(?![\d\-])")
 
+# a US social security number: after its label ("SSN", "social security number", "my
+# social is") any nine digits, grouped 3-2-4 or not; without a label only the dashed
+# 3-2-4 shape, in the ranges the SSA issues (no 000, 666 or 9xx area, no 00 group, no
+# 0000 serial). No date (4-2-2, 2-2-4), phone number (3-3-4) or zip+4 (5-4) has it.
+_SSN_LABELLED = _lazy(
+    r"""(?P<label>\b(?:ssn|social[ \-]security(?:[ \-](?:number|num|no))?|social)\b\.?)
+    (?P<sep>\s*(?:[:=\#]|\bis\b|\bwas\b|\bof\b)?\s*)
+    (?P<value>\d{3}(?P<gap>[ \-.]?)\d{2}(?P=gap)\d{4}(?![\w\-]|\.\d))""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_SSN_SHAPE = _lazy(r"(?<![\w\-.])(?!000|666|9)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\w\-]|\.\d)")
+
 # "password is hunter2", "API key: abc123", "aws_secret_access_key=...", "the password for
 # the staging db is ..."
 _LABELLED_SECRET = _lazy(
@@ -232,11 +250,21 @@ def redact_secrets(text: str) -> tuple[str, int]:
 
     text = _SEED_PHRASE.sub(seed, text)
     text = _CARD_NUMBER.sub(card, text)
+    text = _SSN_LABELLED.sub(redacted, text)
+    text, n = _SSN_SHAPE.subn(SECRET_MARK, text)
+    count += n
     text = _CODE_LIST.sub(redacted, text)
     text = _CODE_SECRET.sub(redacted, text)
     text = _LABELLED_SECRET.sub(labelled, text)
     text = _BARE_PASSWORD.sub(bare, text)
     return text, count
+
+
+def without_secrets(text: str) -> str:
+    """``text`` as search and recall show it: every secret the gate would redact in a
+    fact, redacted (one function for every result path: memory_search, thread_search,
+    their HTTP, MCP and agent tools, automatic recall, and the segment rows indexed)."""
+    return redact_secrets(text)[0]
 
 
 def _luhn(digits: list[int]) -> bool:

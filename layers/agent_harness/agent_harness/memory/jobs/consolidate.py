@@ -75,6 +75,7 @@ from agent_harness.memory.jobs.schedule import next_expiry, parse_time, retry_af
 from agent_harness.memory.jobs.second_look import second_look
 from agent_harness.memory.owner import Memory
 from agent_harness.memory.review import hold
+from agent_harness.memory.vectors import refresh_best_effort
 from agent_harness.paths import MEMORY_FILE, ledger_path
 from agent_harness.ports import UserState
 from agent_harness.usage import memory_budget_exhausted
@@ -171,6 +172,7 @@ def _archive(rt: Runtime, user: User, sizes: dict[str, int], consumed: dict[str,
         logger.exception("archiving old ledgers failed; they stay for the next run")
         moved = []
     refresh_snapshots(rt, user)
+    refresh_best_effort(rt, user)
     for day in moved:
         consumed.pop(day, None)
     return moved

@@ -11,8 +11,9 @@ are aside) is not written again (``FlushCheck_restated``): a fact is one fact wi
 id, however many flushes repeat it. A line holding an identifier (a number, code,
 address or link) that nothing the call was given holds is invented, and not written
 (``FlushCheck_invented_identifiers``). Which marks count is ``checked_marks``' (an
-``until`` not after the window's day, a model filling the field with today, is one it
-drops). A broken format gets one corrective call (memory.jobs.calls).
+``until`` not after the window's day, or in a window whose conversation bounds nothing
+in time, a model filling the field, is one it drops). A broken format gets one
+corrective call (memory.jobs.calls).
 """
 
 from __future__ import annotations
@@ -43,7 +44,13 @@ from agent_harness.memory.jobs.prompts import (
     flush_messages,
     render_conversation,
 )
-from agent_harness.memory.jobs.related import Shown, checked_marks, related_facts, without_shown
+from agent_harness.memory.jobs.related import (
+    Shown,
+    checked_marks,
+    related_facts,
+    time_bound_in,
+    without_shown,
+)
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
@@ -73,7 +80,7 @@ def extract(
     a trusted pass's authority), for ``retire_below``."""
     settings = rt.settings
     floor = flush_pass.floor
-    shown = related_facts(rt, ledgers, day, ledger, flush_pass.messages())
+    shown = related_facts(rt, ledgers, day, ledger, flush_pass.messages(), user)
     below: list[LedgerFact] = []
     if flush_pass.trusted:  # the user's call sees nothing below the user
         memory_md, ledger = floor_view(memory_md, floor), floor_view(ledger, floor)
@@ -82,8 +89,10 @@ def extract(
     # a fact of the day shown with its id is left out of the day's ledger, which gives
     # up the room it took: the request grows by the ids, not by the facts
     view, moved = without_shown(ledger, day, shown)
+    conversation = render_conversation(flush_pass.turns)
+    bounded = time_bound_in(conversation)
     messages = flush_messages(
-        render_conversation(flush_pass.turns),
+        conversation,
         memory_md,
         view,
         day=day,
@@ -94,11 +103,19 @@ def extract(
     )
     lines = _ask(rt, user, messages, [f.id for f in shown.facts])
     given = "\n".join(m.content or "" for m in messages)
+    # an answer that restates a fact and also retires it contradicts itself (a small
+    # model answering a schema fills every field it is offered): the fact stays
+    still_true = {
+        found.id
+        for line in lines
+        if not line.marks.is_record()
+        and (found := restated_fact(line.text, shown, label_of(line.text, flush_pass)))
+    }
     candidates: list[tuple[Candidate, Marks]] = []
     for line in lines:
         # the model's tags are the format's, never its claim: stripped, not shown; who
         # said it is what the call was shown, never whose words the line matches
-        text, marks = line.text, line.marks
+        text, marks = line.text, _sparing(line.marks, still_true)
         authority = label_of(text, flush_pass)
         if not marks.is_record() and restates(text, shown, authority):
             metrics.add_metric("FlushCheck_restated", MetricUnit.Count, 1)
@@ -106,7 +123,7 @@ def extract(
         if not identifiers_in(text, given):  # a link or number nobody wrote: invented
             metrics.add_metric("FlushCheck_invented_identifiers", MetricUnit.Count, 1)
             continue
-        kept = checked_marks(marks, shown, authority, day)
+        kept = checked_marks(marks, shown, authority, day, bounded=bounded)
         if marks.is_record() and not kept.retracts:
             continue  # a retraction of nothing it may retire (or a confirmation): no line
         candidates.append((Candidate(disown(text, authority), authority), kept))
@@ -136,26 +153,44 @@ def read_answer(content: str) -> list[Cleaned]:
     return out
 
 
+def _sparing(marks: Marks, still_true: set[str]) -> Marks:
+    """``marks`` without retiring a fact the same answer restates (counted)."""
+    spared = [i for i in (*marks.supersedes, *marks.retracts) if i in still_true]
+    if not spared:
+        return marks
+    metrics.add_metric("FlushCheck_self_contradictions", MetricUnit.Count, len(spared))
+    return replace(
+        marks,
+        supersedes=tuple(i for i in marks.supersedes if i not in still_true),
+        retracts=tuple(i for i in marks.retracts if i not in still_true),
+    )
+
+
 def restates(text: str, shown: Shown, authority: str) -> bool:
     """Does ``text`` state a current fact the call was shown, of at least ``authority``
     (the user saying what an import held is news: the fact becomes the user's): the same
     words (case, spacing and end stop aside), or each holding all of the other's
     distinctive words, identifiers and negation alike?"""
+    return restated_fact(text, shown, authority) is not None
+
+
+def restated_fact(text: str, shown: Shown, authority: str) -> LedgerFact | None:
+    """The shown fact ``text`` restates (``restates``), if any."""
     key = _words(text)
     words = distinctive(text)
     for fact in shown.facts:
         if rank(fact.authority) < rank(authority):
             continue
         if _words(fact.text) == key:
-            return True
+            return fact
         if (
             words
             and distinctive(fact.text) == words
             and support(text, fact.text) == 1.0
             and support(fact.text, text) == 1.0
         ):
-            return True
-    return False
+            return fact
+    return None
 
 
 #: the most authority levels below the user's one flush window is checked against

@@ -63,6 +63,7 @@ from agent_harness.memory.jobs.related import load_ledger_files
 from agent_harness.memory.owner import Memory
 from agent_harness.memory.review import hold
 from agent_harness.memory.threads import index_turns
+from agent_harness.memory.vectors import refresh_best_effort
 from agent_harness.paths import MEMORY_FILE, ledger_path, segment_path, turn_path
 from agent_harness.records import TurnRecord
 from agent_harness.usage import memory_budget_exhausted, renewal
@@ -212,6 +213,8 @@ def _refresh_written(
         paths |= {segment_path(r.created().astimezone(zone)) for r in records}
     if paths:
         refresh_snapshots(rt, user, paths)
+    if outcome.days or saved:
+        refresh_best_effort(rt, user)
 
 
 def _claim_gate(rt: Runtime, user: User, session_id: str) -> GateClaim:

@@ -24,6 +24,7 @@ marks those naming a shown fact that the line's authority may retire (the rule
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING
@@ -33,11 +34,13 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.memory.engine.corpus import load_ledgers
 from agent_harness.memory.engine.file_index import FileIndex
-from agent_harness.memory.engine.index import search_files
+from agent_harness.memory.engine.fusion import floor, fuse
+from agent_harness.memory.engine.index import Hit, search_files
 from agent_harness.memory.engine.truth import day_of_path, truth_of
 from agent_harness.memory.facts.authority import parse_fact
 from agent_harness.memory.facts.authority import rank as authority_rank
 from agent_harness.memory.facts.lifecycle import LedgerFact, Marks, ledger_fact_id
+from agent_harness.memory.vectors import lines_by_meaning
 from agent_harness.paths import ledger_path
 
 if TYPE_CHECKING:
@@ -88,10 +91,13 @@ def related_facts(
     day: str,
     ledger_today: str,
     window: Sequence[str],
+    user: User | None = None,
 ) -> Shown:
     """The current facts (as of the end of ``day``, whose ledger is ``ledger_today``)
-    most related to the messages of ``window`` (the turns' words), then the newest: at
-    most ``HARNESS_FLUSH_RELATED_FACTS``, their texts within ``RELATED_TOKENS``."""
+    most related to the messages of ``window`` (the turns' words, and with an embedding
+    model their meaning: "we rewrote the app in Flutter" finds "building the app with
+    React Native"), then the newest: at most ``HARNESS_FLUSH_RELATED_FACTS``, their
+    texts within ``RELATED_TOKENS``."""
     limit = rt.settings.flush_related_facts
     queries = list(dict.fromkeys(m.strip() for m in window if m.strip()))
     if limit <= 0 or not queries:
@@ -122,10 +128,9 @@ def related_facts(
         return len(chosen) < limit and spent < RELATED_TOKENS
 
     retired = sum(1 for st in truth.life.status.values() if st.state != "current")
-    rankings = [
-        [truth.fact(h.path, h.text) for h in search_files(ledgers, q, "ranked", limit + retired)]
-        for q in queries
-    ]
+    lexical = [search_files(ledgers, q, "ranked", limit + retired) for q in queries]
+    hits = _by_meaning(rt, user, ledgers, queries, lexical, limit + retired)
+    rankings = [[truth.fact(h.path, h.text) for h in found] for found in hits]
     # every message's best current match first, then the rest round robin, then newest
     for facts in rankings:
         before = len(chosen)
@@ -173,12 +178,59 @@ def _day(value: str | None) -> str | None:
         return None
 
 
-def checked_marks(marks: Marks, shown: Shown, authority: str, day: str) -> Marks:
+#: words that bound a fact in time ("until Friday", "for two weeks", "next month", a
+#: date): an ``until`` the conversation gave no such words for is the model's invention
+_PERIOD = r"(?:days?|weeks?|weekends?|months?|years?|nights?|summer|winter|spring|autumn|fall)"
+_TIME_BOUND = re.compile(
+    r"\b(?:until|till|through|thru|expir(?:e|es|ed|ing|y)|ends?|ending|before|tomorrow|"
+    r"tonight|(?:next|this|coming)\s+" + _PERIOD + r"|"
+    r"for\s+(?:a|an|the|one|two|three|four|five|six|several|a\s+few|\d+)\s+(?:\w+\s+)?"
+    + _PERIOD
+    + r"|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|january|february|march|"
+    r"april|june|july|august|september|october|november|december|(?:jan|feb|mar|apr|jun|"
+    r"jul|aug|sept?|oct|nov|dec)\.?\s*\d|may\s+\d|\d{4}-\d{2}-\d{2}|\d{1,2}[/.]\d{1,2})\b",
+    re.IGNORECASE,
+)
+
+
+def time_bound_in(said: str) -> bool:
+    """Does ``said`` (the conversation a flush was given) bound anything in time?"""
+    return _TIME_BOUND.search(said) is not None
+
+
+def _by_meaning(
+    rt: Runtime,
+    user: User | None,
+    ledgers: list[tuple[str, FileIndex]],
+    queries: list[str],
+    lexical: list[list[Hit]],
+    limit: int,
+) -> list[list[Hit]]:
+    """Each message's hits fused with their meaning (memory.engine.fusion), or the
+    lexical ones: no embedding model, or it failed (the job goes on by words)."""
+    embedder = rt.embeddings() if user is not None else None
+    if embedder is None or user is None:
+        return lexical
+    vectors = embedder.queries(queries)
+    if vectors is None:
+        return lexical
+    cut = floor(embedder.name, rt.settings.embedding_min_score)
+    return [
+        fuse(ledgers, q, found, lines_by_meaning(rt, user, ledgers, embedder, v), limit, cut)
+        for q, found, v in zip(queries, lexical, vectors, strict=True)
+    ]
+
+
+def checked_marks(
+    marks: Marks, shown: Shown, authority: str, day: str, *, bounded: bool = True
+) -> Marks:
     """``marks`` of a line the flush's model answered, as the ledger may keep them: ids
     the call was shown, retired only by an authority that ranks as high as the fact's,
     real days (an ``until`` after ``day``, the window's: a fact stated that day has not
-    ended by it); ``confirms`` is not the flush's to write. What is dropped is logged
-    and counted (``FlushMarksIgnored``)."""
+    ended by it; and only when the conversation said when something ends, ``bounded``:
+    a small model fills an ``until`` field with tomorrow as readily as with today);
+    ``confirms`` is not the flush's to write. What is dropped is logged and counted
+    (``FlushMarksIgnored``)."""
     known = shown.by_id()
     ignored: list[tuple[str, str, str]] = []
 
@@ -199,11 +251,11 @@ def checked_marks(marks: Marks, shown: Shown, authority: str, day: str) -> Marks
         retracts=keep("retracts", marks.retracts, retires=True),
         depends=keep("depends", marks.depends, retires=False),
         valid_from=_day(marks.valid_from),
-        until=until if (until := _day(marks.until)) is None or until > day else None,
+        until=until if bounded and ((until := _day(marks.until)) is None or until > day) else None,
     )
     ignored += [("confirms", one, "not a flush mark") for one in marks.confirms]
     ignored += [
-        (k, v, "not a day after the window's" if k == "until" else "not a day")
+        (k, v, "not a day after the window's, or unsaid" if k == "until" else "not a day")
         for k, v, c in (
             ("from", marks.valid_from, checked.valid_from),
             ("until", marks.until, checked.until),
