@@ -155,6 +155,15 @@ BUDGETS_ON = {"HARNESS_USER_DAILY_TURNS": "100000", "HARNESS_USER_DAILY_TOKENS":
 MESSAGES_OFF = {"HARNESS_RECALL_MESSAGES": "false"}
 #: every turn lists the user's folders, as when the listing window has passed
 LISTING_EVERY_TURN = {"HARNESS_RECALL_LISTING_SECONDS": "0"}
+#: recall by meaning with the local model (make dev's): the query embedded in the turn
+MEANING_ON = {"HARNESS_EMBEDDING_MODEL": "local:multilingual-e5-small"}
+
+
+def write_vectors(app: ModuleType) -> None:
+    """The user's memory vectors, as the post-turn job and consolidation leave them."""
+    from agent_harness.memory.vectors import refresh_vectors
+
+    refresh_vectors(app.runtime, User.from_id(USER))
 
 
 def count_requests(resolver: Resolver, env: dict[str, str]) -> dict[str, Any]:
@@ -168,11 +177,14 @@ def count_requests(resolver: Resolver, env: dict[str, str]) -> dict[str, Any]:
         ("", "count", {}),
         (", budgets on", "budgets", BUDGETS_ON),
         (", past messages off", "lines", MESSAGES_OFF),
+        (", recall by meaning (local model)", "meaning", MEANING_ON),
     )
     for suffix, session, extra in variants:
         first = import_handler(resolver, FN, {**env, **extra})
         relisting = import_handler(resolver, FN, {**env, **extra, **LISTING_EVERY_TURN})
         post(relisting, f"{session}-before", "Remember that I prefer green tea.")
+        if extra is MEANING_ON:
+            write_vectors(first)
         for label, app, name in (
             ("first turn of a new session", first, session),
             ("later turn", first, session),
@@ -369,6 +381,7 @@ def measure_latency(resolver: Resolver, env: dict[str, str], quick: bool) -> dic
     no_recall = Arm.start("recall_off", resolver, {**env, **RECALL_OFF}, seconds)
     scoped = Arm.start("scoped", resolver, env, seconds)
     scoped.scopes = list(SCOPES)
+    meaning = Arm.start("meaning", resolver, {**env, **MEANING_ON}, seconds)
     memory = synthetic_memory(MEMORY_TOKENS, on.app.runtime.counter.count)
     user = User.from_id(USER)
     on.app.runtime.store.put(user, MEMORY_FILE, memory)
@@ -378,12 +391,14 @@ def measure_latency(resolver: Resolver, env: dict[str, str], quick: bool) -> dic
     for month in by_month(history):
         index_turns(on.app.runtime, user, month)
     shared_memories(on.app.runtime, user)
-    every = (on, off, no_recall, scoped)
+    write_vectors(meaning.app)
+    every = (on, off, no_recall, scoped, meaning)
     for i in range(warmup):
         for arm in every:
             arm.turn(i, warmup=True)
     for i in range(turns):
-        for arm in every[i % 4 :] + every[: i % 4]:  # each arm first as often as the others
+        n = i % len(every)
+        for arm in every[n:] + every[:n]:  # each arm first as often as the others
             arm.turn(i)
     arms: dict[str, Any] = {}
     for arm in every:
@@ -403,6 +418,9 @@ def measure_latency(resolver: Resolver, env: dict[str, str], quick: bool) -> dic
     def ratio(key: str, stat: str = "median", base: str = "off") -> float:
         return round(arms["on"][key][stat] / arms[base][key][stat], 3)
 
+    def ratio_of(arm: str, base: str, stat: str = "median") -> float:
+        return round(arms[arm]["total"][stat] / arms[base]["total"][stat], 3)
+
     return {
         "model_ms": round(seconds * 1000),
         "turns_per_arm": turns,
@@ -419,6 +437,11 @@ def measure_latency(resolver: Resolver, env: dict[str, str], quick: bool) -> dic
         "recall_ratio_p90": ratio("total", "p90", base="recall_off"),
         "recall_within_budget": ratio("total", base="recall_off") <= RATIO_BUDGET,
         "scopes": list(SCOPES),
+        "meaning_model": MEANING_ON["HARNESS_EMBEDDING_MODEL"],
+        "meaning_ratio": ratio_of("meaning", "off"),
+        "meaning_ratio_p90": ratio_of("meaning", "off", "p90"),
+        "meaning_within_budget": ratio_of("meaning", "off") <= RATIO_BUDGET,
+        "meaning_vs_on": ratio_of("meaning", "on"),
         "scoped_ratio": round(arms["scoped"]["total"]["median"] / arms["on"]["total"]["median"], 3),
         "scoped_ratio_p90": round(arms["scoped"]["total"]["p90"] / arms["on"]["total"]["p90"], 3),
         "arms": arms,
@@ -479,6 +502,16 @@ def report(result: dict[str, Any]) -> str:
             f"{sc_arm['total']['median']:.1f} ms, ratio {lat['scoped_ratio']:.3f} "
             f"(p90 {lat['scoped_ratio_p90']:.3f}), "
             f"requests {'/'.join(map(str, sc_arm['requests']))}"
+        )
+    if "meaning_ratio" in lat:
+        mean = lat["arms"]["meaning"]
+        ok = "ok" if lat["meaning_within_budget"] else "OVER BUDGET"
+        out.append(
+            f"recall by meaning ({lat['meaning_model']}) vs memory off: median "
+            f"{mean['total']['median']:.1f} ms, ratio {lat['meaning_ratio']:.3f} "
+            f"(p90 {lat['meaning_ratio_p90']:.3f}; {lat['meaning_vs_on']:.3f} of memory on "
+            f"without it), requests {'/'.join(map(str, mean['requests']))}   "
+            f"budget <= {lat['budget']}   {ok}"
         )
     if "recall_ratio" in lat:
         rec = lat["arms"]["recall_off"]
@@ -681,9 +714,31 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
             _interpretation(lat),
             "",
             *_recall_section(lat),
+            *_meaning_section(lat),
             *_plots(lat, img_dir),
         ]
     )
+
+
+def _meaning_section(lat: dict[str, Any]) -> list[str]:
+    """Recall by meaning on vs memory off (results from before it existed have no arm)."""
+    if "meaning_ratio" not in lat:
+        return []
+    arm = lat["arms"]["meaning"]
+    verdict = "within" if lat["meaning_within_budget"] else "**over**"
+    return [
+        f"**Recall by meaning** (target: median latency ratio ≤ {lat['budget']} against "
+        f"memory off). A fifth container with the defaults and "
+        f"`HARNESS_EMBEDDING_MODEL={lat['meaning_model']}` (the model in process, its "
+        "vectors of the user's memory written beforehand, as the post-turn job leaves "
+        "them): each turn embeds its message once, while recall's reads are in flight, "
+        "and ranks by words and meaning. Ratio of medians "
+        f"**{lat['meaning_ratio']:.3f}** ({verdict} the budget), of p90s "
+        f"{lat['meaning_ratio_p90']:.3f}; {lat['meaning_vs_on']:.3f}× memory on without it; "
+        f"median {arm['total']['median']:.1f} ms; requests per turn "
+        f"{'/'.join(map(str, arm['requests']))}.",
+        "",
+    ]
 
 
 def _recall_section(lat: dict[str, Any]) -> list[str]:

@@ -63,3 +63,23 @@ def test_lines_that_share_only_common_words_with_a_question_are_not_found_by_the
     # yet, docs/models.md)
     body = call(rt, "POST", "/v1/memory/search", {"query": "What is the user's phone number?"})
     assert all(h["matched"] == "meaning" for h in body["hits"]), body
+
+
+def test_a_question_alone_finds_a_past_message_by_meaning() -> None:
+    from agent_harness.agent.turn import run_turn
+    from agent_harness.ids import User
+    from agent_harness.memory.jobs.flush import run_post_turn_job
+    from tests.fakes import ScriptedModel
+
+    settings = Settings(auth_mode="dev", embedding_model="local:multilingual-e5-small")
+    # the assistant acknowledges each fact (the offline stand-in's one canned reply, said
+    # in every session, would be a hit per session for any question)
+    runtime = make_runtime(settings=settings, agent=ScriptedModel(*["Noted."] * len(FACTS)))
+    for n, fact in enumerate(FACTS):
+        run_turn(runtime, User.from_id("alice"), f"s{n}", fact)
+    while runtime.queue.post_turn:
+        run_post_turn_job(runtime, runtime.queue.post_turn.pop(0))
+    for question, fact in QUESTIONS:
+        body = call(runtime, "POST", "/v1/sessions/search", {"query": question, "limit": 5})
+        assert body["match_mode"] == "ranked"
+        assert fact in [h["text"] for h in body["hits"]], (question, body)

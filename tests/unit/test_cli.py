@@ -209,3 +209,31 @@ def test_scope_members_are_granted_listed_and_revoked(capsys) -> None:
     assert status == 1
     status, _ = cli(rt, capsys, "grant", "user", "bob", "member")  # the user scope has none
     assert status == 1 and rt.table.get_member("user", User.from_id("bob")) is None
+
+
+def test_vectors_backfills_what_a_model_change_left_without_vectors_with_progress(
+    capsys,
+) -> None:
+    from agent_harness.embeddings.embedder import Embedder
+    from agent_harness.embeddings.stand_in import StandInEmbeddingModel
+    from agent_harness.memory.engine.vectors import decode, vector_path
+
+    rt = make_runtime()
+    remembered(rt, ALICE, "Remember that I prefer window seats on long flights.")
+    status, _ = cli(rt, capsys, "vectors", "alice")
+    assert status == 2  # no embedding model: said, nothing written
+
+    model = StandInEmbeddingModel()
+    rt.embedder, rt.embeddings_built = Embedder(model), True
+    status = main(["vectors", "alice"], runtime=rt)
+    captured = capsys.readouterr()
+    done = json.loads(captured.out)
+    assert status == 0 and done["memory"]["embedded"] >= 1 and done["memory"]["missing"] == 0
+    assert done["threads"]["embedded"] >= 2 and done["threads"]["missing"] == 0
+    assert "memory: " in captured.err and "threads: " in captured.err
+    stored = decode(rt.store.text(ALICE, vector_path(model.name)) or "", model.name)
+    assert stored is not None and len(stored.keys) == done["memory"]["lines"]
+    # run again: nothing left to embed
+    assert main(["vectors", "alice"], runtime=rt) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["memory"]["embedded"] == 0 and again["threads"]["embedded"] == 0

@@ -166,15 +166,16 @@ def test_a_save_writes_the_vectors_of_its_lines_once_per_text() -> None:
     assert sorted(passages) == sorted(FACTS)
 
 
-def test_a_retracted_fact_loses_its_vector_at_the_next_refresh() -> None:
+def test_a_retracted_fact_loses_its_vector_at_once_without_an_embedding_call() -> None:
     model = ConceptModel()
     rt = runtime(model)
     save(rt, *FACTS)
     _, body = call(rt, "POST", "/v1/memory/search", {"query": "Lyon", "match_mode": "phrase"})
     fact_id = next(h["fact_id"] for h in body["hits"] if "fact_id" in h)
+    calls = len(model.calls)
     status, _ = call(rt, "POST", f"/v1/memory/facts/{fact_id}/supersede", {"reason": "wrong"})
     assert status == 200
-    refresh_vectors(rt, ALICE)
+    assert len(model.calls) == calls  # dropping embeds nothing on the request path
     stored = decode(rt.store.text(ALICE, vector_path(model.name)) or "", model.name)
     assert stored is not None and line_key(FACTS[2]) not in stored.keys
     _, body = call(
@@ -223,3 +224,120 @@ def test_a_save_whose_embedding_fails_is_still_saved_and_found_by_words() -> Non
     save(rt, *FACTS)
     _, body = call(rt, "POST", "/v1/memory/search", {"query": "peanuts"})
     assert FACTS[1] in body["hits"][0]["text"]
+
+
+# -- thread search ---------------------------------------------------------------------
+def drain(rt) -> None:
+    from agent_harness.memory.jobs.flush import run_post_turn_job
+
+    while rt.queue.post_turn:
+        run_post_turn_job(rt, rt.queue.post_turn.pop(0))
+
+
+def said(rt, *messages: str) -> None:
+    from agent_harness.agent.turn import run_turn
+
+    for n, message in enumerate(messages):
+        run_turn(rt, ALICE, f"s{n}", message)
+    drain(rt)
+
+
+def test_the_post_turn_job_writes_the_vectors_of_each_months_messages() -> None:
+    from agent_harness.memory.engine.vectors import thread_vector_path
+
+    model = ConceptModel()
+    rt = runtime(model)
+    said(rt, FACTS[1])
+    month = rt.store.list(ALICE, "index/threads/")[0].path
+    stored = decode(rt.store.text(ALICE, thread_vector_path(model.name, month)) or "", model.name)
+    assert stored is not None and line_key(FACTS[1]) in stored.keys
+
+
+def test_thread_search_finds_a_message_worded_unlike_the_question() -> None:
+    rt = runtime()
+    said(rt, *FACTS)
+    for mode in ("ranked", None):
+        status, body = call(
+            rt, "POST", "/v1/sessions/search", {"query": QUESTIONS[1][0], "match_mode": mode}
+        )
+        assert status == 200, body
+        assert body["hits"][0]["text"] == FACTS[1], mode
+        assert body["hits"][0]["matched"] in ("meaning", "both")
+        if mode is None:
+            assert body["match_mode"] == "ranked"
+            assert all(h["match_mode"] == "ranked" for h in body["hits"])
+    _, body = call(
+        rt, "POST", "/v1/sessions/search", {"query": "What is my blood type?", "match_mode": None}
+    )
+    assert body["hits"] == []
+
+
+def test_the_same_words_said_twice_are_two_thread_hits_with_one_vector() -> None:
+    model = ConceptModel()
+    rt = runtime(model)
+    said(rt, FACTS[1], FACTS[1])
+    _, body = call(
+        rt, "POST", "/v1/sessions/search", {"query": QUESTIONS[1][0], "match_mode": "ranked"}
+    )
+    assert [h["session_id"] for h in body["hits"] if h["text"] == FACTS[1]] == ["s0", "s1"]
+    passages = [t for kind, batch in model.calls if kind == "passage" for t in batch]
+    assert passages.count(FACTS[1]) == 1
+
+
+# -- counted ---------------------------------------------------------------------------
+def embedding_usage(rt, user: User = ALICE) -> tuple[int, int]:
+    """(calls, input tokens) of the ``embedding`` role in ``user``'s day."""
+    from agent_harness.usage import usage_report
+
+    days = usage_report(rt, user, 7).days
+    return (
+        sum(d.model_calls.get("embedding", 0) for d in days),
+        sum(d.tokens["embedding"][0] for d in days),
+    )
+
+
+def test_a_turns_query_embedding_is_counted_with_the_turn_once_per_text() -> None:
+    from agent_harness.agent.turn import run_turn
+
+    model = ConceptModel()
+    rt = runtime(model)
+    save(rt, *FACTS)
+    before = embedding_usage(rt)
+    queries = len([k for k, _ in model.calls if k == "query"])
+    run_turn(rt, ALICE, "s1", QUESTIONS[0][0])
+    asked = [t for k, batch in model.calls if k == "query" for t in batch][queries:]
+    assert asked == [QUESTIONS[0][0]]  # recall embedded the message once
+    calls, tokens = embedding_usage(rt)
+    assert calls == before[0] + 1 and tokens > before[1]
+
+
+def test_a_search_of_a_shared_scope_counts_the_query_in_the_callers_day() -> None:
+    from agent_harness.memory.search import search_memory
+    from agent_harness.memory.vectors import query_vectors
+
+    rt = runtime()
+    scope = User.for_scope("project:apollo")
+    queries = query_vectors(rt, ALICE)
+    search_memory(rt, scope, QUESTIONS[0][0], "ranked", 5, rt.search_cache, queries=queries)
+    search_memory(rt, ALICE, QUESTIONS[0][0], "ranked", 5, rt.search_cache, queries=queries)
+    assert embedding_usage(rt) == (1, embedding_usage(rt)[1])  # one text, embedded once
+    assert embedding_usage(rt, scope) == (0, 0)
+
+
+def test_recall_by_meaning_reads_the_vectors_only_when_the_listing_shows_a_new_version() -> None:
+    from agent_harness.agent.turn import run_turn
+
+    rt = runtime(recall_listing_seconds=0)  # every turn lists, as after the window
+    save(rt, *FACTS)
+    got: list[str] = []
+    original = rt.store.get
+    rt.store.get = lambda user, path: got.append(path) or original(user, path)
+    path = vector_path(ConceptModel.name)
+
+    run_turn(rt, ALICE, "s1", QUESTIONS[0][0])  # a cold read: the object is fetched once
+    run_turn(rt, ALICE, "s2", QUESTIONS[1][0])  # listed with the same ETag: no GET
+    assert got.count(path) == 1
+    save(rt, "We adopted a grey cat called Pixel.")  # a new version of the vectors
+    got.clear()
+    run_turn(rt, ALICE, "s3", QUESTIONS[2][0])
+    assert got.count(path) <= 1  # read again at most once (this container wrote it)

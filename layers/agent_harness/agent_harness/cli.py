@@ -200,6 +200,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     reindex.add_argument("user")
 
+    vectors = commands.add_parser(
+        "vectors",
+        help="embed what a user's memory and messages lack (after a model change), with progress",
+    )
+    vectors.add_argument("user")
+
     rollback = commands.add_parser("rollback", help="restore a MEMORY.md version")
     rollback.add_argument("user")
     rollback.add_argument("version_id")
@@ -296,6 +302,18 @@ def run(args: argparse.Namespace, rt: Runtime, out: Callable[[str], None] = prin
 
         # a damaged or outdated snapshot reads as empty, so it is rebuilt whole
         _print({"snapshots_written": refresh_snapshots(rt, user)})
+    elif args.command == "vectors":
+        from agent_harness.memory.vectors import backfill
+
+        if rt.embeddings() is None:
+            out("no embedding model: set HARNESS_EMBEDDING_MODEL (docs/models.md)")
+            return 2
+
+        def progress(part: str, done: Any) -> None:  # on stderr: stdout stays JSON
+            line = f"{part}: {done.embedded} embedded, {done.missing} to go, {done.lines} lines"
+            print(line, file=sys.stderr, flush=True)
+
+        _print({part: asdict(done) for part, done in backfill(rt, user, progress).items()})
     elif args.command == "rollback":
         document = files.rollback_memory(rt, user, args.version_id, writer="cli")
         _print({"restored": args.version_id, "etag": document.etag})

@@ -12,6 +12,8 @@ and recognise paths only through these names, so a layout change is one edit her
     tool-results/<s>/<call>-<sha>.txt        an evicted tool result, content-addressed
     index/threads/YYYY-MM.jsonl              derived thread-search segments, rebuildable
     index/ranked/<files>-YYYY-MM.json        derived ranked-index snapshots, rebuildable
+    index/vectors/<model>/memory.json        derived vectors of memory lines, rebuildable
+    index/vectors/<model>/threads-YYYY-MM.json   derived vectors of a month's messages
     review/queue.jsonl                       lines the gate held for a person's review
 """
 

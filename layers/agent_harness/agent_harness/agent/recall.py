@@ -30,6 +30,7 @@ from agent_harness.memory.engine.corpus import (
     joint_listing,
     load_ledgers,
     load_segments,
+    recent_listing,
 )
 from agent_harness.memory.engine.fusion import floor
 from agent_harness.memory.engine.segments import record_text
@@ -46,8 +47,8 @@ from agent_harness.memory.recall import (
     recall_query,
     select_lines,
 )
-from agent_harness.memory.vectors import lines_by_meaning
-from agent_harness.paths import LEDGER_DIR, SEGMENT_DIR
+from agent_harness.memory.vectors import lines_by_meaning, query_vectors
+from agent_harness.paths import LEDGER_DIR, SEGMENT_DIR, VECTOR_DIR
 from agent_harness.records import RecallCut, RecalledLine
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from agent_harness.agent.scoped import ScopeMemories
+    from agent_harness.embeddings.queries import QueryVectors
     from agent_harness.ids import User
     from agent_harness.memory.engine.cache import MemoryIndexCache
     from agent_harness.memory.engine.file_index import FileIndex
@@ -77,9 +79,19 @@ class Recall:
     turn; ``message`` waits for them."""
 
     def __init__(
-        self, rt: Runtime, user: User, session: str | None = None, *, fresh: bool = False
+        self,
+        rt: Runtime,
+        user: User,
+        session: str | None = None,
+        *,
+        fresh: bool = False,
+        queries: QueryVectors | None = None,
+        text: str | None = None,
     ) -> None:
         self._rt, self._user, self._session = rt, user, session
+        self._queries = queries
+        if queries is not None and text is not None:
+            queries.prefetch(text)  # embedded while the reads below are in flight
         # a turn may reuse the container's recent LIST of memory/; an operator's preview
         # must see what was just flushed
         listing_seconds = 0 if fresh else rt.settings.recall_listing_seconds
@@ -87,12 +99,15 @@ class Recall:
         read = partial(_read, rt=rt, user=user, cache=cache, max_age=listing_seconds)
         self._ledgers: Future[list[tuple[str, FileIndex]]]
         self._segments: Future[list[tuple[str, Segment]]] | None = None
+        self._joint: Future[dict[str, list[ObjectInfo]]] | None = None
+        self._listing_seconds = listing_seconds
         if not rt.settings.recall_messages:
             self._ledgers = _READERS.submit(read, load_ledgers, None)
             return
-        # both folders in one LIST, each then read apart. No deadlock: a task waits only
-        # on one submitted before it, so already started
+        # the folders in one LIST (the vectors' too), each then read apart. No deadlock: a
+        # task waits only on one submitted before it, so already started
         joint = _READERS.submit(joint_listing, rt, user, listings, listing_seconds)
+        self._joint = joint
         self._ledgers = _READERS.submit(read, load_ledgers, joint, LEDGER_DIR)
         self._segments = _READERS.submit(read, load_segments, joint, SEGMENT_DIR)
 
@@ -172,18 +187,29 @@ class Recall:
         """The message's cosine with each line (recall by meaning), or None: no
         embedding model, or the query could not be embedded in time (ranking stays
         lexical; ``Embedder.query`` logs and counts it)."""
-        embedder = self._rt.embeddings()
-        if embedder is None:
+        queries = self._queries or query_vectors(self._rt, self._user)
+        if queries is None:
             return None
-        vector = embedder.query(query, seconds_left=self._rt.deadline.remaining())
+        vector = queries.vector(query)
         if vector is None:
             return None
+        embedder = queries.embedder
         try:
-            cosines = lines_by_meaning(self._rt, self._user, files, embedder, vector)
+            listed = self._vector_listing()
+            cosines = lines_by_meaning(self._rt, self._user, files, embedder, vector, listed)
         except HarnessError as exc:
             logger.warning("recall by meaning skipped", extra={"error": str(exc)})
             return None
         return cosines, floor(embedder.name, self._rt.settings.embedding_min_score)
+
+    def _vector_listing(self) -> list[ObjectInfo] | None:
+        """The vector objects as this turn's joint LIST (or the container's recent one)
+        found them; None: not listed, a GET decides."""
+        joint = self._joint.result() if self._joint is not None else {}
+        if VECTOR_DIR in joint:
+            return joint[VECTOR_DIR]
+        rt = self._rt
+        return recent_listing(rt, self._user, VECTOR_DIR, rt.listings, self._listing_seconds)
 
     def _with_scopes(
         self,
@@ -310,14 +336,22 @@ def _read(
 
 
 def start_recall(
-    rt: Runtime, user: User, session: str | None = None, *, fresh: bool = False
+    rt: Runtime,
+    user: User,
+    session: str | None = None,
+    *,
+    fresh: bool = False,
+    queries: QueryVectors | None = None,
+    text: str | None = None,
 ) -> Recall | None:
     """Start reading for automatic recall (for a turn of ``session``, whose own messages
-    are not recalled), or None when it is off."""
+    are not recalled), or None when it is off. ``queries``: the turn's query vectors
+    (metered with the turn; None: made on use, counted in the user's day), which start
+    embedding the turn's message ``text`` now."""
     settings = rt.settings
     if settings.disable_memory_hooks or settings.recall_max_tokens <= 0:
         return None
-    return Recall(rt, user, session, fresh=fresh)
+    return Recall(rt, user, session, fresh=fresh, queries=queries, text=text)
 
 
 @dataclass(frozen=True)

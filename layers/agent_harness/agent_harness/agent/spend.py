@@ -8,8 +8,9 @@
     else        spent mid-turn) ``settle`` counts the calls that returned, in one write
 
 The models of the turn are metered (``meter``), so a call is known the moment it
-returns; a conversation's history imported with a new session is admitted under the
-daily import budget, and given back if the turn writes nothing.
+returns (its query embeddings too: ``queries``); a conversation's history imported with
+a new session is admitted under the daily import budget, and given back if the turn
+writes nothing.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_harness.import_budget import admit_imports, release_imports
+from agent_harness.memory.vectors import query_vectors
 from agent_harness.meter import Meter, Metered, Spend
 from agent_harness.usage import combine, count_unfinished, token_guard, turn_delta
 
 if TYPE_CHECKING:
+    from agent_harness.embeddings.queries import QueryVectors
     from agent_harness.ids import User
     from agent_harness.models import Role
     from agent_harness.models.base import ChatModel
@@ -57,6 +60,16 @@ class TurnSpend:
         #: under a token limit, a call after the first is refused once the day is spent
         self.meter = Meter(token_guard(rt, user, admission))
         self._imports: ImportCheck | None = None
+        self._queries: list[QueryVectors | None] = []
+
+    @property
+    def queries(self) -> QueryVectors | None:
+        """The request's query vectors (recall's and the memory tools'), metered like its
+        models under the ``embedding`` role; None without an embedding model."""
+        if not self._queries:
+            metered = query_vectors(self.rt, self.user, lambda u: self.meter.add("embedding", u))
+            self._queries.append(metered)
+        return self._queries[0]
 
     def model(self, role: Role) -> ChatModel:
         return Metered(self.rt.models.for_role(role), self.meter, role)

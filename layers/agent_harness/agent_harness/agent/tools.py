@@ -52,6 +52,7 @@ from agent_harness.models.base import ToolCall, ToolSpec
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from agent_harness.embeddings.queries import QueryVectors
     from agent_harness.ids import User
     from agent_harness.runtime import Runtime
     from agent_harness.scopes import Grant
@@ -253,6 +254,8 @@ class MemoryTools:
     scopes: list[Grant] = field(default_factory=list)
     #: what the turn's model has been shown below the user (agent.exposure)
     exposure: Exposure = field(default_factory=Exposure)
+    #: the turn's query vectors: each query embedded once, metered with the turn
+    queries: QueryVectors | None = None
 
     def registry(self, *, after: Callable[[ToolCall, str], str] | None = None) -> ToolRegistry:
         return ToolRegistry(self.tools(), after=after)
@@ -379,7 +382,24 @@ class MemoryTools:
         args = _SearchArgs.model_validate(arguments)
         query = args.query or ""
         mode = parse_match_mode(args.matchMode)
-        return render(query, run(self.rt, self.user, query, mode, args.limit, self.rt.search_cache))
+        found = run(
+            self.rt,
+            self.user,
+            query,
+            mode,
+            args.limit,
+            self.rt.search_cache,
+            queries=self._queries(),
+        )
+        return render(query, found)
+
+    def _queries(self) -> QueryVectors | None:
+        """The turn's query vectors; outside a turn, one set for this box's searches."""
+        if self.queries is None:
+            from agent_harness.memory.vectors import query_vectors
+
+            self.queries = query_vectors(self.rt, self.user)
+        return self.queries
 
     def search(self, arguments: dict[str, Any]) -> str:
         args = _MemorySearchArgs.model_validate(arguments)
@@ -405,6 +425,7 @@ class MemoryTools:
                     self.rt.search_cache,
                     include_superseded=args.includeSuperseded,
                     as_of=args.asOf,
+                    queries=self._queries(),
                 ),
             )
             for label, owner in owners

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from agent_harness.agent.client_tools import ClientTools
+    from agent_harness.embeddings.queries import QueryVectors
     from agent_harness.ids import User
     from agent_harness.models.base import Message, ToolCall, ToolSpec
     from agent_harness.runtime import Runtime
@@ -88,14 +89,17 @@ def turn_tools(
     client: ClientTools | None,
     scopes: Sequence[Grant] = (),
     untrusted: dict[str, str] | None = None,
+    *,
+    queries: QueryVectors | None = None,
 ) -> TurnTools | None:
     """The turn's tool box, or None when it offers no tool at all. ``scopes``: the
     session's bound shared scopes, which memory_search and memory_get also read. What
     the turn's model is shown (``TurnTools.seen``) decides what its memory writes may
     claim (agent.exposure); ``untrusted``: what the session's history held below the
-    user (``WorkingContext.untrusted``)."""
+    user (``WorkingContext.untrusted``); ``queries``: the turn's query vectors (its
+    searches by meaning, metered with the turn)."""
     exposure = Exposure(dict(untrusted or {}))
-    memory = MemoryTools(rt, user, scopes=list(scopes), exposure=exposure)
+    memory = MemoryTools(rt, user, scopes=list(scopes), exposure=exposure, queries=queries)
     served = [] if rt.settings.disable_memory_tools else memory.tools()
     promote = None if rt.settings.disable_memory_tools else promote_tool(rt, scopes, exposure)
     served += [promote] if promote is not None else []

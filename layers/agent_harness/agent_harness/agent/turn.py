@@ -218,7 +218,8 @@ class _Turn:
         state = self.lease.state
         if message is None and state.turn == 0 and state.pause is None:
             raise pause.no_pending(self.session_id)  # a new session awaits nothing
-        recall = start_recall(self.rt, self.user, self.session_id) if message is not None else None
+        who, queries = (self.rt, self.user, self.session_id), self.spend.queries
+        recall = start_recall(*who, queries=queries, text=message) if message is not None else None
         memory = self._load(state, with_memory=message is not None)
         fresh = state.turn == 0 and state.pause is None and self.context.last_turn == 0
         # every request grants the session's scopes again, before anything is written
@@ -389,12 +390,9 @@ class _Turn:
     def _advance(self, draft: Draft, *, final: bool = False, commit: bool = True) -> TurnResult:
         def attempt() -> LoopResult:
             client = ClientTools(draft.client_tools) if draft.client_tools else None
-            untrusted = self.context.untrusted
-            tools = (
-                None
-                if final
-                else turn_tools(self.rt, self.user, self.session_id, client, self.grants, untrusted)
-            )
+            box = (self.rt, self.user, self.session_id, client, self.grants)
+            untrusted, queries = self.context.untrusted, self.spend.queries
+            tools = None if final else turn_tools(*box, untrusted, queries=queries)
             persona = draft.instructions or self.context.agents_md
             prompt = build_messages(
                 system_prompt(persona, tools=self.tools_on, hooks=self.hooks_on),

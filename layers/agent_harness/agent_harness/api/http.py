@@ -197,7 +197,7 @@ class Http:
         """A search route (memory or threads): blank queries say so; hits carry
         ``fields`` (and the score when ranked, the others when set); ``extra`` names the
         arguments of ``run`` that are fields of ``body``."""
-        self.user()
+        caller = self.user()
         request = self.body(body)
         grant = self.grant(getattr(request, "scope", None), "read")
         user = grant.owner
@@ -206,6 +206,10 @@ class Http:
             return json_response(200, {"hits": [], "message": "no query provided"})
         given = {arg: getattr(request, name) for arg, name in extra.items()}
         limit, cache = request.limit, self._rt.search_cache
+        from agent_harness.memory.vectors import query_vectors
+
+        # a query embedded for a scope's search is the caller's spend, not the scope's
+        given["queries"] = query_vectors(self._rt, caller)
         hits = run(self._rt, user, query, request.match_mode, limit, cache, **given)
         rows = [
             {f: getattr(h, f) for f in fields}

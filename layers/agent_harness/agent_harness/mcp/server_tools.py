@@ -139,9 +139,11 @@ def _memory_search(rt: Runtime, caller: Caller, args: MemorySearchBody) -> Outpu
     include_superseded. Each hit is one line, 'Source: <path>#<line> (fact <id>): <text>';
     read around it with memory_get, correct a wrong fact by its id with memory_correct."""
     from agent_harness.memory.search import format_hits, search_memory
+    from agent_harness.memory.vectors import query_vectors
 
     owner = _owner(rt, caller, args.scope, "read")
-    query, mode = args.query or "", parse_match_mode(args.match_mode)  # null: phrase
+    # null: the phrase, else ranked (the answer's match_mode says which)
+    query, mode = args.query or "", parse_match_mode(args.match_mode)
     hits = search_memory(
         rt,
         owner,
@@ -151,6 +153,7 @@ def _memory_search(rt: Runtime, caller: Caller, args: MemorySearchBody) -> Outpu
         rt.search_cache,
         include_superseded=args.include_superseded,
         as_of=args.as_of,
+        queries=query_vectors(rt, caller.user),  # the caller's spend, not a scope's
     )
     return format_hits(query, hits), {"hits": hits, "match_mode": answered_mode(mode, hits)}
 

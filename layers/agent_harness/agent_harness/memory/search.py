@@ -37,10 +37,11 @@ from agent_harness.memory.engine.truth import Truth, day_of_path, truth_of
 from agent_harness.memory.facts.authority import parse_fact
 from agent_harness.memory.facts.ledger import day_of
 from agent_harness.memory.facts.secrets import without_secrets
-from agent_harness.memory.vectors import lines_by_meaning
+from agent_harness.memory.vectors import lines_by_meaning, query_vectors
 from agent_harness.paths import MEMORY_FILE
 
 if TYPE_CHECKING:
+    from agent_harness.embeddings.queries import QueryVectors
     from agent_harness.ids import User
     from agent_harness.memory.engine.cache import MemoryIndexCache
     from agent_harness.memory.engine.file_index import FileIndex
@@ -62,7 +63,11 @@ def search_memory(
     *,
     include_superseded: bool = False,
     as_of: str | None = None,
+    queries: QueryVectors | None = None,
 ) -> list[Hit]:
+    """``queries``: the request's query vectors (one embedding per text however many
+    memories it searches, counted where the request counts; None: made here, counted in
+    ``user``'s day)."""
     if not query or not query.strip():
         return []
     with building():  # a cold query fills the cache; its joins are kept there too
@@ -80,7 +85,9 @@ def search_memory(
         hits = search_files(files, query, mode, wanted, turns, weight)
         fell_back = mode == "auto" and (not hits or hits[0].match_mode == "ranked")
         if mode == "ranked" or fell_back:
-            hits = _by_meaning(rt, user, files, query, hits, wanted, auto=fell_back)
+            if queries is None:
+                queries = query_vectors(rt, user)
+            hits = _by_meaning(rt, user, files, query, hits, wanted, queries, auto=fell_back)
     labelled = (_labelled(h, truth) for h in hits)
     kept = [h for h in labelled if include_superseded or h.state in (None, "current")]
     # after labelling (truth finds a fact by its stored text), on the few hits returned
@@ -94,18 +101,19 @@ def _by_meaning(
     query: str,
     lexical: list[Hit],
     limit: int,
+    queries: QueryVectors | None,
     *,
     auto: bool,
 ) -> list[Hit]:
     """The hybrid ranking (memory.engine.fusion) when an embedding model is configured;
     the lexical one otherwise, or when the query cannot be embedded in time
     (``Embedder.query``: logged, counted, never a failed search)."""
-    embedder = rt.embeddings()
-    if embedder is None:
+    if queries is None:
         return lexical
-    vector = embedder.query(query, seconds_left=rt.deadline.remaining())
+    vector = queries.vector(query)
     if vector is None:
         return lexical
+    embedder = queries.embedder
     cosines = lines_by_meaning(rt, user, files, embedder, vector)
     cut = floor(embedder.name, rt.settings.embedding_min_score)
     fused = fuse(files, query, lexical, cosines, limit, cut)

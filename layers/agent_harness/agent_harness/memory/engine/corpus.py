@@ -36,6 +36,7 @@ from agent_harness.paths import (
     MEMORY_FILE,
     SEGMENT_DIR,
     SNAPSHOT_DIR,
+    VECTOR_DIR,
     ledger_date,
     snapshot_path,
     snapshot_sources,
@@ -158,8 +159,10 @@ def load_ledgers(
     return load_listed(rt, user, cache, listed, index_memory_file, restore=snapshots.decode_ledger)
 
 
-#: the folders recall reads, with the ending of the files it reads in each
-_SUFFIX = {LEDGER_DIR: ".md", SEGMENT_DIR: ".jsonl"}
+#: the folders recall reads, with the ending of the files it reads in each (the vectors
+#: of recall by meaning, with an embedding model, sort between the other two: listing
+#: them costs no request)
+_SUFFIX = {LEDGER_DIR: ".md", SEGMENT_DIR: ".jsonl", VECTOR_DIR: ".json"}
 #: what a joint LIST asks for beyond the files found last time: files added since, and a
 #: key past the last folder that shows it has ended (each key costs parsing)
 JOINT_SLACK = 8
@@ -185,6 +188,14 @@ def _listing(
     return listed
 
 
+def recent_listing(
+    rt: Runtime, user: User, folder: str, listings: RecentListings, max_age: float
+) -> list[ObjectInfo] | None:
+    """The files of ``folder`` as this container last listed them, if younger than
+    ``max_age`` seconds (never a request)."""
+    return listings.get(_listing_key(user, folder), rt.clock.now().timestamp(), max_age)
+
+
 def _listing_key(user: User, folder: str) -> str:
     return f"{user.key} {folder}"
 
@@ -192,12 +203,14 @@ def _listing_key(user: User, folder: str) -> str:
 def joint_listing(
     rt: Runtime, user: User, listings: RecentListings, max_age: float
 ) -> dict[str, list[ObjectInfo]]:
-    """The ledgers' and the thread segments' files, by folder, listed together (one
-    request while there are about as many as the container last saw, or ``JOINT_FIRST``
-    at first), when both need a LIST. Else, or if that fails, nothing: each is then
-    listed on its own."""
+    """The ledgers', the thread segments' and the vectors' files, by folder, listed
+    together (one request while there are about as many as the container last saw, or
+    ``JOINT_FIRST`` at first), when all need a LIST. Else, or if that fails, nothing:
+    each is then listed on its own."""
     now = rt.clock.now().timestamp()
-    keys = {folder: _listing_key(user, folder) for folder in _SUFFIX}
+    meaning = rt.embeddings() is not None  # built, not loaded: the model loads on first use
+    folders = [f for f in _SUFFIX if meaning or f != VECTOR_DIR]
+    keys = {folder: _listing_key(user, folder) for folder in folders}
     if any(listings.get(key, now, max_age) is not None for key in keys.values()):
         return {}
     counts = [listings.count(key) for key in keys.values()]

@@ -1,25 +1,31 @@
 """Hybrid ranking: a line's words and its meaning, fused into one order.
 
-    lexical  BM25 (``memory.engine.index.rank``) scaled by the best hit's, times the
-             line's coverage: the share of the query's words the line itself holds,
-             each weighted by its rarity (``coverage``). A line that matched only "user"
-             or "'s" covers next to nothing of the question, so it no longer outranks
-             the right line found by meaning; a lexical hit that covers less than
-             ``MIN_COVERAGE`` and has no semantic support is noise and is not returned
+    lexical  BM25 (``memory.engine.index.rank``: a fact's linked turns, a message's
+             linked facts included) scaled by the best hit's, weighed by the line's
+             coverage of the query (the share of its words, by rarity, the line itself
+             holds: a line matched only through "user" or "'s" weighs next to
+             nothing), and by how far the query's words can be trusted at all
+             (``words_confidence``: a question worded unlike everything stored matches
+             a word or two of any line, one that reuses a line's words most of them)
     semantic the cosine of the line's vector with the query's, counted only above the
              model's floor (``floor``), scaled between the floor and the best cosine
-    fused    ``SEMANTIC_WEIGHT`` * semantic + (1 - ``SEMANTIC_WEIGHT``) * lexical
+    fused    w * semantic + (1 - w) * lexical, w moving from the profile's
+             ``semantic_weight`` (words trusted) to its ``untrusted_weight`` (not)
 
-Each weight and floor was chosen on the tuning data only (docs/benchmarks.md): the
-paraphrase set's tuning half and the five LoCoMo tuning conversations; the figures on
-the held-out halves are the scorecard. A fused hit says how it matched: ``words``,
-``meaning`` or ``both``. Pure: no AWS, no Runtime.
+A lexical hit covering less than ``MIN_COVERAGE`` of a query whose words are not fully
+trusted, with no semantic support, is noise and is not returned. Two profiles, each
+chosen on the tuning data only (docs/benchmarks.md: the paraphrase set's tuning half and
+the five LoCoMo tuning conversations; the held-out halves are the scorecard):
+``FACTS`` for memory lines (short facts, where meaning is strong) and ``MESSAGES`` for
+thread search (conversation, where the words carry more and a small model's meaning
+less). A fused hit says how it matched: ``words``, ``meaning`` or ``both``. Pure: no
+AWS, no Runtime.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from agent_harness.memory.engine.index import Hit
@@ -27,13 +33,37 @@ from agent_harness.memory.engine.vectors import fact_body, keyed_lines, line_key
 from agent_harness.text import terms
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agent_harness.memory.engine.file_index import FileIndex
 
-__all__ = ["MIN_COVERAGE", "SEMANTIC_WEIGHT", "coverage", "floor", "fuse"]
+__all__ = ["FACTS", "MESSAGES", "MIN_COVERAGE", "Profile", "coverage", "floor", "fuse"]
 
-SEMANTIC_WEIGHT = 0.6
+
+@dataclass(frozen=True)
+class Profile:
+    """How one kind of line is fused (see the module)."""
+
+    semantic_weight: float
+    untrusted_weight: float
+    #: how much a line's own coverage weighs in its lexical score (the rest is its BM25
+    #: rank, which counts the words of linked facts and turns too)
+    coverage_weight: float
+    #: the query's words are not trusted when its best lexical hits cover at most
+    #: ``words_low`` of it, and trusted in full from ``words_full``
+    words_low: float
+    words_full: float
+
+
+#: memory lines (memory search, automatic recall, the flush's related facts). Tuning
+#: half: paraphrase R@5 0.94, LoCoMo observations 0.629 (BM25 alone 0.01 and 0.622)
+FACTS = Profile(0.35, 0.7, 0.5, 0.25, 0.55)
+#: messages (thread search). Tuning half: LoCoMo turns 0.693 (BM25 alone 0.680)
+MESSAGES = Profile(0.3, 0.9, 0.2, 0.2, 0.4)
 #: a lexical hit holding less of the question than this, with no semantic support, is noise
 MIN_COVERAGE = 0.3
+#: the lexical hits whose coverage says how far the query's words can be trusted
+CONFIDENCE_HITS = 10
 #: each known model's floor: below it, a line's meaning is no evidence. e5's (its two
 #: views' score, memory.engine.vectors) is the 2nd percentile of the right fact's on the
 #: paraphrase set's tuning half; unrelated sentences sit around 0.70-0.78
@@ -79,6 +109,15 @@ def coverage(files: list[tuple[str, FileIndex]], query: str, hits: list[Hit]) ->
     return out
 
 
+def words_confidence(shares: list[float], low: float, full: float) -> float:
+    """How far a query's words can be trusted, 0 to 1, from the best coverage among its
+    best lexical hits: a question worded unlike everything stored matches only a word
+    or two of any line (nothing to trust: the ranking is by meaning), one that reuses a
+    line's words matches most of them (the lexical ranking counts in full)."""
+    best = max(shares[:CONFIDENCE_HITS], default=0.0)
+    return min(1.0, max(0.0, (best - low) / max(full - low, 1e-6)))
+
+
 def fuse(
     files: list[tuple[str, FileIndex]],
     query: str,
@@ -87,27 +126,40 @@ def fuse(
     limit: int,
     min_cosine: float,
     *,
-    semantic_weight: float = SEMANTIC_WEIGHT,
+    profile: Profile = FACTS,
     min_coverage: float = MIN_COVERAGE,
+    body_of: Callable[[str], str | None] = fact_body,
+    distinct: bool = True,
 ) -> list[Hit]:
     """The best ``limit`` lines of ``files`` by fused score (``cosines``: line key ->
-    cosine with the query, ``memory.engine.vectors``); a line found by its words alone
-    must cover ``min_coverage`` of the query."""
+    cosine with the query, ``memory.engine.vectors``). ``body_of``: what of a line was
+    embedded (a fact's text; a message as indexed); ``distinct``: each text once
+    (memory: MEMORY.md repeats the ledgers' facts; not messages, each said at its own
+    time)."""
     scores: dict[tuple[str, int], float] = {}
     how: dict[tuple[str, int], set[str]] = {}
     texts: dict[tuple[str, int], str] = {}
     best_lexical = max((h.score or 0.0 for h in lexical), default=0.0) or 1.0
-    for hit, share in zip(lexical, coverage(files, query, lexical), strict=True):
+    shares = coverage(files, query, lexical)
+    trust = words_confidence(shares, profile.words_low, profile.words_full)
+    # the less the words are trusted, the more the meaning
+    semantic_weight = profile.untrusted_weight + trust * (
+        profile.semantic_weight - profile.untrusted_weight
+    )
+    cw = profile.coverage_weight
+    for hit, share in zip(lexical, shares, strict=True):
         place = (hit.path, hit.line)
-        scores[place] = (1 - semantic_weight) * ((hit.score or 0.0) / best_lexical) * share
-        how[place] = {"words"} if share >= min_coverage else set()
+        weight = trust * (1 - cw + cw * share)
+        scores[place] = (1 - semantic_weight) * ((hit.score or 0.0) / best_lexical) * weight
+        kept = trust > 0 and (share >= min_coverage or trust >= 1)
+        how[place] = {"words"} if kept else set()
         texts[place] = hit.text
     above = {k: c for k, c in cosines.items() if c >= min_cosine}
     if above:
         best = max(above.values())
         span = max(best - min_cosine, 1e-6)
         lines = dict(files)
-        for key, places in keyed_lines(files).items():
+        for key, places in keyed_lines(files, body_of).items():
             cosine = above.get(key)
             if cosine is None:
                 continue
@@ -123,11 +175,12 @@ def fuse(
     for place in ranked:
         if len(out) >= limit:
             break
-        body = fact_body(texts[place])
-        key = line_key(body) if body is not None else texts[place].strip().casefold()
-        if key in seen:  # each distinct line once (MEMORY.md repeats the ledgers' facts)
-            continue
-        seen.add(key)
+        if distinct:
+            body = body_of(texts[place])
+            key = line_key(body) if body is not None else texts[place].strip().casefold()
+            if key in seen:  # each distinct line once
+                continue
+            seen.add(key)
         matched = how[place]
         kind = "both" if len(matched) == 2 else next(iter(matched))
         out.append(

@@ -1,6 +1,7 @@
 """The persisted vectors of a memory's lines: their format, keys and scoring.
 
-    index/vectors/<model>/memory.json     every current ledger fact and MEMORY.md line
+    index/vectors/<model>/memory.json          every current ledger fact and MEMORY.md line
+    index/vectors/<model>/threads-2026-11.json every message of a month's thread segment
 
     {"format": 1, "model": "local:multilingual-e5-small", "dims": 768, "views": 2,
      "keys": "<key><key>...",                16 hex characters per line
@@ -38,6 +39,8 @@ from agent_harness.paths import VECTOR_DIR
 from agent_harness.text import fold
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agent_harness.memory.engine.file_index import FileIndex
 
 __all__ = [
@@ -47,8 +50,10 @@ __all__ = [
     "encode",
     "fact_body",
     "line_key",
+    "message_body",
     "normalised",
     "row_scores",
+    "thread_vector_path",
     "vector_path",
 ]
 
@@ -62,6 +67,18 @@ _SPACE = re.compile(r"\s+")
 def vector_path(model: str) -> str:
     """Where a memory's vectors of ``model`` live (one object per model)."""
     return f"{VECTOR_DIR}{re.sub(r'[^A-Za-z0-9.-]+', '-', model).strip('-')}/memory.json"
+
+
+def thread_vector_path(model: str, segment: str) -> str:
+    """Where the vectors of a month segment's messages live (``index/threads/2026-11.jsonl``
+    -> ``index/vectors/<model>/threads-2026-11.json``)."""
+    month = segment.rsplit("/", 1)[-1].removesuffix(".jsonl")
+    return vector_path(model).removesuffix("memory.json") + f"threads-{month}.json"
+
+
+def message_body(line: str) -> str | None:
+    """The words of a thread-index row that are embedded: the message as indexed."""
+    return line if line.strip() else None
 
 
 def fact_body(line: str) -> str | None:
@@ -178,12 +195,15 @@ def normalised(matrix: Any, views: int) -> Any:
     return np.concatenate(out, axis=1) if views > 1 else out[0]
 
 
-def keyed_lines(files: list[tuple[str, FileIndex]]) -> dict[str, list[tuple[str, int]]]:
-    """Each searchable line's key -> where it is: (path, 1-based line)."""
+def keyed_lines(
+    files: list[tuple[str, FileIndex]], body_of: Callable[[str], str | None] = fact_body
+) -> dict[str, list[tuple[str, int]]]:
+    """Each searchable line's key -> where it is: (path, 1-based line); ``body_of``: what
+    of a line is embedded (a fact's text, a message as indexed)."""
     out: dict[str, list[tuple[str, int]]] = {}
     for path, index in files:
         for number, line in enumerate(index.lines, start=1):
-            body = fact_body(line)
+            body = body_of(line)
             if body is not None:
                 out.setdefault(line_key(body), []).append((path, number))
     return out

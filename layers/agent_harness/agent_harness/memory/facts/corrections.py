@@ -53,6 +53,7 @@ from agent_harness.memory.facts.lifecycle import (
     split_marks,
 )
 from agent_harness.memory.owner import Memory
+from agent_harness.memory.vectors import drop_retired
 from agent_harness.paths import LEDGER_DIR, archive_day, ledger_day
 
 if TYPE_CHECKING:
@@ -287,6 +288,7 @@ def correct_fact(
         return render_section("Correction", now, rt.settings.zone, [line], source)
 
     Memory(rt, user).append_ledger(day, addition)
+    drop_retired(rt, user)  # a vector is personal data: the retired fact's goes now
     return written[0]
 
 

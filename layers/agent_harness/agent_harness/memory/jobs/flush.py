@@ -64,7 +64,7 @@ from agent_harness.memory.owner import Memory
 from agent_harness.memory.review import hold
 from agent_harness.memory.threads import index_turns
 from agent_harness.memory.vectors import refresh_best_effort
-from agent_harness.paths import MEMORY_FILE, ledger_path, segment_path, turn_path
+from agent_harness.paths import MEMORY_FILE, SEGMENT_DIR, ledger_path, segment_path, turn_path
 from agent_harness.records import TurnRecord
 from agent_harness.usage import memory_budget_exhausted, renewal
 
@@ -213,8 +213,8 @@ def _refresh_written(
         paths |= {segment_path(r.created().astimezone(zone)) for r in records}
     if paths:
         refresh_snapshots(rt, user, paths)
-    if outcome.days or saved:
-        refresh_best_effort(rt, user)
+    months = {p for p in paths if p.startswith(SEGMENT_DIR)}
+    refresh_best_effort(rt, user, memory=bool(outcome.days or saved), months=months)
 
 
 def _claim_gate(rt: Runtime, user: User, session_id: str) -> GateClaim:
