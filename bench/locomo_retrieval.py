@@ -571,6 +571,18 @@ def in_process(convs: tuple[str, ...], make: Callable[[str], Searcher]) -> list[
     return rows
 
 
+def lexical_tables(convs: tuple[str, ...]) -> dict[str, Any]:
+    """``ranked`` by words alone (the library in process, as the API ranks with
+    HARNESS_EMBEDDING_MODEL=off: the same figures), on tuning and held-out."""
+    rows = in_process(convs, _searcher)
+    tuning = tuple(c for c in convs if c in TUNING)
+    held_out = tuple(c for c in convs if c in HELD_OUT)
+    return {
+        "tuning": aggregate(rows, tuning) if tuning else {},
+        "held_out": aggregate(rows, held_out) if held_out else {},
+    }
+
+
 def _searcher(conv: str, /, **options: Any) -> Searcher:
     """The library's ``ranked`` on ``corpus(conv, **options)``."""
     return library_searcher(corpus(conv, **options))
@@ -745,6 +757,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     tuning = tuple(c for c in convs if c in TUNING)
     held_out = tuple(c for c in convs if c in HELD_OUT)
     plain = in_process(convs, lambda conv: plain_searcher(corpus(conv)))
+    words = lexical_tables(convs)
     unlinked = without_links(convs)
     return {
         "conversations": list(convs),
@@ -753,6 +766,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         "target_r5": TARGET,
         "heading_r5": HEADING,
         "embedding_model": EMBEDDING,
+        "lexical": words,
         "stack": {
             "stacks": STACKS,
             "wall_seconds": round(wall, 1),
@@ -849,11 +863,25 @@ def _verdicts(result: dict[str, Any]) -> str:
             above = sum(g > 0 for g in gaps)
             against = f"above DRAGON at {above} of {len(KS)} k (@5: {theirs[0]:.3f})"
         meets = "meets" if ours[0] >= result["target_r5"] else "misses"
+        model = result.get("embedding_model")
+        words = result.get("lexical", {}).get(part)
+        alone = (
+            f"; by words alone (no embedding model) {_r(words, f'{unit} ranked')}" if words else ""
+        )
         out.append(
             f"**{noun}**: recall@5 {ours[0]:.3f} on {scope} {meets} the "
             f"{result['target_r5']} target; plain BM25 gets {base:.3f} "
-            f"({ours[0] - base:+.3f} for ours); {against}, with no embedding model."
+            f"({ours[0] - base:+.3f} for ours){alone}; {against}, "
+            + (f"ranking by words and meaning ({model})." if model else "with no embedding model.")
         )
+    words = result.get("lexical", {}).get(part)
+    if words:
+        pairs = [
+            f"{noun.lower()} {_r(api[part], f'{unit} ranked', '1-4')} "
+            f"(words alone {_r(words, f'{unit} ranked', '1-4')})"
+            for unit, noun in (("turn", "Turns"), ("observation", "Observations"))
+        ]
+        out.append(f"On categories 1-4, recall@5 of {' and '.join(pairs)}.")
     ceiling = result.get("observation_ceiling", {}).get(part)
     if ceiling:
         out.append(

@@ -60,9 +60,12 @@ class Meter:
         if self._calls and self._guard is not None:
             self._guard(self._taken + self._pending.total_tokens)
 
-    def add(self, role: str, usage: Usage) -> None:
+    def add(self, role: str, usage: Usage, *, guarded: bool = True) -> None:
+        """Count one call's ``usage``. ``guarded``: a model call, after which the guard is
+        asked before the next; a query embedding (a few tokens, no answer) is counted
+        but leaves the request's first model call its first."""
         with self._lock:
-            self._calls += 1
+            self._calls += 1 if guarded else 0
             self._pending = self._pending + Spend({role: usage}, {role: 1})
 
     @property

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from agent_harness.embeddings.queries import QueryVectors
     from agent_harness.ids import User
     from agent_harness.models import Role
-    from agent_harness.models.base import ChatModel
+    from agent_harness.models.base import ChatModel, Usage
     from agent_harness.ports import AdmissionCheck, ImportCheck, UsageDelta
     from agent_harness.records import PendingTurn
     from agent_harness.runtime import Runtime
@@ -67,7 +67,11 @@ class TurnSpend:
         """The request's query vectors (recall's and the memory tools'), metered like its
         models under the ``embedding`` role; None without an embedding model."""
         if not self._queries:
-            metered = query_vectors(self.rt, self.user, lambda u: self.meter.add("embedding", u))
+
+            def spend(usage: Usage) -> None:
+                self.meter.add("embedding", usage, guarded=False)
+
+            metered = query_vectors(self.rt, self.user, spend)
             self._queries.append(metered)
         return self._queries[0]
 

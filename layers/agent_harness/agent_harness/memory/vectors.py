@@ -41,6 +41,7 @@ from agent_harness.memory.engine.vectors import (
     encode,
     fact_body,
     line_key,
+    line_keys,
     message_body,
     row_scores,
     thread_vector_path,
@@ -328,13 +329,11 @@ def lines_by_meaning(
     have = stored.rows if stored is not None else {}
     lacking: dict[str, str] = {}
     for _path, index in reversed(files):  # the newest ledgers first, MEMORY.md last
-        for line in reversed(index.lines):
-            body = fact_body(line)
-            if body is None:
-                continue
-            key = line_key(body)
-            if key not in have and key not in cosines:
-                lacking.setdefault(key, body)
+        keys = line_keys(index)
+        for number in range(len(keys) - 1, -1, -1):
+            key = keys[number]
+            if key is not None and key not in have and key not in cosines:
+                lacking.setdefault(key, fact_body(index.lines[number]) or "")
         if len(lacking) >= CATCH_UP_LINES:
             break
     todo = list(lacking.items())[:CATCH_UP_LINES]

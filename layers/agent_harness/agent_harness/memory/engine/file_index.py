@@ -98,6 +98,9 @@ class FileIndex:
     #: the records linked to turns, with their turns (``linked_groups``, on first use)
     _groups: list[tuple[list[int], Turns]] | None = field(default=None, repr=False)
     _sections: list[tuple[int, Turns]] | None = field(default=None, repr=False)
+    #: what other modules derive from the lines, kept with the index (per ETag) so a
+    #: warm query does not derive it again (memory.engine.vectors: each line's key)
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     _sections_json: str | None = field(default=None, repr=False)
     _link_counts: list[int] = field(default_factory=list, repr=False)
     #: ranking's split of long sections by the turns their records align with

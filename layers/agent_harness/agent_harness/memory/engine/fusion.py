@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from agent_harness.memory.engine.index import Hit
-from agent_harness.memory.engine.vectors import fact_body, keyed_lines, line_key
+from agent_harness.memory.engine.vectors import fact_body, keyed_lines, line_keys
 from agent_harness.text import terms
 
 if TYPE_CHECKING:
@@ -172,12 +172,13 @@ def fuse(
     ranked = sorted((p for p in scores if how.get(p)), key=lambda p: (-scores[p], p[0], p[1]))
     out: list[Hit] = []
     seen: set[str] = set()
+    keys = {path: line_keys(index, body_of) for path, index in files} if distinct else {}
     for place in ranked:
         if len(out) >= limit:
             break
         if distinct:
-            body = body_of(texts[place])
-            key = line_key(body) if body is not None else texts[place].strip().casefold()
+            found = keys[place[0]][place[1] - 1] if place[0] in keys else None
+            key = found or texts[place].strip().casefold()
             if key in seen:  # each distinct line once
                 continue
             seen.add(key)

@@ -50,6 +50,7 @@ __all__ = [
     "encode",
     "fact_body",
     "line_key",
+    "line_keys",
     "message_body",
     "normalised",
     "row_scores",
@@ -195,6 +196,19 @@ def normalised(matrix: Any, views: int) -> Any:
     return np.concatenate(out, axis=1) if views > 1 else out[0]
 
 
+def line_keys(
+    index: FileIndex, body_of: Callable[[str], str | None] = fact_body
+) -> list[str | None]:
+    """Each line's key (None: not searchable), derived once per index: a warm query
+    over thousands of lines does not parse and hash them again."""
+    name = f"line_keys:{body_of.__name__}"
+    found: list[str | None] | None = index.memo.get(name)
+    if found is None:
+        found = [line_key(b) if (b := body_of(line)) is not None else None for line in index.lines]
+        index.memo[name] = found
+    return found
+
+
 def keyed_lines(
     files: list[tuple[str, FileIndex]], body_of: Callable[[str], str | None] = fact_body
 ) -> dict[str, list[tuple[str, int]]]:
@@ -202,8 +216,7 @@ def keyed_lines(
     of a line is embedded (a fact's text, a message as indexed)."""
     out: dict[str, list[tuple[str, int]]] = {}
     for path, index in files:
-        for number, line in enumerate(index.lines, start=1):
-            body = body_of(line)
-            if body is not None:
-                out.setdefault(line_key(body), []).append((path, number))
+        for number, key in enumerate(line_keys(index, body_of), start=1):
+            if key is not None:
+                out.setdefault(key, []).append((path, number))
     return out
