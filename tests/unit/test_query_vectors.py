@@ -58,3 +58,17 @@ def test_a_request_embeds_at_most_max_queries_texts() -> None:
     found = [queries.vector(f"query {n}") for n in range(MAX_QUERIES + 3)]
     assert sum(v is not None for v in found) == MAX_QUERIES
     assert len(model.texts) == MAX_QUERIES
+
+
+def test_a_query_embedding_leaves_the_requests_first_model_call_unguarded() -> None:
+    from agent_harness.meter import Meter
+
+    asked: list[int] = []
+    meter = Meter(guard=asked.append)
+    meter.add("embedding", Usage(input_tokens=7), guarded=False)
+    meter.before_call()  # the agent's first model call: no budget read before it
+    assert asked == []
+    meter.add("agent", Usage(input_tokens=100, output_tokens=5))
+    meter.before_call()  # a second model call is guarded, the embedding's tokens counted
+    assert asked == [112]
+    assert meter.pending.calls == {"embedding": 1, "agent": 1}
