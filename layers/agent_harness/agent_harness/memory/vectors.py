@@ -26,7 +26,7 @@ race leave one winner, and the loser's lines are embedded again next time.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -68,7 +68,6 @@ __all__ = [
     "REFRESH_MAX_TEXTS",
     "Refreshed",
     "backfill",
-    "drop_retired",
     "lines_by_meaning",
     "memory_vectors",
     "messages_by_meaning",
@@ -100,6 +99,14 @@ class Refreshed:
     dropped: int = 0
     missing: int = 0  # still without a vector (over the run's cap)
     lines: int = 0  # the memory's searchable lines
+
+    def __add__(self, other: Refreshed) -> Refreshed:
+        return Refreshed(
+            self.embedded + other.embedded,
+            self.dropped + other.dropped,
+            self.missing + other.missing,
+            self.lines + other.lines,
+        )
 
 
 def wanted_lines(rt: Runtime, owner: User) -> dict[str, str]:
@@ -152,12 +159,7 @@ def refresh_thread_vectors(
             continue
         month = thread_vector_path(embedder.name, path)
         got = _reconcile(rt, user, embedder, month, message_texts(segment), limit - done.embedded)
-        done = Refreshed(
-            done.embedded + got.embedded,
-            done.dropped + got.dropped,
-            done.missing + got.missing,
-            done.lines + got.lines,
-        )
+        done += got
     return done
 
 
@@ -372,9 +374,8 @@ def backfill(
         total = Refreshed()
         while True:
             got = run(rt, owner)
-            total = Refreshed(
-                total.embedded + got.embedded, total.dropped + got.dropped, got.missing, got.lines
-            )
+            # what is left and the lines are the last run's, not a sum
+            total = replace(total + got, missing=got.missing, lines=got.lines)
             if progress is not None:
                 progress(part, total)
             if not got.missing or not got.embedded:
@@ -383,33 +384,26 @@ def backfill(
     return done
 
 
-def drop_retired(rt: Runtime, owner: User) -> None:
-    """A correction's: the vectors of the lines it retired dropped at once (nothing is
-    embedded on its request path; its new line gets a vector from the next refresh and
-    is found by meaning meanwhile through ``lines_by_meaning``'s catch-up). Best effort,
-    as ``refresh_best_effort``."""
-    if rt.embeddings() is None:
-        return
-    try:
-        refresh_vectors(rt, owner, limit=0)
-    except HarnessError as exc:
-        metrics.add_metric("VectorRefreshFailures", MetricUnit.Count, 1)
-        logger.warning("retired vectors not dropped", extra={"error": str(exc)})
-
-
 def refresh_best_effort(
-    rt: Runtime, owner: User, *, memory: bool = True, months: Iterable[str] = ()
+    rt: Runtime,
+    owner: User,
+    *,
+    memory: bool = True,
+    months: Iterable[str] = (),
+    limit: int = REFRESH_MAX_TEXTS,
 ) -> None:
     """``refresh_vectors`` (``memory``) and ``refresh_thread_vectors`` (the month
     segments ``months``) for a job whose own work is done: a failure is logged and
     counted (``VectorRefreshFailures``), and the next refresh catches up; memory
-    searches meanwhile embed the few newest lines they lack (``lines_by_meaning``)."""
+    searches meanwhile embed the few newest lines they lack (``lines_by_meaning``).
+    ``limit`` 0: a correction's, on its request path: the vectors of what it retired
+    are dropped at once and nothing is embedded (its new line is caught up by search)."""
     months = set(months)
     if rt.embeddings() is None or not (memory or months):
         return
     try:
         if memory:
-            refresh_vectors(rt, owner)
+            refresh_vectors(rt, owner, limit=limit)
         if months:
             refresh_thread_vectors(rt, owner, months)
     except HarnessError as exc:

@@ -53,7 +53,7 @@ from agent_harness.memory.facts.lifecycle import (
     split_marks,
 )
 from agent_harness.memory.owner import Memory
-from agent_harness.memory.vectors import drop_retired
+from agent_harness.memory.vectors import refresh_best_effort
 from agent_harness.paths import LEDGER_DIR, archive_day, ledger_day
 
 if TYPE_CHECKING:
@@ -288,7 +288,7 @@ def correct_fact(
         return render_section("Correction", now, rt.settings.zone, [line], source)
 
     Memory(rt, user).append_ledger(day, addition)
-    drop_retired(rt, user)  # a vector is personal data: the retired fact's goes now
+    refresh_best_effort(rt, user, limit=0)  # a vector is personal data: it goes now
     return written[0]
 
 
