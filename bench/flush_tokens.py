@@ -14,6 +14,10 @@ shipped tokenizer (cl100k). Strategies:
   MEMORY.md and today's ledger whole on every call; they are left out of its line here,
   so its figures are a lower bound.
 
+Against the flush before the split by authority (one call over whole turns), the same
+session is flushed three ways: as live turns, with a web page quoted every fifth turn,
+and imported (the second speaker's lines are then text the user did not write).
+
 "turn tokens" is what the turns weigh rendered as the flush sees them (the 1.0x line);
 "conversation tokens" is the part of the flush input that is the session itself;
 "total" adds the fixed part of each call (the instructions, MEMORY.md and today's
@@ -28,14 +32,17 @@ import io
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import accumulate
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+from unittest import mock
 
 from agent_harness import markup
 from agent_harness.ids import User
 from agent_harness.jobs import PostTurnJob
+from agent_harness.memory.facts.authority import ASSISTANT
+from agent_harness.memory.facts.flow import FlushPass
 from agent_harness.memory.jobs.flush import run_post_turn_job, sweep_flush_tails
 from agent_harness.memory.jobs.prompts import flush_messages, render_messages
-from agent_harness.models.base import ChatRequest, ChatResponse, Message
+from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall
 from agent_harness.models.offline import OfflineChatModel
 from agent_harness.records import TurnRecord
 from agent_harness.settings import Settings
@@ -100,10 +107,43 @@ class Counted:
         return self.inner.complete(request)
 
 
-def _commit_turn(rt: Runtime, clock: ManualClock, n: int, pair: Pair) -> None:
-    """What the agent call leaves behind: the turn object and the session counter."""
+#: what a tool returns in the split arm's tool turns (a page the agent quotes)
+PAGE = (
+    "Support group guide: meetings are on Tuesdays at the community centre, newcomers "
+    "welcome, bring a friend. Parking is free after 6pm."
+)
+
+
+def _messages(n: int, pair: Pair, tool_every: int) -> list[Message]:
+    """A turn's messages: the pair, and every ``tool_every``-th turn a tool call and its
+    result between them."""
+    messages = pair_messages(pair)
+    if tool_every and n % tool_every == 0:
+        call = ToolCall(id=f"c{n}", name="fetch_page", arguments='{"url": "https://x"}')
+        messages[1:1] = [
+            Message(role="assistant", tool_calls=[call]),
+            Message(role="tool", name="fetch_page", tool_call_id=f"c{n}", content=PAGE),
+        ]
+    return messages
+
+
+def _commit_turn(
+    rt: Runtime,
+    clock: ManualClock,
+    n: int,
+    pair: Pair,
+    *,
+    source: Literal["agent", "import"] = "agent",
+    tool_every: int = 0,
+) -> None:
+    """What the agent call (or an import) leaves behind: the turn object and the session
+    counter."""
     record = TurnRecord(
-        session_id="s1", turn=n, created_at=clock.now().isoformat(), messages=pair_messages(pair)
+        session_id="s1",
+        turn=n,
+        created_at=clock.now().isoformat(),
+        messages=_messages(n, pair, tool_every),
+        source=source,
     )
     rt.store.put(USER, f"sessions/s1/turns/{n:08d}.json", record.model_dump_json())
     rt.table.acquire_session_lease(USER, "s1", f"o{n}", 0, 1)
@@ -119,7 +159,14 @@ def _end_session(rt: Runtime, clock: ManualClock) -> None:
             run_post_turn_job(rt, rt.queue.post_turn.pop(0))
 
 
-def run_ours(trigger: str, pairs: list[Pair], **settings: Any) -> dict[str, Any]:
+def run_ours(
+    trigger: str,
+    pairs: list[Pair],
+    *,
+    source: Literal["agent", "import"] = "agent",
+    tool_every: int = 0,
+    **settings: Any,
+) -> dict[str, Any]:
     counter = TokenCounter()
     model = Counted(OfflineChatModel(counter=counter), counter)
     clock = ManualClock(START)
@@ -129,7 +176,7 @@ def run_ours(trigger: str, pairs: list[Pair], **settings: Any) -> dict[str, Any]
     conversation: list[int] = []
     total: list[int] = []
     for n, pair in enumerate(pairs, start=1):
-        _commit_turn(rt, clock, n, pair)
+        _commit_turn(rt, clock, n, pair, source=source, tool_every=tool_every)
         job = PostTurnJob(
             user_id=USER.id, session_id="s1", turn=n, queued_at=clock.now().isoformat()
         )
@@ -244,6 +291,38 @@ def _before_authorities(
     }
 
 
+#: the windows the split by authority is measured on: (name, turn source, tool every n)
+SPLIT_ARMS: tuple[tuple[str, Literal["agent", "import"], int], ...] = (
+    ("live turns", "agent", 0),
+    ("live turns, a web page every 5th", "agent", 5),
+    ("the same turns imported", "import", 0),
+)
+
+
+def _one_pass(records: list[TurnRecord]) -> list[FlushPass]:
+    """The flush before the split by authority: one call over the whole turns, shown
+    every fact (what the split's untrusted pass is shown)."""
+    return [FlushPass(records, (ASSISTANT,), trusted=False)] if records else []
+
+
+def _split_by_authority(pairs: list[Pair]) -> dict[str, Any]:
+    """Each arm flushed under ``always`` as it is and as before the split (one call over
+    whole turns): calls and whole flush input, and their ratio."""
+    out: dict[str, Any] = {}
+    for name, source, every in SPLIT_ARMS:
+        now = run_ours("always", pairs, source=source, tool_every=every)
+        with mock.patch("agent_harness.memory.jobs.flush.flush_passes", _one_pass):
+            before = run_ours("always", pairs, source=source, tool_every=every)
+        out[name] = {
+            "calls": now["calls"],
+            "calls_before": before["calls"],
+            "tokens": now["total_tokens"],
+            "tokens_before": before["total_tokens"],
+            "ratio": round(now["total_tokens"] / before["total_tokens"], 3),
+        }
+    return out
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     with contextlib.redirect_stdout(io.StringIO()):  # Powertools' metric lines
         return _run(QUICK_TURNS if quick else TURNS)
@@ -271,6 +350,7 @@ def _run(turns: int) -> dict[str, Any]:
         "target_conversation_ratio": TARGET,
         "strategies": strategies,
         "before_authorities": _before_authorities(counter, pairs, turn_tokens, before),
+        "split_by_authority": _split_by_authority(pairs),
         "before_lifecycle": {
             "total_tokens_before": before["total_tokens"],
             "largest_call_before": before["largest_call"],
@@ -311,6 +391,11 @@ def report(result: dict[str, Any]) -> str:
             f"  against the flush before authorities: turns {before['turn_ratio']}x, "
             f"whole flush input {before['total_ratio']}x (+{before['prompt_tokens_added']} "
             "prompt tokens a call)"
+        )
+    for name, arm in result.get("split_by_authority", {}).items():
+        lines.append(
+            f"  split by authority, {name}: {arm['calls']} calls ({arm['calls_before']} "
+            f"before), whole flush input {arm['ratio']}x ({arm['tokens_before']} before)"
         )
     life = result.get("before_lifecycle")
     if life:
@@ -380,6 +465,8 @@ Under `always` the fixed part of each call (instructions, MEMORY.md, ledger) is
 
 {_lifecycle_text(result)}
 
+{_split_text(result)}
+
 {_plot(result, img_dir, "conversation", "conversation part")}
 
 {_plot(result, img_dir, "total", "whole requests")}
@@ -420,6 +507,28 @@ def _lifecycle_text(result: dict[str, Any]) -> str:
         f"{life['total_tokens_before']:,}; target ≤ {life['target']}x: "
         f"{'met' if met else 'missed'}). A fact of the day shown in the block leaves the "
         "day's ledger view, so what grows is mostly the ids and the prompt's paragraph."
+    )
+
+
+def _split_text(result: dict[str, Any]) -> str:
+    arms = result.get("split_by_authority")
+    if not arms:
+        return ""
+    rows = [
+        "| window | calls | before | flush input tokens | before | ratio |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, a in arms.items():
+        rows.append(
+            f"| {name} | {a['calls']} | {a['calls_before']} | {a['tokens']:,} | "
+            f"{a['tokens_before']:,} | {a['ratio']:.3f}x |"
+        )
+    return (
+        "**Against the flush before the split by authority** (one call over whole turns, "
+        "patched in for the comparison): the user's words go to a call of their own, and "
+        "text the user did not write (a tool's page, an imported reply that says more than "
+        "an acknowledgement) to a second call at its own label; a live turn's own replies "
+        "are read by neither. The same session under `always`, three ways:\n\n" + "\n".join(rows)
     )
 
 

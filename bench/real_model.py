@@ -31,15 +31,14 @@ from typing import TYPE_CHECKING, Any
 from agent_harness.errors import HarnessError
 from agent_harness.ids import User
 from agent_harness.jobs import PostTurnJob
-from agent_harness.memory.engine.file_index import FileIndex
+from agent_harness.memory.engine.corpus import load_ledgers
 from agent_harness.memory.engine.truth import truth_of
-from agent_harness.memory.files import ledger_files
 from agent_harness.memory.jobs.consolidate import consolidate
 from agent_harness.memory.jobs.flush import run_post_turn_job
 from agent_harness.memory.jobs.schedule import forced_job
 from agent_harness.models import ModelRegistry
 from agent_harness.models.base import Message, ToolCall
-from agent_harness.paths import MEMORY_FILE, ledger_path
+from agent_harness.paths import MEMORY_FILE
 from agent_harness.records import TurnRecord
 from bench.common import DataMissingError
 from tests.fakes import ManualClock, committed_turn, make_runtime
@@ -142,11 +141,10 @@ def _turn(rt: Runtime, n: int, at: str, said: str, answer: str, page: str | None
 
 
 def _current_facts(rt: Runtime, day: str) -> tuple[list[str], list[str]]:
-    """The texts of the user's current ledger facts, and of those a later fact retired
-    (superseded or retracted: a fact that expired on its own until day is neither)."""
-    days = ledger_files(rt, ALICE)
-    files = {ledger_path(d): rt.store.text(ALICE, ledger_path(d)) or "" for d in days}
-    truth = truth_of([(p, FileIndex.build(t)) for p, t in files.items()], day)
+    """The texts of the user's current ledger facts (archive included: a consolidated
+    day's ledger moves there), and of those a later fact retired (superseded or
+    retracted: a fact that expired on its own until day is neither)."""
+    truth = truth_of(load_ledgers(rt, ALICE, rt.search_cache), day)
     current, retired = [], []
     for fact in truth.life.facts.values():
         if fact.is_record:

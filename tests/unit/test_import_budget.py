@@ -114,12 +114,13 @@ def test_an_imports_flush_waits_once_the_memory_budget_is_spent() -> None:
         settings=Settings(user_daily_tokens=10**9, user_daily_memory_tokens=40), memory=memory
     )
     import_history(rt, ANN, "s1", history(2))
-    # the user's words and the imported assistant's are two calls: 30, still under 40
+    # the imported assistant only acknowledges ("Noted."): one call, 15 tokens, under 40
     run_post_turn_job(rt, rt.queue.post_turn.pop(0))
+    assert len(memory.requests) == 1
     import_history(rt, ANN, "s2", history(2))
-    rt.table.add_usage(ANN, _memory_spend(10))  # now over
+    rt.table.add_usage(ANN, _memory_spend(25))  # now over
     outcome = run_post_turn_job(rt, rt.queue.post_turn.pop(0))
-    assert outcome.status == "over_budget" and len(memory.requests) == 2
+    assert outcome.status == "over_budget" and len(memory.requests) == 1
 
 
 def _memory_spend(tokens: int):

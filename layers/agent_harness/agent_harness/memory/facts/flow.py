@@ -12,6 +12,9 @@ The flush reads a window of turns in passes, one model call each:
 A window with nothing untrusted (the common turn: a message, an answer without tools
 other than the memory tools, whose traffic is memory itself and is read in no pass)
 costs one call; only a window with tool output or imported assistant text costs two.
+An imported reply that only acknowledges the user ("Noted, Sam!", "Congratulations!":
+no word beyond the user's own and courtesy, no negation, no identifier) holds no fact
+the trusted pass does not read, and costs no second call.
 Text planted in a tool result is never in the call whose output is the user's, so it
 cannot speak as the user nor retire what the user said (``related.checked_marks``
 refuses a mark above its line's authority). The assistant's own replies in a window
@@ -30,10 +33,14 @@ from agent_harness.memory.facts.authority import (
     IMPORT,
     USER,
     attribute,
+    distinctive,
+    identifiers_in,
     message_authority,
+    negated,
     parse_fact,
     rank,
 )
+from agent_harness.text import terms
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -41,7 +48,7 @@ if TYPE_CHECKING:
     from agent_harness.models.base import Message
     from agent_harness.records import TurnRecord
 
-__all__ = ["FlushPass", "floor_view", "flush_passes", "label_of", "lowest"]
+__all__ = ["FlushPass", "acknowledges", "floor_view", "flush_passes", "label_of", "lowest"]
 
 
 @dataclass(frozen=True)
@@ -71,20 +78,50 @@ def _authority(message: Message, record: TurnRecord) -> str | None:
     return message_authority(message.role, message.name, imported=record.source == "import")
 
 
-def _untrusted(message: Message, record: TurnRecord) -> bool:
+#: words a reply may add to the user's own and still only acknowledge them (stemmed)
+COURTESY = frozenset(
+    terms(
+        "noted note ok okay sure thanks thank welcome great good nice lovely glad happy "
+        "congratulations congrats wonderful awesome fantastic perfect cool fine right yes "
+        "hello hi hey bye goodbye see later soon luck enjoy got understood will keep mind "
+        "remember done absolutely course choice sounds fun exciting news sorry hear "
+        "now too also really very indeed definitely ll ve re"
+    )
+)
+
+
+def acknowledges(reply: str, said: str) -> bool:
+    """Does ``reply`` only acknowledge ``said`` (the user's words of the window): every
+    word that says what is the user's own or courtesy, with no negation and no identifier
+    the user did not give? Such a reply states nothing the user's pass does not read."""
+    words = distinctive(reply)
+    if not words:
+        return True
+    if negated(reply) or not identifiers_in(reply, said):
+        return False
+    return words <= COURTESY | set(terms(said))
+
+
+def _untrusted(message: Message, record: TurnRecord, said: str) -> bool:
     if message.role == "tool":
         return message.name not in MEMORY_TRAFFIC
-    return message.role == "assistant" and record.source == "import" and bool(message.content)
+    if message.role != "assistant" or record.source != "import" or not message.content:
+        return False
+    return not acknowledges(message.content, said)
 
 
 def flush_passes(records: list[TurnRecord]) -> list[FlushPass]:
     """The passes of a window: the trusted one when a user spoke, the untrusted one when
-    a tool answered or an imported assistant spoke (see the module)."""
+    a tool answered or an imported assistant said more than an acknowledgement (see the
+    module)."""
     trusted: list[TurnRecord] = []
     untrusted: list[TurnRecord] = []
     trusted_by: list[str] = []
     untrusted_by: list[str] = []
-    any_untrusted = any(_untrusted(m, r) for r in records for m in r.messages)
+    said = "\n".join(
+        m.content for r in records for m in r.messages if m.role == "user" and m.content
+    )
+    any_untrusted = any(_untrusted(m, r, said) for r in records for m in r.messages)
     for record in records:
         mine = [m for m in record.messages if m.role == "user" and m.content]
         if mine:
@@ -95,7 +132,8 @@ def flush_passes(records: list[TurnRecord]) -> list[FlushPass]:
         theirs = [
             m
             for m in record.messages
-            if _untrusted(m, record) or (m.role == "assistant" and (m.content or m.tool_calls))
+            if _untrusted(m, record, said)
+            or (m.role == "assistant" and (m.content or m.tool_calls))
         ]
         if theirs:
             untrusted.append(record.model_copy(update={"messages": theirs}))

@@ -76,10 +76,9 @@ def structured(rt: Runtime) -> bool:
 
 def flush_format(ids: Sequence[str]) -> ResponseFormat:
     """The flush answer's schema; a mark may name only ``ids`` (none: no marks)."""
-    fact: dict[str, Any] = {
-        "text": {"type": "string", "minLength": 1, "maxLength": 600},
-        "until": {"type": "string", "pattern": _DAY},
-    }
+    # the fields in the order the prompt shows them (a decoder held to the schema writes
+    # them in this order: a mark after ``until`` is one a small model rarely reaches)
+    fact: dict[str, Any] = {"text": {"type": "string", "minLength": 1, "maxLength": 600}}
     properties: dict[str, Any] = {}
     if ids:
         named = {"type": "array", "items": {"type": "string", "enum": list(ids)}}
@@ -94,6 +93,7 @@ def flush_format(ids: Sequence[str]) -> ResponseFormat:
             "additionalProperties": False,
         }
         properties["retracts"] = {"type": "array", "items": retraction}
+    fact["until"] = {"type": "string", "pattern": _DAY}
     properties["facts"] = {
         "type": "array",
         "maxItems": 50,
