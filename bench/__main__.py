@@ -38,6 +38,7 @@ NAMES = (
     "fan_out",
     "locomo_retrieval",
     "paraphrase_recall",
+    "embedding_cost",
     "locomo_context",
     "stays_true",
     "poisoning",

@@ -27,7 +27,7 @@ from agent_harness.errors import (
     StoreError,
 )
 from agent_harness.ids import User, validate_relative_path
-from agent_harness.jobs import ConsolidationJob, PostTurnJob
+from agent_harness.jobs import ConsolidationJob, IndexJob, PostTurnJob
 from agent_harness.keys import due_shard
 from agent_harness.models import ModelRegistry
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, ToolCall, Usage
@@ -813,7 +813,8 @@ DEDUP_WINDOW = timedelta(minutes=5)
 
 
 class RecordingQueue:
-    """The two queues as lists of what a consumer receives (tests pop jobs off them).
+    """The two queues as lists of what a consumer receives (tests pop jobs off them; the
+    post-turn queue's index jobs are in ``index``).
 
     The post-turn queue dedupes like SQS FIFO without content-based deduplication: a send
     whose MessageDeduplicationId (SqsJobQueue's: user key, session, turn, reason, after)
@@ -822,6 +823,7 @@ class RecordingQueue:
 
     def __init__(self, clock: ManualClock | None = None) -> None:
         self.post_turn: list[PostTurnJob] = []
+        self.index: list[IndexJob] = []
         self.consolidation: list[ConsolidationJob] = []
         self.fail = False
         self.clock = clock or ManualClock()
@@ -838,6 +840,11 @@ class RecordingQueue:
             return  # a duplicate does not restart the interval
         self.delivered_at[dedup] = now
         self.post_turn.append(job)
+
+    def send_index(self, owner: User, job: IndexJob) -> None:
+        if self.fail:
+            raise StoreError("injected queue failure")
+        self.index.append(job)
 
     def send_consolidation(self, jobs: list[ConsolidationJob]) -> None:
         self.consolidation.extend(jobs)

@@ -1,5 +1,6 @@
-"""memory_flush: FlushQueue (FIFO, group = user) -> one post-turn job per record
-(index the new turns for thread search, then flush their facts into the ledger).
+"""memory_flush: FlushQueue (FIFO, group = user) -> one job per record: a post-turn job
+(index the new turns for thread search, then flush their facts into the ledger), or an
+index job (the vectors of a write made outside a turn).
 
 Partial batch failures: a failed record and the rest of its user's group are retried
 (order per user is kept); other users' records in the batch still complete. Each job
@@ -16,7 +17,7 @@ from aws_lambda_powertools.utilities.batch import (
     process_partial_response,
 )
 
-from agent_harness.jobs import PostTurnJob
+from agent_harness.jobs import IndexJob, flush_queue_job
 from agent_harness.memory.jobs.idempotency import IdempotentPostTurn
 from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
@@ -34,7 +35,12 @@ processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 
 def record_handler(record: SQSRecord) -> str:
-    return process_job(PostTurnJob.model_validate_json(record.body))
+    job = flush_queue_job(record.body)
+    if isinstance(job, IndexJob):
+        from agent_harness.memory.jobs.index import run_index_job
+
+        return run_index_job(runtime, job)
+    return process_job(job)
 
 
 @logger.inject_lambda_context

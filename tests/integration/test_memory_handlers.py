@@ -469,3 +469,20 @@ def test_a_forget_function_that_fails_is_a_503_and_the_request_can_be_sent_again
     assert failed["statusCode"] == 503, failed
     assert "again" in body(failed)["error"]["message"]
     assert [k for k in stack.object_keys() if k.startswith("users/alice/")]  # nothing lost
+
+
+def test_a_save_through_the_api_is_indexed_by_a_job_on_the_flush_queue(stack: Stack) -> None:
+    embeddings = {"HARNESS_EMBEDDING_MODEL": "stand-in"}
+    agent = stack.handler(AGENT, **embeddings)
+    response = stack.invoke(agent, load_event("agent_call_memory_save.json"), AGENT)
+    assert response["statusCode"] == 200
+    vectors = "users/alice/index/vectors/stand-in/memory.json"
+    assert vectors not in stack.object_keys()  # nothing embedded on the request
+
+    messages = stack.receive("FlushQueue")
+    assert [json.loads(m["Body"])["kind"] for m in messages] == ["index"]
+    flush = stack.handler(FLUSH, **embeddings)
+    result = stack.invoke(flush, stack.sqs_event("FlushQueue", messages), FLUSH)
+
+    assert result == {"batchItemFailures": []}
+    assert vectors in stack.object_keys()

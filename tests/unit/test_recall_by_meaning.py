@@ -99,8 +99,20 @@ def call(rt, method: str, path: str, payload: object | None = None):
 
 
 def save(rt, *lines: str) -> None:
+    """A save through the API, then its index job (as memory_flush runs it)."""
     status, _ = call(rt, "POST", "/v1/memory/save", {"content": "\n".join(lines)})
     assert status == 200
+    index_jobs(rt)
+
+
+def index_jobs(rt) -> int:
+    from agent_harness.memory.jobs.index import run_index_job
+
+    ran = 0
+    while rt.queue.index:
+        run_index_job(rt, rt.queue.index.pop(0))
+        ran += 1
+    return ran
 
 
 def texts(body: dict) -> list[str]:
@@ -164,6 +176,40 @@ def test_a_save_writes_the_vectors_of_its_lines_once_per_text() -> None:
     assert sorted(stored.keys) == sorted(line_key(f) for f in FACTS)
     passages = [t for kind, batch in model.calls if kind == "passage" for t in batch]
     assert sorted(passages) == sorted(FACTS)
+
+
+def test_a_save_embeds_nothing_on_its_request_and_queues_its_index_job() -> None:
+    model = ConceptModel()
+    rt = runtime(model)
+    status, _ = call(rt, "POST", "/v1/memory/save", {"content": "\n".join(FACTS)})
+    assert status == 200 and model.calls == []  # only a query is embedded on a request
+    assert rt.store.text(ALICE, vector_path(model.name)) is None
+    # found by meaning before the job runs: search embeds the few newest lines it lacks
+    _, body = call(rt, "POST", "/v1/memory/search", {"query": QUESTIONS[1][0]})
+    assert FACTS[1] in " ".join(texts(body))
+    assert index_jobs(rt) == 1
+    stored = decode(rt.store.text(ALICE, vector_path(model.name)) or "", model.name)
+    assert stored is not None and sorted(stored.keys) == sorted(line_key(f) for f in FACTS)
+
+
+def test_an_edit_queues_an_index_job_and_a_failed_queue_does_not_fail_it() -> None:
+    rt = runtime()
+    rt.queue.fail = True  # the queue is down: the edit stands, the job is counted unsent
+    status = put_memory(rt, f"# Memory\n\n- {FACTS[2]}\n", {"If-None-Match": "*"})
+    assert status == 201 and rt.queue.index == []
+    rt.queue.fail = False
+    _, body = call(rt, "POST", "/v1/memory/search", {"query": QUESTIONS[2][0]})
+    assert FACTS[2] in " ".join(texts(body))  # caught up by the search itself
+    _, doc = call(rt, "GET", "/v1/memory")
+    status = put_memory(rt, "# Memory\n\n- Tea.\n", {"If-Match": doc["etag"]})
+    assert status == 200 and len(rt.queue.index) == 1
+
+
+def put_memory(rt, content: str, headers: dict[str, str]) -> int:
+    every = {"content-type": "application/json", "x-user-id": "alice", **headers}
+    body = json.dumps({"content": content}).encode()
+    event = http_event("PUT", "/v1/memory", headers=every, body=body)
+    return int(build_app(rt).resolve(event, context_for("AgentCallFunction"))["statusCode"])
 
 
 def test_a_retracted_fact_loses_its_vector_at_once_without_an_embedding_call() -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ConsolidationJob", "PostTurnJob"]
+__all__ = ["ConsolidationJob", "FlushQueueJob", "IndexJob", "PostTurnJob", "flush_queue_job"]
 
 
 class PostTurnJob(BaseModel):
@@ -40,3 +41,31 @@ class ConsolidationJob(BaseModel):
     scope: str | None = None
     force: bool = False
     requested_at: str
+
+
+class IndexJob(BaseModel):
+    """On FlushQueue (group = the memory's owner): derive what a write outside a turn left
+    behind (a save, an edit, a rollback through the API) off its request path: the
+    memory's vectors. ``scope``: a shared scope's memory (as ``ConsolidationJob``)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    v: Literal[1] = 1
+    kind: Literal["index"] = "index"
+    user_id: str = Field(min_length=1)
+    scope: str | None = None
+    queued_at: str
+
+
+FlushQueueJob = PostTurnJob | IndexJob
+
+
+def flush_queue_job(body: str) -> FlushQueueJob:
+    """A FlushQueue message, by its ``kind`` (a body without one is a post-turn job)."""
+    try:
+        kind = json.loads(body).get("kind")
+    except (ValueError, AttributeError):
+        kind = None
+    if kind == "index":
+        return IndexJob.model_validate_json(body)
+    return PostTurnJob.model_validate_json(body)

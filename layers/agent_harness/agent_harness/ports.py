@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from agent_harness.ids import User
-    from agent_harness.jobs import ConsolidationJob, PostTurnJob
+    from agent_harness.jobs import ConsolidationJob, IndexJob, PostTurnJob
 
 __all__ = [
     "MAX_WRITER_CHARS",
@@ -439,6 +439,8 @@ class StateTable(
 
 class JobQueue(Protocol):
     def send_post_turn(self, user: User, job: PostTurnJob) -> None: ...
+
+    def send_index(self, owner: User, job: IndexJob) -> None: ...
 
     def send_consolidation(self, jobs: list[ConsolidationJob]) -> None: ...
 

@@ -4,12 +4,15 @@ FlushQueue is FIFO with MessageGroupId = user, so one user's post-turn jobs run 
 order while different users run in parallel (SQS high-throughput FIFO). The
 deduplication id is derived from (user, session, turn): a retried send of the same
 turn is dropped by SQS within its five-minute window, and the flush cursor makes any
-later duplicate a no-op.
+later duplicate a no-op. An index job (a write outside a turn) rides the same queue in
+its owner's group, after the writes before it; each has its own deduplication id (two
+saves a minute apart are two jobs, the second finding less to do).
 """
 
 from __future__ import annotations
 
 import hashlib
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +22,7 @@ from agent_harness.errors import StoreError
 
 if TYPE_CHECKING:
     from agent_harness.ids import User
-    from agent_harness.jobs import ConsolidationJob, PostTurnJob
+    from agent_harness.jobs import ConsolidationJob, IndexJob, PostTurnJob
 
 __all__ = ["SEND_WORKERS", "SqsJobQueue", "message_group_id"]
 
@@ -53,6 +56,17 @@ class SqsJobQueue:
             )
         except (ClientError, BotoCoreError) as exc:
             raise StoreError("queueing the post-turn job failed") from exc
+
+    def send_index(self, owner: User, job: IndexJob) -> None:
+        try:
+            self._sqs.send_message(
+                QueueUrl=self._flush_url,
+                MessageBody=job.model_dump_json(exclude_none=True),
+                MessageGroupId=message_group_id(owner),
+                MessageDeduplicationId=uuid.uuid4().hex,
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError("queueing the index job failed") from exc
 
     def send_consolidation(self, jobs: list[ConsolidationJob]) -> None:
         """SendMessageBatch in tens, ``SEND_WORKERS`` batches in flight: 10,000 due users

@@ -35,8 +35,8 @@ from agent_harness.memory.facts.ledger import (
     saved_by,
     source_fields,
 )
+from agent_harness.memory.jobs.index import index_later
 from agent_harness.memory.owner import Memory
-from agent_harness.memory.vectors import refresh_best_effort
 from agent_harness.paths import LEDGER_DIR, MEMORY_FILE, ledger_day, ledger_path
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def put_memory(
         raise MemoryFullError(len(document), limit, "MEMORY.md with its authority tags")
     etag = Memory(rt, user).replace_memory(document, etag=if_match or None, writer=writer)
     _hold_edit(rt, user, admitted, f"{writer} via=memory_put", "memory_put")
-    refresh_best_effort(rt, user)
+    index_later(rt, user)
     return MemoryDocument(document, etag, len(admitted.held))
 
 
@@ -176,7 +176,7 @@ def rollback_memory(
     previous_etag = current.etag if current is not None else None
     etag = Memory(rt, user).replace_memory(document, etag=previous_etag, writer=label)
     _hold_edit(rt, user, admitted, f"{writer} via=rollback", "rollback")
-    refresh_best_effort(rt, user)
+    index_later(rt, user)
     return MemoryDocument(document, etag, len(admitted.held))
 
 
@@ -367,7 +367,7 @@ def save_facts(
             at=at,
             writer=f"{origin}: memory_save" + (f" {by_writer(by)}" if by else ""),
         )
-    # no turn follows a save through the API: its lines get their vectors now (a few
-    # lines; the flush of a turn does it in its job)
-    refresh_best_effort(rt, user)
+    # no turn follows a save through the API: its lines get their vectors in a job of
+    # their own (search embeds the few newest it lacks until then)
+    index_later(rt, user)
     return Saved(len(admitted.lines), at, len(admitted.held))
