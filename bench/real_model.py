@@ -32,7 +32,8 @@ from agent_harness.errors import HarnessError
 from agent_harness.ids import User
 from agent_harness.jobs import PostTurnJob
 from agent_harness.memory.engine.corpus import load_ledgers
-from agent_harness.memory.engine.truth import truth_of
+from agent_harness.memory.engine.truth import day_of_path
+from agent_harness.memory.facts.lifecycle import lifecycle_of
 from agent_harness.memory.jobs.consolidate import consolidate
 from agent_harness.memory.jobs.flush import run_post_turn_job
 from agent_harness.memory.jobs.schedule import forced_job
@@ -144,12 +145,16 @@ def _current_facts(rt: Runtime, day: str) -> tuple[list[str], list[str]]:
     """The texts of the user's current ledger facts (archive included: a consolidated
     day's ledger moves there), and of those a later fact retired (superseded or
     retracted: a fact that expired on its own until day is neither)."""
-    truth = truth_of(load_ledgers(rt, ALICE, rt.search_cache), day)
+    texts: dict[str, str] = {}
+    files = load_ledgers(rt, ALICE, rt.search_cache)
+    for path, index in sorted(files, key=lambda pf: "/archive/" not in pf[0]):
+        texts[day_of_path(path) or ""] = "\n".join(index.lines)  # the active copy wins
+    life = lifecycle_of(texts, day)  # whole: every fact, not only those marks involve
     current, retired = [], []
-    for fact in truth.life.facts.values():
+    for fact in life.facts.values():
         if fact.is_record:
             continue
-        status = truth.status(fact)
+        status = life.status_of(fact.id)
         if status.state == "current":
             current.append(fact.text)
         elif status.by is not None:

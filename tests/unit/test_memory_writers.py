@@ -1,6 +1,7 @@
 """Who writes memory: every call that writes the workspace store, found in the package's
 source. Memory (MEMORY.md, the ledgers and their archive, the review queue and the search
-indexes derived from them) is written only by its owner, ``agent_harness.memory.owner``;
+indexes derived from them) is written only by its owner's storage verbs,
+``agent_harness.memory.owner.writes``;
 the agent's own records (turns, working contexts, evicted tool results) are the only
 other writes, each by the one module that owns its format."""
 
@@ -48,5 +49,6 @@ def test_memory_is_written_only_inside_the_memory_package() -> None:
 def test_one_module_writes_memory_the_owners() -> None:
     inside = sorted(m for m in store_writers() if m.startswith("memory/"))
     # every write of MEMORY.md, a ledger, the archive, the review queue or an index is
-    # one of memory.owner's verbs: what must follow a write has one place to hang
-    assert inside == ["memory/owner.py"], inside
+    # one of the owner's storage verbs (memory.owner.writes): what must follow a
+    # write has one place to hang
+    assert inside == ["memory/owner/writes.py"], inside

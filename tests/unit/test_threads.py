@@ -360,7 +360,8 @@ def test_ranked_thread_search_knows_the_day_a_message_was_sent() -> None:
 
 def _two_trips_and_a_fact(source: bool):
     """Two imported sessions; a fact saved from the first names its turn (or not)."""
-    from agent_harness.memory.files import save_memories, save_source
+    from agent_harness.memory.files import save_source
+    from agent_harness.memory.owner import Memory
 
     rt = make_runtime()
     for session, text in (
@@ -372,9 +373,7 @@ def _two_trips_and_a_fact(source: bool):
     while rt.queue.post_turn:
         run_post_turn_job(rt, rt.queue.post_turn.pop(0))
     provenance = save_source(rt, ALICE, "s1", [1]) if source else "> source: api"
-    save_memories(
-        rt,
-        ALICE,
+    Memory(rt, ALICE).save(
         ["- goes fishing every summer"],
         authority="save:api",
         provenance=provenance,
@@ -398,7 +397,7 @@ def test_ranked_thread_search_finds_a_turn_by_the_facts_that_name_it() -> None:
 
 
 def test_ranked_thread_search_reads_the_ledgers_once_per_change() -> None:
-    from agent_harness.memory.files import save_memories
+    from agent_harness.memory.owner import Memory
 
     rt = _two_trips_and_a_fact(source=True)
     cache = MemoryIndexCache()
@@ -411,9 +410,7 @@ def test_ranked_thread_search_reads_the_ledgers_once_per_change() -> None:
     rt.store.calls.clear()
     search_threads(rt, ALICE, "nights", "ranked", 5, cache)
     assert [c for c in rt.store.calls if c[0] == "get"] == []  # warm: LISTs only
-    save_memories(
-        rt,
-        ALICE,
+    Memory(rt, ALICE).save(
         authority="save:api",
         lines=["- likes pike"],
         provenance="> source: api",

@@ -28,8 +28,8 @@ from agent_harness.errors import (
 )
 from agent_harness.jobs import PostTurnJob
 from agent_harness.memory.facts.ledger import Source, day_of
-from agent_harness.memory.files import save_memories
 from agent_harness.memory.jobs.flush import extracts, flush_throttled
+from agent_harness.memory.owner import Memory
 from agent_harness.models.base import ToolCall, Usage
 from agent_harness.paths import ledger_path, turn_path
 from agent_harness.records import TurnRecord
@@ -181,14 +181,13 @@ def _apply_saves(rt: Runtime, user: User, record: TurnRecord, fresh: bool) -> No
             return
     for lines in saves:
         try:
-            save_memories(
-                rt,
-                user,
+            Memory(rt, user).save(
                 lines,
                 authority=AGENT_SAVE,
                 provenance=provenance,
                 at=at,
                 writer="agent: memory_save",
+                index=False,  # the turn's post-turn job indexes what it saved
             )
         except MemoryFullError:  # filled since the tool checked: the turn stands
             logger.warning("memory_save refused: MEMORY.md is full", extra={"turn": record.turn})

@@ -24,18 +24,13 @@ from agent_harness.errors import (
 )
 from agent_harness.ids import validate_day, validate_relative_path, validate_session_id
 from agent_harness.import_budget import imports_admitted
-from agent_harness.memory.capacity import within_cap
 from agent_harness.memory.facts.ledger import (
     Source,
     by_field,
     by_writer,
-    day_of,
     format_turns,
-    render_section,
     saved_by,
-    source_fields,
 )
-from agent_harness.memory.jobs.index import index_later
 from agent_harness.memory.owner import Memory
 from agent_harness.paths import LEDGER_DIR, MEMORY_FILE, ledger_day, ledger_path
 
@@ -43,7 +38,6 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from agent_harness.ids import User
-    from agent_harness.memory.facts.gate import Admitted
     from agent_harness.ports import ObjectInfo, VersionInfo
     from agent_harness.runtime import Runtime
 
@@ -66,7 +60,6 @@ __all__ = [
     "read_lines",
     "rollback_memory",
     "save_facts",
-    "save_memories",
     "save_source",
 ]
 
@@ -108,27 +101,18 @@ def put_memory(
         raise PreconditionRequiredError(
             "send If-Match: <etag> to replace MEMORY.md, or If-None-Match: * to create it"
         )
-    from agent_harness.memory.facts.gate import Policy, admit_document
-
     # the version the PUT replaces: if it is not the one read here, the PUT fails (412)
     current = rt.store.get(user, MEMORY_FILE) if if_match else None
-    previous = current.content if current else ""
-    document, admitted = admit_document(
-        content, previous=previous, assign=lambda _: authority, policy=Policy.of(rt.settings)
+    document, etag, held = Memory(rt, user).replace(
+        content,
+        current=current.content if current else "",
+        etag=if_match or None,
+        authority=authority,
+        writer=writer,
+        by=writer,
+        via="memory_put",
     )
-    if len(document) > limit:  # as stored: each line with its authority tag
-        raise MemoryFullError(len(document), limit, "MEMORY.md with its authority tags")
-    etag = Memory(rt, user).replace_memory(document, etag=if_match or None, writer=writer)
-    _hold_edit(rt, user, admitted, f"{writer} via=memory_put", "memory_put")
-    index_later(rt, user)
-    return MemoryDocument(document, etag, len(admitted.held))
-
-
-def _hold_edit(rt: Runtime, user: User, admitted: Admitted, source: str, writer: str) -> None:
-    from agent_harness.memory.review import hold
-
-    day = day_of(rt.clock.now(), rt.settings.zone)
-    hold(rt, user, admitted.held, source=source, writer=writer, day=day)
+    return MemoryDocument(document, etag, held)
 
 
 def list_memory_versions(rt: Runtime, user: User) -> list[VersionInfo]:
@@ -155,29 +139,24 @@ def rollback_memory(
     its writer ``"<writer>: rollback to <version_id>"``. It passes the gate: its facts
     keep their authorities, anything else becomes the restorer's (``authority``), and a
     version from before the gate is checked as any write is."""
-    from agent_harness.memory.facts.gate import Policy, admit_document
-
     old = rt.store.get_version(user, MEMORY_FILE, version_id)
     if old is None:
         raise NotFoundError(f"MEMORY.md has no version {version_id!r}")
     limit = rt.settings.max_memory_chars  # versions from before the cap may be over it
     if len(old.content) > limit:
         raise MemoryFullError(len(old.content), limit, f"version {version_id}")
-    document, admitted = admit_document(
-        old.content,
-        previous=old.content,
-        assign=lambda _: authority,
-        policy=Policy.of(rt.settings),
-    )
-    if len(document) > limit:
-        raise MemoryFullError(len(document), limit, f"version {version_id} with its tags")
     current = rt.store.get(user, MEMORY_FILE)
-    label = f"{writer}: rollback to {version_id}"
-    previous_etag = current.etag if current is not None else None
-    etag = Memory(rt, user).replace_memory(document, etag=previous_etag, writer=label)
-    _hold_edit(rt, user, admitted, f"{writer} via=rollback", "rollback")
-    index_later(rt, user)
-    return MemoryDocument(document, etag, len(admitted.held))
+    document, etag, held = Memory(rt, user).replace(
+        old.content,
+        current=old.content,  # its facts keep their labels: it is their own version
+        etag=current.etag if current is not None else None,
+        authority=authority,
+        writer=f"{writer}: rollback to {version_id}",
+        by=writer,
+        via="rollback",
+        what=f"version {version_id} with its tags",
+    )
+    return MemoryDocument(document, etag, held)
 
 
 def ledger_files(rt: Runtime, user: User) -> dict[str, ObjectInfo]:
@@ -271,50 +250,6 @@ def save_source(rt: Runtime, user: User, session_id: str, turns: list[int]) -> s
     return Source(session_id, tuple(sorted(set(turns))), via="memory_save").render()
 
 
-def save_memories(
-    rt: Runtime,
-    user: User,
-    lines: list[str],
-    *,
-    authority: str,
-    provenance: str,
-    at: datetime,
-    writer: str = "memory_save",
-) -> Admitted:
-    """memory_save: the lines through the gate as ``authority``'s; what it holds to the
-    review queue, the rest appended to MEMORY.md and recorded as a ``## Memory Save``
-    section in the ledger of the day, both with compare-and-swap appends (a consolidation
-    running at the same time re-merges onto the new MEMORY.md instead of overwriting it).
-    ``writer`` is recorded on the MEMORY.md version. MemoryFullError, and nothing written,
-    when MEMORY.md has no room for the lines (``HARNESS_MAX_MEMORY_CHARS``)."""
-    # the gate loads with the first write, not with every handler that can write
-    from agent_harness.memory.facts.gate import Candidate, Policy, admit
-    from agent_harness.memory.review import hold
-
-    admitted = admit([Candidate(line, authority) for line in lines], Policy.of(rt.settings))
-    day = day_of(at, rt.settings.zone)
-    source = source_fields(provenance) or provenance
-    if admitted.lines:  # first: a save MEMORY.md has no room for writes nothing
-        block = "\n".join(admitted.lines) + "\n"
-        Memory(rt, user).append_memory(
-            lambda existing: _addition(rt, existing, block), writer=writer
-        )
-    hold(rt, user, admitted.held, source=source, writer="memory_save", day=day)
-    if not admitted.lines:
-        return admitted
-    section = render_section("Memory Save", at, rt.settings.zone, admitted.lines, provenance)
-    Memory(rt, user).append_ledger(day, lambda existing: section)
-    return admitted
-
-
-def _addition(rt: Runtime, existing: str, block: str) -> str:
-    """What a save appends to MEMORY.md (``existing``), within the cap."""
-    addition = ("\n" if existing and not existing.endswith("\n") else "") + (
-        "\n" if existing else ""
-    )
-    return within_cap(rt, existing, addition + block)
-
-
 @dataclass(frozen=True)
 class Saved:
     count: int
@@ -358,16 +293,13 @@ def save_facts(
             from agent_harness.scopes import note_writer
 
             note_writer(rt, by, user)
-        admitted = save_memories(
-            rt,
-            user,
+        # no turn follows a save through the API: its lines get their vectors in a job
+        # of their own (the owner's index step; search embeds the few newest until then)
+        admitted = Memory(rt, user).save(
             lines,
             authority=f"save:{origin}",
             provenance=provenance,
             at=at,
             writer=f"{origin}: memory_save" + (f" {by_writer(by)}" if by else ""),
         )
-    # no turn follows a save through the API: its lines get their vectors in a job of
-    # their own (search embeds the few newest it lacks until then)
-    index_later(rt, user)
     return Saved(len(admitted.lines), at, len(admitted.held))

@@ -32,7 +32,6 @@ from agent_harness.memory.facts.ledger import (
     BY_FIELD,
     Source,
     day_of,
-    render_section,
     saved_by,
     source_of,
 )
@@ -165,22 +164,6 @@ def _write_approved(
     ledger = rt.store.get(user, path)
     if ledger is not None and f" item={item.id}" in ledger.content:
         return
-    memory = Memory(rt, user)
-    memory.append_memory(
-        lambda existing: _missing(rt, existing, lines),
-        writer=f"{authority}: review approve {item.id}",
-    )
-    section = render_section("Review", at, rt.settings.zone, lines, source)
-    memory.append_ledger(day, lambda existing: section)
-
-
-def _missing(rt: Runtime, existing: str, lines: list[str]) -> str:
-    from agent_harness.memory.capacity import within_cap
-
-    have = set(existing.splitlines())
-    block = "".join(f"{line}\n" for line in lines if line not in have)
-    if not block:
-        return ""
-    return within_cap(
-        rt, existing, ("\n" if existing and not existing.endswith("\n") else "") + block
+    Memory(rt, user).add_approved(
+        lines, source=source, writer=f"{authority}: review approve {item.id}"
     )

@@ -24,7 +24,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.clock import iso, parse_iso
 from agent_harness.errors import PreconditionFailedError, StoreError
-from agent_harness.memory.owner import Memory
+from agent_harness.memory.owner.writes import Writes
 from agent_harness.paths import REVIEW_FILE
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ def update(
             return items
         try:
             etag = current.etag if current is not None else None
-            Memory(rt, user).write_review(_render(changed), etag=etag)
+            Writes(rt, user).write_review(_render(changed), etag=etag)
             return changed
         except PreconditionFailedError:
             continue

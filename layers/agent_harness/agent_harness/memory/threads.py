@@ -31,7 +31,7 @@ from agent_harness.memory.engine.index import search_files
 from agent_harness.memory.engine.segments import entries, indexed_turns
 from agent_harness.memory.engine.vectors import message_body
 from agent_harness.memory.facts.secrets import without_secrets
-from agent_harness.memory.owner import Memory
+from agent_harness.memory.owner.writes import Writes
 from agent_harness.memory.vectors import messages_by_meaning, query_vectors
 from agent_harness.paths import segment_path
 
@@ -79,7 +79,7 @@ def index_turns(rt: Runtime, user: User, records: list[TurnRecord]) -> int:
             written[0] = len(rows)
             return "".join(f"{row}\n" for row in rows) or None
 
-        if Memory(rt, user).append_index(path, build) is not None:
+        if Writes(rt, user).append_index(path, build) is not None:
             added += written[0]
     return added
 

@@ -48,7 +48,7 @@ from agent_harness.memory.engine.vectors import (
     vector_path,
 )
 from agent_harness.memory.facts.ledger import day_of
-from agent_harness.memory.owner import Memory
+from agent_harness.memory.owner.writes import Writes
 from agent_harness.paths import MEMORY_FILE
 
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ def _merge(
     matrix = np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
     merged = VectorSet(embedder.name, kept + todo, matrix, embedder.views)
     try:
-        Memory(rt, owner).write_index(path, encode(merged), etag=stored.etag if stored else None)
+        Writes(rt, owner).write_index(path, encode(merged), etag=stored.etag if stored else None)
     except PreconditionFailedError:
         logger.info("vectors written by another run first", extra={"path": path})
         return Refreshed(lines=len(wanted), missing=len(missing))

@@ -30,7 +30,7 @@ from agent_harness.memory.engine.cache import Sized, building
 from agent_harness.memory.engine.file_index import FileIndex
 from agent_harness.memory.engine.index import LinkedIndexes, date_words
 from agent_harness.memory.engine.segments import Segment, parse_segment
-from agent_harness.memory.owner import Memory
+from agent_harness.memory.owner.writes import Writes
 from agent_harness.paths import (
     LEDGER_DIR,
     MEMORY_FILE,
@@ -399,7 +399,7 @@ def _refresh(rt: Runtime, user: User, name: str, listed: list[ObjectInfo]) -> in
     try:
         if not listed:
             if current is not None:
-                Memory(rt, user).drop_index(name, etag=current.etag)
+                Writes(rt, user).drop_index(name, etag=current.etag)
             return int(current is not None)
         if not stale and len(files) == len(old) and current is not None:
             return 0
@@ -413,7 +413,7 @@ def _refresh(rt: Runtime, user: User, name: str, listed: list[ObjectInfo]) -> in
             files[path] = snapshots.encode(parsed, obj.etag)
         text = snapshots.render(files)
         etag = current.etag if current is not None else None
-        Memory(rt, user).write_index(name, text, etag=etag)
+        Writes(rt, user).write_index(name, text, etag=etag)
     except PreconditionFailedError:
         logger.info("a snapshot changed meanwhile, left to its writer", extra={"snapshot": name})
         return 0

@@ -88,8 +88,10 @@ def fact_body(line: str) -> str | None:
     parsed = parse_fact(line)
     if parsed is None:
         return None
-    body = split_marks(parsed.text)[0].strip()
-    return body or None
+    body = parsed.text
+    if "(" in body:  # a mark is in parentheses: most lines have none (a cold container
+        body = split_marks(body)[0]  # keys every line of a memory once)
+    return body.strip() or None
 
 
 def line_key(body: str) -> str:

@@ -52,7 +52,7 @@ from agent_harness.memory.facts.lifecycle import (
     render_marks,
     split_marks,
 )
-from agent_harness.memory.owner import Memory
+from agent_harness.memory.owner.writes import Writes
 from agent_harness.memory.vectors import refresh_best_effort
 from agent_harness.paths import LEDGER_DIR, archive_day, ledger_day
 
@@ -287,7 +287,7 @@ def correct_fact(
         written[:] = [Correction(ledger_fact_id(day, line), fact_id, state, line, day)]
         return render_section("Correction", now, rt.settings.zone, [line], source)
 
-    Memory(rt, user).append_ledger(day, addition)
+    Writes(rt, user).append_ledger(day, addition)
     refresh_best_effort(rt, user, limit=0)  # a vector is personal data: it goes now
     return written[0]
 

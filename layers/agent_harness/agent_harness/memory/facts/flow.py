@@ -85,7 +85,8 @@ COURTESY = frozenset(
         "congratulations congrats wonderful awesome fantastic perfect cool fine right yes "
         "hello hi hey bye goodbye see later soon luck enjoy got understood will keep mind "
         "remember done absolutely course choice sounds fun exciting news sorry hear "
-        "now too also really very indeed definitely ll ve re"
+        "now too also really very indeed definitely ll ve re tell telling let letting "
+        "know knowing share sharing"
     )
 )
 

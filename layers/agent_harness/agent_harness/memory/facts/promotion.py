@@ -106,7 +106,7 @@ def promote(
     ``authority``: whose words they are (default ``save:<origin>``; the console's
     promotion keeps the line's own from the user's MEMORY.md)."""
     from agent_harness.import_budget import imports_admitted
-    from agent_harness.memory.files import save_memories
+    from agent_harness.memory.owner import Memory
     from agent_harness.memory.review import hold
     from agent_harness.scopes import note_writer
 
@@ -127,9 +127,7 @@ def promote(
 
     with imports_admitted(rt, scope, 1, "memory promotion"):
         note_writer(rt, caller, scope)
-        admitted = save_memories(
-            rt,
-            scope,
+        admitted = Memory(rt, scope).save(
             lines,
             authority=authority,
             provenance=f"{SOURCE_PREFIX} {fields}",

@@ -73,7 +73,7 @@ from agent_harness.memory.jobs.prompts import (
 from agent_harness.memory.jobs.recheck import recheck
 from agent_harness.memory.jobs.schedule import next_expiry, parse_time, retry_after
 from agent_harness.memory.jobs.second_look import second_look
-from agent_harness.memory.owner import Memory
+from agent_harness.memory.owner.writes import Writes
 from agent_harness.memory.review import hold
 from agent_harness.memory.vectors import refresh_best_effort
 from agent_harness.paths import MEMORY_FILE, ledger_path
@@ -239,7 +239,7 @@ def _drop_stale(rt: Runtime, user: User, current: StoredObject | None, truth: Tr
     if document == current.content:
         return
     try:
-        Memory(rt, user).replace_memory(document, etag=current.etag, writer="consolidation")
+        Writes(rt, user).replace_memory(document, etag=current.etag, writer="consolidation")
     except PreconditionFailedError:
         logger.info("MEMORY.md changed while dropping retired facts; the next run does it")
     metrics.add_metric("RetiredFactsDropped", MetricUnit.Count, 1)
@@ -384,7 +384,7 @@ def _run(
             writer = f"consolidation model={answer.model}"
             try:
                 etag = current.etag if current is not None else None
-                Memory(rt, user).replace_memory(document, etag=etag, writer=writer)
+                Writes(rt, user).replace_memory(document, etag=etag, writer=writer)
                 break
             except PreconditionFailedError:
                 if attempt == WRITE_ATTEMPTS - 1:

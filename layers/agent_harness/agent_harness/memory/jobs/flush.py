@@ -60,7 +60,7 @@ from agent_harness.memory.facts.ledger import (
 from agent_harness.memory.facts.lifecycle import Marks, render_marks, strip_marks
 from agent_harness.memory.jobs.extract import extract, retire_below
 from agent_harness.memory.jobs.related import load_ledger_files
-from agent_harness.memory.owner import Memory
+from agent_harness.memory.owner.writes import Writes
 from agent_harness.memory.review import hold
 from agent_harness.memory.threads import index_turns
 from agent_harness.memory.vectors import refresh_best_effort
@@ -367,7 +367,7 @@ def _flush_chunk(
             return None
         return render_section("Flush", rt.clock.now(), settings.zone, written, source.render())
 
-    return len(written) if Memory(rt, user).append_ledger(day, build) else 0
+    return len(written) if Writes(rt, user).append_ledger(day, build) else 0
 
 
 def _admit_marked(candidates: list[tuple[Candidate, Marks]], policy: Policy) -> Admitted:

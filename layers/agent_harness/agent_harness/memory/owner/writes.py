@@ -1,19 +1,19 @@
-"""The one writer of a memory (a user's, or a shared scope's): every write of its files
-passes here, and nowhere else in the package writes them (tests/unit/test_memory_writers.py).
+"""The storage writes of a memory (a user's, or a shared scope's): the only code in the
+package that writes its files (tests/unit/test_memory_writers.py). The pipelines above
+them are the owner's (``memory.owner.Memory``); the model-driven jobs (flush,
+consolidation, forgetting) and the derived indexes call these directly.
 
     MEMORY.md              replace_memory (conditional), append_memory
     memory/YYYY-MM-DD.md   append_ledger (CAS append); append_archive, drop_ledger (a
                            consolidated day moved to memory/archive/)
     review/queue.jsonl     write_review (conditional)
     index/...              append_index, write_index, drop_index: what derives from them
-                           (thread-search segments, ranked-index snapshots)
+                           (thread-search segments, ranked-index snapshots, vectors)
     every version          scrub (a rewrite without a forgotten writer), drop_versions,
                            purge (forgetting)
 
 Each verb is one storage write under the store's own conditions (If-Match, create-only,
-CAS append); what decides the words (authority, the gate, capacity, the review hold) is
-the caller's today. Because every write of a memory is one of these verbs, what must
-follow any write (a derived index, a vector, an export's digest) has one place to hang.
+CAS append).
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ if TYPE_CHECKING:
     from agent_harness.ports import AppendBuilder
     from agent_harness.runtime import Runtime
 
-__all__ = ["Memory"]
+__all__ = ["Writes"]
 
 
 @dataclass(frozen=True)
-class Memory:
-    """The writes of ``owner``'s memory (a user, or ``User.for_scope``)."""
+class Writes:
+    """The storage writes of ``owner``'s memory (a user, or ``User.for_scope``)."""
 
     rt: Runtime
     owner: User
