@@ -44,16 +44,16 @@ class ConsolidationJob(BaseModel):
 
 
 class IndexJob(BaseModel):
-    """On FlushQueue (group = the memory's owner): derive what a write outside a turn left
-    behind (a save, an edit, a rollback through the API) off its request path: the
-    memory's vectors. ``scope``: a shared scope's memory (as ``ConsolidationJob``)."""
+    """On FlushQueue (group = the user): derive what a write outside a turn left behind
+    (a save, an edit or rollback, an approval) off its request path: the memory's
+    vectors. A shared scope's memory is indexed by its consolidation (memory_flush's
+    role reaches users' prefixes only)."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     v: Literal[1] = 1
     kind: Literal["index"] = "index"
     user_id: str = Field(min_length=1)
-    scope: str | None = None
     queued_at: str
 
 

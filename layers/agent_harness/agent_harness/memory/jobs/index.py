@@ -1,9 +1,10 @@
 """What a write outside a turn leaves for later: its memory's vectors, derived off the
 request path.
 
-    index_later(rt, owner)   a save, an edit or a rollback through the API (or MCP):
-                             an IndexJob on FlushQueue in the owner's group, after the
-                             writes before it; nothing when embeddings are off
+    index_later(rt, owner)   a write outside a turn (a save, an edit or a rollback, an
+                             approval): an IndexJob on FlushQueue in the owner's group,
+                             after the writes before it; nothing when embeddings are
+                             off, nor for a shared scope (its consolidation indexes it)
     run_index_job(rt, job)   memory_flush, for that job: the owner's vectors refreshed
 
 A turn's writes are indexed by its own post-turn job, a consolidation's by the
@@ -35,14 +36,13 @@ metrics = Metrics()
 
 
 def index_later(rt: Runtime, owner: User) -> None:
-    """Queue ``owner``'s index job (see the module). Never fails the write it follows."""
-    if rt.embeddings() is None:
+    """Queue ``owner``'s index job (see the module). Never fails the write it follows.
+    A shared scope's memory is indexed by its consolidation instead: memory_flush may
+    read and write users' prefixes only (its role: least privilege), and a scope is
+    consolidated on the schedule like a user."""
+    if rt.embeddings() is None or owner.is_scope:
         return
-    job = IndexJob(
-        user_id=owner.id,
-        scope=owner.id if owner.is_scope else None,
-        queued_at=iso(rt.clock.now()),
-    )
+    job = IndexJob(user_id=owner.id, queued_at=iso(rt.clock.now()))
     try:
         rt.queue.send_index(owner, job)
     except HarnessError as exc:
@@ -54,6 +54,5 @@ def run_index_job(rt: Runtime, job: IndexJob) -> str:
     """The job's memory's vectors refreshed (best effort: a failure is counted and the
     next refresh catches up). Returns the outcome word the handler logs."""
     metrics.add_metric("IndexJobs", MetricUnit.Count, 1)
-    owner = User.for_scope(job.scope) if job.scope else User.from_id(job.user_id)
-    refresh_best_effort(rt, owner)
+    refresh_best_effort(rt, User.from_id(job.user_id))
     return "indexed"

@@ -18,9 +18,10 @@ agents make, each in one order:
 
 The label is where the words came from (``authority``, the caller's: who wrote them,
 never word overlap); spend is the caller's (a save counts under the day's imports
-budget before it reaches here). Index: a write outside a turn queues an index job (its
-vectors, derived off the request path: memory.jobs.index); a turn's own writes are
-indexed by its post-turn job (``index=False``). The flush, consolidation, corrections and
+budget before it reaches here). Index: a user's write outside a turn queues an index
+job (its vectors, derived off the request path: memory.jobs.index; a scope's memory is
+indexed by its consolidation); a turn's own writes are indexed by its post-turn job
+(``index=False``). The flush, consolidation, corrections and
 forgetting run their own model- or person-driven pipelines (memory.jobs,
 memory.facts.corrections) over the same storage verbs. Because every write of a memory
 is one of these, what must follow any write (a derived index, a vector, an export's
