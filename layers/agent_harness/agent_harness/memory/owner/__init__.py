@@ -120,9 +120,7 @@ class Memory(Writes):
             raise MemoryFullError(len(document), limit, what)
         new_etag = self.replace_memory(document, etag=etag, writer=writer)
         day = day_of(self.rt.clock.now(), self.rt.settings.zone)
-        self._hold(
-            admitted.held, source=f"{writer.split(':', 1)[0]} via={via}", writer=via, day=day
-        )
+        self._hold(admitted.held, source=f"{by} via={via}", writer=via, day=day)
         self._index()
         return document, new_etag, len(admitted.held)
 
