@@ -90,8 +90,8 @@ def runtime(model: ConceptModel | None = None, **settings: object):
     return rt
 
 
-def call(rt, method: str, path: str, payload: object | None = None):
-    headers = {"content-type": "application/json", "x-user-id": "alice"}
+def call(rt, method: str, path: str, payload: object | None = None, **extra: str):
+    headers = {"content-type": "application/json", "x-user-id": "alice", **extra}
     body = json.dumps(payload).encode() if payload is not None else b""
     event = http_event(method, path, headers=headers, body=body)
     response = build_app(rt).resolve(event, context_for("AgentCallFunction"))
@@ -195,21 +195,16 @@ def test_a_save_embeds_nothing_on_its_request_and_queues_its_index_job() -> None
 def test_an_edit_queues_an_index_job_and_a_failed_queue_does_not_fail_it() -> None:
     rt = runtime()
     rt.queue.fail = True  # the queue is down: the edit stands, the job is counted unsent
-    status = put_memory(rt, f"# Memory\n\n- {FACTS[2]}\n", {"If-None-Match": "*"})
+    body = {"content": f"# Memory\n\n- {FACTS[2]}\n"}
+    status, _ = call(rt, "PUT", "/v1/memory", body, **{"If-None-Match": "*"})
     assert status == 201 and rt.queue.index == []
     rt.queue.fail = False
     _, body = call(rt, "POST", "/v1/memory/search", {"query": QUESTIONS[2][0]})
     assert FACTS[2] in " ".join(texts(body))  # caught up by the search itself
     _, doc = call(rt, "GET", "/v1/memory")
-    status = put_memory(rt, "# Memory\n\n- Tea.\n", {"If-Match": doc["etag"]})
+    body = {"content": "# Memory\n\n- Tea.\n"}
+    status, _ = call(rt, "PUT", "/v1/memory", body, **{"If-Match": doc["etag"]})
     assert status == 200 and len(rt.queue.index) == 1
-
-
-def put_memory(rt, content: str, headers: dict[str, str]) -> int:
-    every = {"content-type": "application/json", "x-user-id": "alice", **headers}
-    body = json.dumps({"content": content}).encode()
-    event = http_event("PUT", "/v1/memory", headers=every, body=body)
-    return int(build_app(rt).resolve(event, context_for("AgentCallFunction"))["statusCode"])
 
 
 def test_a_retracted_fact_loses_its_vector_at_once_without_an_embedding_call() -> None:
