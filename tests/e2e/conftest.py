@@ -63,7 +63,10 @@ class FakeLLM:
     ``[0.5s]`` for half a second; one with ``[held]`` until ``held_release`` is set, which
     a test clears first); one
     containing ``[together]`` waits at ``together`` for others (see ``Rendezvous``).
-    ``spans`` records when each request came in and was answered."""
+    ``spans`` records when each request came in and was answered. A request whose
+    ``tool_choice`` forces a call (``required``, or a named function) and has no script
+    left is answered with that call, as a model that obeys the choice does
+    (``forced_call``)."""
 
     port: int = field(default_factory=free_port)
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -131,6 +134,8 @@ class FakeLLM:
                 message: dict[str, Any] = {"role": "assistant", "content": f"ack: {last}"}
                 if fake.scripts.get(last):
                     message = fake.scripts[last].pop(0)
+                elif (obeyed := forced_call(payload, len(fake.requests))) is not None:
+                    message = obeyed  # a model that obeys a forced choice
                 body = json.dumps(
                     {
                         "id": "chatcmpl-e2e",
@@ -164,6 +169,30 @@ class FakeLLM:
 
     def requests_for(self, text: str) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["messages"][-1]["content"] == text]
+
+
+def forced_call(payload: dict[str, Any], number: int) -> dict[str, Any] | None:
+    """The call a model that obeys ``tool_choice`` makes: the named function, or for
+    ``required`` the first tool offered that is not the stack's own memory tool; each
+    required argument filled (1, or "x")."""
+    choice, tools = payload.get("tool_choice"), payload.get("tools") or []
+    if choice == "required" and tools:  # the caller's tool, as the caller meant
+        own = [t for t in tools if not t["function"]["name"].startswith(("memory_", "thread_"))]
+        function = (own or tools)[0]["function"]
+    elif isinstance(choice, dict) and choice.get("type") == "function":
+        name = choice["function"]["name"]
+        function = next(t["function"] for t in tools if t["function"]["name"] == name)
+    else:
+        return None
+    schema = function.get("parameters") or {}
+    kinds = {k: v.get("type") for k, v in (schema.get("properties") or {}).items()}
+    arguments = {k: 1 if kinds.get(k) == "integer" else "x" for k in schema.get("required", [])}
+    call = {
+        "id": f"call_forced_{number}",
+        "type": "function",
+        "function": {"name": function["name"], "arguments": json.dumps(arguments)},
+    }
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 
 def last_user_message(payload: dict[str, Any]) -> str:

@@ -83,8 +83,8 @@ def test_tool_choice_none_hides_the_callers_tools_but_not_memory() -> None:
 def test_tool_choice_required_lets_memory_run_then_ends_in_a_callers_call() -> None:
     model = ScriptedModel(tool_call("memory_search"), tool_call("lookup_order", call_id="c2"))
     options = TurnOptions(tool_choice="required")
-    result = run_loop(model, START, tools=Box(), max_calls=2, options=options, caller=CALLER)
-    assert offered(model) == [["memory_search", "lookup_order"], ["lookup_order"]]
+    result = run_loop(model, START, tools=Box(), max_calls=3, options=options, caller=CALLER)
+    assert offered(model) == [["memory_search", "lookup_order"]] * 2
     assert [r.tool_choice for r in model.requests] == ["required", "required"]
     assert result.paused and [c.name for c in result.pending] == ["lookup_order"]
 
@@ -98,7 +98,27 @@ def test_tool_choice_required_answered_with_text_is_asked_again_then_refused() -
 
     stubborn = ScriptedModel("no", "still no")
     with pytest.raises(ModelOutputError, match="tool_choice"):
-        run_loop(stubborn, START, tools=Box(), max_calls=2, options=options, caller=CALLER)
+        run_loop(stubborn, START, tools=Box(), max_calls=3, options=options, caller=CALLER)
+
+
+@pytest.mark.parametrize("choice", ["required", {"name": "lookup_order"}])
+def test_the_cap_holds_over_a_forced_choice_its_last_call_offers_no_tool(choice: object) -> None:
+    model = ScriptedModel(tool_call("lookup_order"), "Done: here is what I found.")
+    options = TurnOptions(tool_choice=choice)  # type: ignore[arg-type]
+    done = LoopState(messages=[], model_calls=1)
+    result = run_loop(
+        model, START, tools=Box(), max_calls=2, done=done, options=options, caller=CALLER
+    )
+    assert offered(model) == [[]] and model.requests[0].tool_choice is None
+    assert not result.paused and result.model_calls == 2
+
+
+def test_a_turn_resumed_with_no_call_left_answers_with_its_latest_words() -> None:
+    model = ScriptedModel("never asked")
+    said = Message(role="assistant", content="Looking it up.", tool_calls=[])
+    done = LoopState(messages=[said], model_calls=2)
+    result = run_loop(model, START, tools=Box(), max_calls=2, done=done, caller=CALLER)
+    assert result.reply == "Looking it up." and not model.requests and not result.paused
 
 
 def test_a_named_tool_choice_offers_and_forces_only_that_tool() -> None:

@@ -10,10 +10,12 @@
                              later from ``LoopState`` with their results appended
 
 At most ``max_calls`` model calls per turn, pauses included; the last allowed call is made
-without tools, so the loop always ends with an answer. The caller's ``TurnOptions``
-(agent/options) shape each call: which tools are offered and forced, the answer's format
-(checked here, one corrective call), the sampling options. Calls the server runs (memory and
-remote tools) in a response that also calls a client tool run first, then the turn pauses.
+without tools whatever the tool choice, so the loop always ends with an answer (a turn
+resumed with no call left answers with its latest words, never a further call). The
+caller's ``TurnOptions`` (agent/options) shape each call: which tools are offered and
+forced, the answer's format (checked here, one corrective call), the sampling options.
+Calls the server runs (memory and remote tools) in a response that also calls a client
+tool run first, then the turn pauses.
 Key insight: the loop never changes; new behaviour arrives as tools.
 """
 
@@ -91,9 +93,11 @@ def run_loop(
     known = {s.name for s in specs}
     must_call = opts.needs_call and bool(specs)
     force = False  # a required call answered with text: the next one offers only the caller's
+    if state.model_calls >= max_calls:  # a turn paused at its cap (an older stack's pause)
+        return LoopResult(added, _last_words(added), usage, state.model_calls, name)
     for call_no in range(state.model_calls + 1, max_calls + 1):
         last = call_no == max_calls
-        request = opts.request([*messages, *added], specs, caller, last=last or force)
+        request = opts.request([*messages, *added], specs, caller, last=last, insist=force)
         response = model.complete(request)
         usage += response.usage
         name = response.model
@@ -104,8 +108,8 @@ def run_loop(
             # text is the answer
             kept = [c for c in message.tool_calls if c.name in offered]
             message = Message(role="assistant", content=message.content, tool_calls=kept)
-        if must_call and not message.tool_calls:
-            if last:
+        if must_call and not message.tool_calls and not last:  # the cap's text is the answer
+            if force:
                 raise ModelOutputError(f"{name} answered without the tool call tool_choice asks")
             force = True  # the text is dropped: it is not the answer the caller asked for
             continue
@@ -139,6 +143,11 @@ def run_loop(
         if pending:
             return LoopResult(added, "", usage, call_no, name, pending=pending)
     raise AssertionError("unreachable: the last call offers no tools")  # pragma: no cover
+
+
+def _last_words(added: list[Message]) -> str:
+    """The turn's latest assistant text: its answer when no call is left to make one."""
+    return next((m.content for m in reversed(added) if m.role == "assistant" and m.content), "")
 
 
 def _unique_call_ids(message: Message, earlier: list[Message], call_no: int) -> Message:

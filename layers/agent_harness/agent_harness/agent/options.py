@@ -1,19 +1,27 @@
 """The caller's options for one turn's model calls, and the rules they put on the loop.
 
     tool_choice       applies to the caller's tools; the memory tools stay:
-      auto / unset      the loop as always (the last allowed call offers no tool)
+      auto / unset      the loop as always
       none              the caller's tools are not offered
-      required          every call must call a tool (memory tools may run first); the
-                        last allowed call offers only the caller's tools, so the turn
-                        ends in a call of one of them
+      required          every call must call a tool (memory tools may run first); a
+                        text answer is dropped and the next call offers only the
+                        caller's tools (a second text answer: 502), so the turn ends
+                        in a call of one of them
       {"name": f}       only f is offered, and forced
+                      The cap holds over any choice: the turn's last allowed call
+                      (``HARNESS_MAX_MODEL_CALLS``, pauses included) offers no tool, and
+                      its text is the answer. A choice is the request's own: the
+                      request that resumes a paused turn brings its own (none sent:
+                      auto), as OpenAI reads every request on its own (``resumed``)
     response_format   the answer (a call without tool calls) must be a JSON object, valid
                       against the schema when ``strict``; one corrective retry, then 502
                       ``model_output_invalid``. Memory tools keep working in the turn
     sampling          temperature, top_p, max_output_tokens, stop, seed: passed to the
                       provider where it takes them (docs/models.md)
 
-``TurnOptions`` is persisted with a paused turn, so its resume keeps them.
+``TurnOptions`` is persisted with a paused turn: a resume through the session API sent
+without options keeps its format and sampling (not its tool choice); on the OpenAI
+routes every request's options are its own.
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ from agent_harness.models.base import (
 if TYPE_CHECKING:
     from agent_harness.models.base import ChatModel
 
-__all__ = ["MAX_STOP", "TurnOptions", "check_tool_choice", "formatted_answer"]
+__all__ = ["MAX_STOP", "TurnOptions", "check_tool_choice", "formatted_answer", "resumed"]
 
 MAX_STOP = 4  # stop sequences, as OpenAI allows
 _FENCE = re.compile(r"^```(?:json)?\s*\n?(.*?)\n?```$", re.DOTALL | re.IGNORECASE)
@@ -71,11 +79,18 @@ class TurnOptions(BaseModel):
         return fmt.type if fmt.type == "json_object" else f"json_schema:{fmt.name}"
 
     def request(
-        self, messages: list[Message], specs: list[ToolSpec], caller: frozenset[str], *, last: bool
+        self,
+        messages: list[Message],
+        specs: list[ToolSpec],
+        caller: frozenset[str],
+        *,
+        last: bool,
+        insist: bool = False,
     ) -> ChatRequest:
         """The agent request of one loop call: the tools offered and the choice by the
-        rules above, the sampling options as asked."""
-        offered, choice = self._offer(specs, caller, last=last)
+        rules above (``insist``: a required call was answered with text), the sampling
+        options as asked."""
+        offered, choice = self._offer(specs, caller, last=last, insist=insist)
         return ChatRequest(
             messages=messages,
             tools=offered,
@@ -90,19 +105,36 @@ class TurnOptions(BaseModel):
         )
 
     def _offer(
-        self, specs: list[ToolSpec], caller: frozenset[str], *, last: bool
+        self, specs: list[ToolSpec], caller: frozenset[str], *, last: bool, insist: bool
     ) -> tuple[list[ToolSpec], ToolChoice | None]:
         choice = self.tool_choice
-        if not specs:  # nothing to call (a turn closed on a cancel): the choice is moot
+        # nothing to call (a turn closed on a cancel), or the cap: the choice is moot
+        if not specs or last:
             return [], None
         name = forced_tool(choice)
         if name is not None:
             return [s for s in specs if s.name == name], choice
         if choice == "required":
-            return ([s for s in specs if s.name in caller] if last else specs), "required"
+            return ([s for s in specs if s.name in caller] if insist else specs), "required"
         if choice == "none":
             specs, choice = [s for s in specs if s.name not in caller], None
-        return ([] if last else specs), (None if last or not specs else choice)
+        return specs, (choice if specs else None)
+
+
+def resumed(
+    paused: TurnOptions | None, asked: TurnOptions | None, *, per_request: bool
+) -> TurnOptions | None:
+    """The options of a paused turn's calls once a request resumes it (``asked``: that
+    request's). Its tool choice is always the request's (none sent: auto), whatever an
+    earlier request forced: OpenAI reads a missing ``tool_choice`` as auto, and every
+    framework sends the tool results without one. ``per_request`` (the OpenAI routes):
+    every option is the request's. Otherwise a resume sent without options keeps the
+    turn's format and sampling."""
+    if asked is not None or per_request:
+        return asked
+    if paused is None or paused.tool_choice is None:
+        return paused
+    return paused.model_copy(update={"tool_choice": None})
 
 
 def check_tool_choice(options: TurnOptions | None, tools: list[ToolSpec] | None) -> None:

@@ -70,6 +70,7 @@ from agent_harness.agent.importer import (
 )
 from agent_harness.agent.lease import session_lease
 from agent_harness.agent.loop import LoopResult, run_loop
+from agent_harness.agent.options import resumed
 from agent_harness.agent.recall import Recall, start_recall
 from agent_harness.agent.request import ChatTerms, check_request
 from agent_harness.agent.scoped import Binding, ScopeMemories, bound_grants, with_blocks
@@ -130,7 +131,9 @@ def run_turn(
     For a session that has no turn yet, ``history`` (earlier messages the caller holds)
     becomes its first turns, as an import, and ``persona`` replaces AGENTS.md; both are
     written with the turn, so a failed model call leaves nothing. ``options`` shape the
-    agent's model calls (agent/options); a resume sent without them keeps the turn's.
+    agent's model calls (agent/options); a resume's tool choice is its own (none sent:
+    auto), and one sent without options keeps the turn's format and sampling (not on
+    the OpenAI routes, ``chat``, where every request's options are its own).
     ``chat``: a chat completion's terms (its instructions, settling a paused turn, its
     branch point). ``binding``: the shared scopes a first message binds, and the caller's
     groups (agent.scoped)."""
@@ -334,8 +337,7 @@ class _Turn:
         draft = Draft.resumed(pending, pause.answer_calls(pending, results, evict))
         if tools is not None:
             draft.client_tools = tools
-        if self.options is not None:
-            draft.options = self.options
+        draft.options = resumed(draft.options, self.options, per_request=self.chat.settle)
         if self.instructions is not None:
             draft.instructions = self.instructions
         return self._advance(draft)
