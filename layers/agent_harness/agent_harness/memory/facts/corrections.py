@@ -52,8 +52,7 @@ from agent_harness.memory.facts.lifecycle import (
     render_marks,
     split_marks,
 )
-from agent_harness.memory.owner.writes import Writes
-from agent_harness.memory.vectors import refresh_best_effort
+from agent_harness.memory.owner import Memory
 from agent_harness.paths import LEDGER_DIR, archive_day, ledger_day
 
 if TYPE_CHECKING:
@@ -197,14 +196,12 @@ def check_correction(fact: LedgerFact, life: Lifecycle, authority: str) -> None:
 
 def _admitted_text(rt: Runtime, user: User, text: str, authority: str, source: str) -> str:
     """``text`` through the gate as ``authority``'s: the text to write (its tag aside);
-    held lines go to the review queue and raise CorrectionHeldError."""
-    from agent_harness.memory.facts.gate import Candidate, Policy, admit
-    from agent_harness.memory.review_queue import hold
-
-    admitted = admit([Candidate(text, authority)], Policy.of(rt.settings))
+    held lines go to the review queue (the owner's screen) and raise
+    CorrectionHeldError."""
+    admitted, items = Memory(rt, user).screen(
+        text, authority=authority, source=source, writer="memory_correct"
+    )
     if admitted.held:
-        day = day_of(rt.clock.now(), rt.settings.zone)
-        items = hold(rt, user, admitted.held, source=source, writer="memory_correct", day=day)
         named = ", ".join(i.id for i in items) or "already queued"
         raise CorrectionHeldError(
             f"the correction was held for a person's review (review item {named}: "
@@ -287,8 +284,7 @@ def correct_fact(
         written[:] = [Correction(ledger_fact_id(day, line), fact_id, state, line, day)]
         return render_section("Correction", now, rt.settings.zone, [line], source)
 
-    Writes(rt, user).append_ledger(day, addition)
-    refresh_best_effort(rt, user, limit=0)  # a vector is personal data: it goes now
+    Memory(rt, user).retire(day, addition)  # and the retired fact's vector goes now
     return written[0]
 
 
@@ -313,7 +309,6 @@ def propose_correction(
     with the authority of what proposed it; approving it applies it as the decider's
     (``apply_proposal``). Nothing is retired until then."""
     from agent_harness.memory.facts.gate import Held
-    from agent_harness.memory.review_queue import hold
 
     check_length(rt, by, reason)
     fact, _ = find_fact(rt, user, fact_id)
@@ -324,7 +319,7 @@ def propose_correction(
         text = render_marks(why, Marks(retracts=(fact.id,)))
     day = day_of(rt.clock.now(), rt.settings.zone)
     held = [Held(text, authority, CORRECTION)]
-    hold(rt, user, held, source=source, writer="memory_correct", day=day)
+    Memory(rt, user).propose(held, source=source, writer="memory_correct", day=day)
 
 
 def apply_proposal(rt: Runtime, user: User, text: str, authority: str) -> list[str]:

@@ -107,7 +107,6 @@ def promote(
     promotion keeps the line's own from the user's MEMORY.md)."""
     from agent_harness.import_budget import imports_admitted
     from agent_harness.memory.owner import Memory
-    from agent_harness.memory.review import hold
     from agent_harness.scopes import note_writer
 
     scope = grant.owner
@@ -120,7 +119,7 @@ def promote(
         # under the member's own daily budget, as a save is: no member floods the queue
         with imports_admitted(rt, caller, 1, "memory promotion"):
             note_writer(rt, caller, scope)
-            items = hold(rt, scope, held, source=fields, writer=VIA, day=day)
+            items = Memory(rt, scope).propose(held, source=fields, writer=VIA, day=day)
         return Promoted(str(grant.scope), 0, len(items), [i.id for i in items])
     # a maintainer's: written now, under the scope's daily budget as a save is
     rt.listings.forget(scope.key)  # this container's bound sessions see it next turn

@@ -16,7 +16,8 @@
         the answer checked: authorities, the gate, precedence  memory.facts.precedence
         then no line restating a retired fact (a person's own  memory.engine.truth
                        kept unless the user or an operator retired it)
-        PUT MEMORY.md If-Match (412: a human edited it -> re-merge onto their version)
+        PUT MEMORY.md If-Match (412: a human edited it -> re-merge onto their version),
+                       then the gate's held lines queued       memory.owner.Memory.merge
         the second look: current facts the merge left out,     LLM, if any
                        asked about beside the new facts;         (memory.jobs.second_look)
                        those a new fact ended are
@@ -59,7 +60,7 @@ from agent_harness.ids import User
 from agent_harness.memory.engine.corpus import load_ledgers, refresh_snapshots
 from agent_harness.memory.engine.truth import Truth, truth_of
 from agent_harness.memory.facts.authority import fact_line, parse_fact
-from agent_harness.memory.facts.gate import Admitted, Policy
+from agent_harness.memory.facts.gate import Policy
 from agent_harness.memory.facts.ledger import day_of
 from agent_harness.memory.facts.precedence import merge_checked
 from agent_harness.memory.files import ledger_files
@@ -73,8 +74,7 @@ from agent_harness.memory.jobs.prompts import (
 from agent_harness.memory.jobs.recheck import recheck
 from agent_harness.memory.jobs.schedule import next_expiry, parse_time, retry_after
 from agent_harness.memory.jobs.second_look import second_look
-from agent_harness.memory.owner.writes import Writes
-from agent_harness.memory.review import hold
+from agent_harness.memory.owner import Memory
 from agent_harness.memory.vectors import refresh_best_effort
 from agent_harness.paths import MEMORY_FILE, ledger_path
 from agent_harness.ports import UserState
@@ -239,7 +239,7 @@ def _drop_stale(rt: Runtime, user: User, current: StoredObject | None, truth: Tr
     if document == current.content:
         return
     try:
-        Writes(rt, user).replace_memory(document, etag=current.etag, writer="consolidation")
+        Memory(rt, user).merge(document, current=current, writer="consolidation")
     except PreconditionFailedError:
         logger.info("MEMORY.md changed while dropping retired facts; the next run does it")
     metrics.add_metric("RetiredFactsDropped", MetricUnit.Count, 1)
@@ -322,7 +322,6 @@ def _run(
         _drop_stale(rt, user, current, truth)
     else:
         model = rt.models.for_role("memory")
-        admitted: Admitted | None = None
         for attempt in range(WRITE_ATTEMPTS):
             # reject runaway answers, yet never below what a person already wrote, and
             # never over MEMORY.md's hard cap (a consolidation is how a full one shrinks)
@@ -378,26 +377,26 @@ def _run(
                     f"the consolidated MEMORY.md is {len(document):,} characters, over its "
                     f"{cap:,} limit"
                 )
-            if document.strip() == current_text.strip():
-                outcome.status = "unchanged"
-                break
-            writer = f"consolidation model={answer.model}"
             try:
-                etag = current.etag if current is not None else None
-                Writes(rt, user).replace_memory(document, etag=etag, writer=writer)
+                # the owner's merge: MEMORY.md (unless unchanged), then what the gate
+                # held queued; a 412 holds nothing (judged again on the next answer)
+                written = Memory(rt, user).merge(
+                    document,
+                    current=current,
+                    writer=f"consolidation model={answer.model}",
+                    held=admitted.held,
+                    source=f"consolidation model={model.name}",
+                )
+                if not written:
+                    outcome.status = "unchanged"
                 break
             except PreconditionFailedError:
                 if attempt == WRITE_ATTEMPTS - 1:
                     raise
-                admitted.held.clear()  # judged again on the next answer
                 # someone (a person, memory_save) changed MEMORY.md: merge onto theirs
                 current = rt.store.get(user, MEMORY_FILE)
                 current_text = current.content if current else ""
 
-        if admitted is not None:
-            day = day_of(rt.clock.now(), settings.zone)
-            source = f"consolidation model={model.name}"
-            hold(rt, user, admitted.held, source=source, writer="consolidation", day=day)
         # what the model left out (precedence may have put a person's line back) and a
         # new fact ended: retired on the change's day, and its cascade re-checked
         if outcome.status == "consolidated" and second_look(

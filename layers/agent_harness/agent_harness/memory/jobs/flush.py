@@ -17,9 +17,10 @@
              tool results (or imported assistant text), shown all     -> the lowest label
              the user's messages beside each lower level of facts     -> marks of that level
            its marks: only shown ids its authority may retire           lifecycle contract
-           the gate on the text without marks; marks re-attached        memory.facts.gate
-           held lines -> review/queue.jsonl                            S3 CAS (if any)
-           append "## Flush — <time>" + source + "- [authority] fact"  S3 CAS append
+           the owner's record (memory.owner.Memory.record):
+             the gate on the text without marks; marks re-attached      memory.facts.gate
+             held lines -> review/queue.jsonl                          S3 CAS (if any)
+             append "## Flush — <time>" + source + "- [authority] fact"  S3 CAS append
       -> cursor := N (never backwards); user marked due                DynamoDB
       -> ranked-index snapshots of the months written (best effort)   S3 LIST, GET, PUT
 
@@ -47,21 +48,11 @@ from agent_harness.ids import User, validate_session_id
 from agent_harness.jobs import PostTurnJob
 from agent_harness.keys import shard_name
 from agent_harness.memory.engine.corpus import refresh_snapshots
-from agent_harness.memory.facts.authority import parse_fact
 from agent_harness.memory.facts.flow import flush_passes
-from agent_harness.memory.facts.gate import Admitted, Candidate, Policy, admit
-from agent_harness.memory.facts.ledger import (
-    Source,
-    covered_turns,
-    day_of,
-    new_facts,
-    render_section,
-)
-from agent_harness.memory.facts.lifecycle import Marks, render_marks, strip_marks
+from agent_harness.memory.facts.ledger import Source, covered_turns, day_of
 from agent_harness.memory.jobs.extract import extract, retire_below
 from agent_harness.memory.jobs.related import load_ledger_files
-from agent_harness.memory.owner.writes import Writes
-from agent_harness.memory.review import hold
+from agent_harness.memory.owner import Memory
 from agent_harness.memory.threads import index_turns
 from agent_harness.memory.vectors import refresh_best_effort
 from agent_harness.paths import MEMORY_FILE, SEGMENT_DIR, ledger_path, segment_path, turn_path
@@ -70,6 +61,8 @@ from agent_harness.usage import memory_budget_exhausted, renewal
 
 if TYPE_CHECKING:
     from agent_harness.memory.engine.file_index import FileIndex
+    from agent_harness.memory.facts.gate import Candidate
+    from agent_harness.memory.facts.lifecycle import Marks
     from agent_harness.ports import GateClaim, SessionState
     from agent_harness.runtime import Runtime
     from agent_harness.settings import Settings
@@ -333,7 +326,6 @@ def _flush_chunk(
     if not todo:
         return 0
 
-    settings = rt.settings
     model = rt.models.for_role("memory")
     candidates: list[tuple[Candidate, Marks]] = []
     for flush_pass in flush_passes(todo):
@@ -341,47 +333,6 @@ def _flush_chunk(
         if flush_pass.trusted and found and below:
             found = retire_below(rt, user, day, flush_pass, found, below)
         candidates += found
-    admitted = _admit_marked(candidates, Policy.of(settings))
-    for name, count in admitted.counts.items():
-        if count:
-            metrics.add_metric(f"FlushCheck_{name}", MetricUnit.Count, count)
-    if admitted.held or admitted.counts["secrets"]:
-        logger.warning("the gate changed facts", extra=dict(admitted.counts))
-
-    turns = tuple(r.turn for r in todo)
-    source = Source(session_id, turns, model.name)
-    # held lines first: a retry after a failed append finds them queued (by id), while
-    # a retry after the ledger append skips these turns altogether
-    hold(rt, user, admitted.held, source=source.fields(), writer="flush", day=day)
-    bullets = admitted.lines
-    if not bullets:
-        return 0
-    written: list[str] = []
-
-    def build(existing: str) -> str | None:
-        # re-checked after every lost race: a concurrent duplicate may have landed
-        if covered_turns(existing, session_id) & set(turns):
-            return None
-        written[:] = new_facts(bullets, existing, words=strip_marks)
-        if not written:
-            return None
-        return render_section("Flush", rt.clock.now(), settings.zone, written, source.render())
-
-    return len(written) if Writes(rt, user).append_ledger(day, build) else 0
-
-
-def _admit_marked(candidates: list[tuple[Candidate, Marks]], policy: Policy) -> Admitted:
-    """Each candidate through the gate on its text alone, then its checked marks
-    re-attached to the line admitted (``render_marks``)."""
-    out = Admitted()
-    for candidate, marks in candidates:
-        one = admit([candidate], policy)
-        out.held += one.held
-        out.counts.update(one.counts)
-        for line in one.lines:
-            fact = parse_fact(line)
-            if fact is None or fact.authority is None:
-                out.lines.append(line)
-            else:
-                out.lines.append(f"- [{fact.authority}] {render_marks(fact.text, marks)}")
-    return out
+    # the owner's pipeline: the gate, held lines queued, then the ledger's CAS append
+    source = Source(session_id, tuple(r.turn for r in todo), model.name)
+    return Memory(rt, user).record(candidates, day=day, source=source)

@@ -36,7 +36,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from agent_harness.errors import PreconditionFailedError, StoreError
 from agent_harness.ids import User
 from agent_harness.memory.facts.ledger import writer_named
-from agent_harness.memory.owner.writes import Writes
+from agent_harness.memory.owner import Memory
 from agent_harness.paths import REVIEW_FILE, SNAPSHOT_DIR
 from agent_harness.ports import ForgetOutcome, Scrubbed
 
@@ -72,9 +72,9 @@ def forget_user(rt: Runtime, user: User) -> ForgetOutcome:
     scrubbed = Scrubbed()
     for scope, since in rt.table.written_by(user).items():
         scrub_scope(rt, user, User.for_scope(scope), since, scrubbed)
-    versions = Writes(rt, user).purge()
+    versions = Memory(rt, user).purge()
     items = rt.table.purge_user(user)
-    versions += Writes(rt, user).purge()
+    versions += Memory(rt, user).purge()
     metrics.add_metric("UsersForgotten", MetricUnit.Count, 1)
     logger.info(
         "user forgotten",
@@ -109,7 +109,7 @@ def scrub_scope(rt: Runtime, user: User, scope: User, since: str, done: Scrubbed
             and _names(mentions, rt.store.get_version(scope, path, v.version_id))
         ]
         if doomed:
-            done.versions += Writes(rt, scope).drop_versions(path, doomed)
+            done.versions += Memory(rt, scope).drop_versions(path, doomed)
     rt.listings.forget(scope.key)  # this container's bound sessions list it again
     logger.info("a forgotten writer taken out of a scope", extra={"scope": scope.id})
 
@@ -135,7 +135,7 @@ def _anonymise(rt: Runtime, scope: User, path: str, mentions: re.Pattern[str]) -
             for line in current.content.splitlines(keepends=True)
         )
         try:
-            Writes(rt, scope).scrub(path, text, etag=current.etag, writer=_WRITER)
+            Memory(rt, scope).scrub(path, text, etag=current.etag, writer=_WRITER)
             return 1
         except PreconditionFailedError:
             continue

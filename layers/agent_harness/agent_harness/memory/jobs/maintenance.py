@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from aws_lambda_powertools import Logger
 
 from agent_harness.errors import PreconditionFailedError
-from agent_harness.memory.owner.writes import Writes
+from agent_harness.memory.owner import Memory
 from agent_harness.paths import ledger_path
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def _move(rt: Runtime, user: User, day: str) -> bool:
             return None
         return ("\n" if existing and not existing.endswith("\n") else "") + rest
 
-    memory = Writes(rt, user)
+    memory = Memory(rt, user)
     memory.append_archive(day, build)
     try:
         memory.drop_ledger(day, etag=source.etag)

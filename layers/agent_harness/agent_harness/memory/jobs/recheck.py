@@ -30,7 +30,7 @@ from agent_harness.memory.facts.gate import Candidate, Policy, admit
 from agent_harness.memory.facts.ledger import clean_bullets, day_of, render_section, saved_by
 from agent_harness.memory.facts.lifecycle import Marks, clean_marks, render_marks
 from agent_harness.memory.jobs.calls import JUDGEMENT_FORMAT, JUDGEMENT_TOKENS, ask, bounded
-from agent_harness.memory.owner.writes import Writes
+from agent_harness.memory.owner import Memory
 from agent_harness.models.base import Message
 
 if TYPE_CHECKING:
@@ -137,6 +137,6 @@ def recheck(rt: Runtime, user: User, truth: Truth) -> int:
     now = rt.clock.now()
     provenance = saved_by(f"consolidation model={rt.models.for_role('memory').name}", "recheck")
     section = render_section("Recheck", now, rt.settings.zone, lines, provenance)
-    Writes(rt, user).append_ledger(day_of(now, rt.settings.zone), lambda _existing: section)
+    Memory(rt, user).note(day_of(now, rt.settings.zone), lambda _existing: section)
     metrics.add_metric("FactsRechecked", MetricUnit.Count, len(lines))
     return len(lines)

@@ -45,7 +45,7 @@ from agent_harness.memory.facts.gate import Candidate, Policy, admit
 from agent_harness.memory.facts.ledger import clean_bullets, render_section, saved_by
 from agent_harness.memory.facts.lifecycle import FACT_ID, Marks, render_marks, split_marks
 from agent_harness.memory.jobs.calls import JUDGEMENT_FORMAT, JUDGEMENT_TOKENS, ask, bounded
-from agent_harness.memory.owner.writes import Writes
+from agent_harness.memory.owner import Memory
 from agent_harness.models.base import Message
 from agent_harness.paths import ledger_path
 from agent_harness.usage import memory_budget_exhausted
@@ -213,7 +213,7 @@ def second_look(
     provenance = saved_by(f"consolidation model={model.name}", "second-look")
     for day, lines in sorted(by_day.items()):
         section = render_section("Second look", now, rt.settings.zone, lines, provenance)
-        Writes(rt, user).append_ledger(day, _appending(section))
+        Memory(rt, user).note(day, _appending(section))
     written = sum(len(v) for v in by_day.values())
     metrics.add_metric("FactsRetiredBySecondLook", MetricUnit.Count, written)
     return written

@@ -1,8 +1,8 @@
 """The owner of a memory (a user's, or a shared scope's): one object, ``Memory``, through
 which every write of its MEMORY.md, ledgers, review queue and derived indexes passes.
 Its storage verbs are ``writes.Writes`` (the only code that writes those files:
-tests/unit/test_memory_writers.py); above them, the pipelines of the writes people and
-agents make, each in one order:
+tests/unit/test_memory_writers.py); above them, the pipelines of every write people,
+agents and the memory jobs make, each in one order:
 
     save(lines, authority=...)      new lines (the API's and MCP's save, the agent's
                                     memory_save, a maintainer's promotion into a scope):
@@ -15,22 +15,45 @@ agents make, each in one order:
     add_approved(lines, ...)        lines a person approved from the review queue:
                                     capacity -> MEMORY.md (what it lacks) -> the day's
                                     ledger -> index
+    record(candidates, day, source) a flush's facts (memory.jobs.flush): gate (each on
+                                    its text, its marks re-attached) -> review hold -> the
+                                    day's ledger (CAS; nothing once the turns are covered)
+    merge(document, current, ...)   a consolidation's MEMORY.md, or its stale lines
+                                    dropped (memory.jobs.consolidate): MEMORY.md
+                                    (conditional; a 412 is the caller's to re-merge) ->
+                                    review hold of what its gate held
+    note(day, build)                a re-check's or a second look's records
+                                    (memory.jobs.recheck, memory.jobs.second_look, each
+                                    gating its own and dropping what is held): the day's
+                                    ledger
+    screen(text, authority=...)     a correction's text (memory.facts.corrections): gate
+                                    -> review hold (the caller then writes nothing)
+    retire(day, build)              a correction's record: the day's ledger -> vectors,
+                                    at once (a retired fact's vector is personal data)
+    propose(held, ...)              lines for a person's decision only (a member's
+                                    promotion, a correction an exposed turn proposed):
+                                    review hold
 
 The label is where the words came from (``authority``, the caller's: who wrote them,
 never word overlap); spend is the caller's (a save counts under the day's imports
 budget before it reaches here). Index: a user's write outside a turn queues an index
 job (its vectors, derived off the request path: memory.jobs.index; a scope's memory is
-indexed by its consolidation); a turn's own writes are indexed by its post-turn job
-(``index=False``). The flush, consolidation, corrections and
-forgetting run their own model- or person-driven pipelines (memory.jobs,
-memory.facts.corrections) over the same storage verbs. Because every write of a memory
-is one of these, what must follow any write (a derived index, a vector, an export's
-digest) has one place to hang.
+indexed by its consolidation); a turn's own writes and its flush's record are indexed
+by its post-turn job (``index=False``), a consolidation's merge and notes at its end.
+Retention (memory.jobs.maintenance: ``append_archive``, ``drop_ledger``) and forgetting
+(memory.jobs.forget: ``purge``, ``scrub``, ``drop_versions``) move and erase files
+through the storage verbs, on ``Memory`` too; only the derived indexes and the review
+queue's own file format construct ``Writes`` (tests/unit/test_memory_writers.py).
+Because every write of a memory is one of these, what must follow any write (a derived
+index, a vector, an export's digest) has one place to hang.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.errors import MemoryFullError
 from agent_harness.memory.owner.writes import Writes
@@ -38,9 +61,16 @@ from agent_harness.memory.owner.writes import Writes
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from agent_harness.memory.facts.gate import Admitted, Held
+    from agent_harness.memory.facts.gate import Admitted, Candidate, Held, Policy
+    from agent_harness.memory.facts.ledger import Source
+    from agent_harness.memory.facts.lifecycle import Marks
+    from agent_harness.memory.review_queue import ReviewItem
+    from agent_harness.ports import AppendBuilder, StoredObject
 
 __all__ = ["Memory", "Writes"]
+
+logger = Logger(child=True)
+metrics = Metrics()
 
 
 class Memory(Writes):
@@ -143,6 +173,113 @@ class Memory(Writes):
         self.append_ledger(day_of(at, self.rt.settings.zone), lambda existing: section)
         self._index()
 
+    def record(self, candidates: list[tuple[Candidate, Marks]], *, day: str, source: Source) -> int:
+        """A flush's facts of ``source``'s turns, for the ledger of ``day``: each
+        through the gate on its text alone (its checked marks re-attached), what the gate
+        holds queued for review, then a ``## Flush`` section of the lines the ledger does
+        not hold yet (CAS append), re-checked after every lost race: nothing when these
+        turns are covered by then (a concurrent duplicate landed). Returns the lines
+        written."""
+        from agent_harness.memory.facts.gate import Policy
+        from agent_harness.memory.facts.ledger import covered_turns, new_facts, render_section
+        from agent_harness.memory.facts.lifecycle import strip_marks
+
+        settings = self.rt.settings
+        admitted = _admit_marked(candidates, Policy.of(settings))
+        for name, count in admitted.counts.items():
+            if count:
+                metrics.add_metric(f"FlushCheck_{name}", MetricUnit.Count, count)
+        if admitted.held or admitted.counts["secrets"]:
+            logger.warning("the gate changed facts", extra=dict(admitted.counts))
+
+        # held lines first: a retry after a failed append finds them queued (by id), while
+        # a retry after the ledger append skips these turns altogether
+        self._hold(admitted.held, source=source.fields(), writer="flush", day=day)
+        bullets = admitted.lines
+        if not bullets:
+            return 0
+        turns = set(source.turns)
+        written: list[str] = []
+
+        def build(existing: str) -> str | None:
+            # re-checked after every lost race: a concurrent duplicate may have landed
+            if covered_turns(existing, source.session_id) & turns:
+                return None
+            written[:] = new_facts(bullets, existing, words=strip_marks)
+            if not written:
+                return None
+            now = self.rt.clock.now()
+            return render_section("Flush", now, settings.zone, written, source.render())
+
+        return len(written) if self.append_ledger(day, build) else 0
+
+    def merge(
+        self,
+        document: str,
+        *,
+        current: StoredObject | None,
+        writer: str,
+        held: list[Held] | None = None,
+        source: str = "",
+    ) -> bool:
+        """A consolidation's MEMORY.md (its merge, or its lines restating a retired fact
+        dropped) in place of ``current``, the version it was made from (None: created):
+        412, and nothing held, when another was written since (the caller merges again
+        onto it). The same text (whitespace aside) writes nothing. Then what its gate
+        ``held`` goes to the review queue (``source``: the consolidation's). Returns
+        whether MEMORY.md was written."""
+        from agent_harness.memory.facts.ledger import day_of
+
+        before = current.content if current is not None else ""
+        changed = document.strip() != before.strip()
+        if changed:
+            etag = current.etag if current is not None else None
+            self.replace_memory(document, etag=etag, writer=writer)
+        if held:
+            day = day_of(self.rt.clock.now(), self.rt.settings.zone)
+            self._hold(held, source=source, writer="consolidation", day=day)
+        return changed
+
+    def note(self, day: str, build: AppendBuilder) -> str | None:
+        """A job's records (a re-check's, a second look's) in the ledger of ``day``: what
+        ``build`` adds (CAS append; None: nothing added). Each job gates its records
+        itself and drops what the gate holds (the fact stays as it was); the
+        consolidation running them refreshes the vectors after."""
+        return self.append_ledger(day, build)
+
+    def screen(
+        self, text: str, *, authority: str, source: str, writer: str
+    ) -> tuple[Admitted, list[ReviewItem]]:
+        """``text`` through the gate as ``authority``'s, before a write that depends on
+        what passes (a correction's record names it): what the gate holds is queued for
+        review (``writer``, ``source``: the write's), and then the caller writes nothing.
+        Returns what the gate admitted and held, and the review items."""
+        from agent_harness.memory.facts.gate import Candidate, Policy, admit
+        from agent_harness.memory.facts.ledger import day_of
+
+        admitted = admit([Candidate(text, authority)], Policy.of(self.rt.settings))
+        if not admitted.held:
+            return admitted, []
+        day = day_of(self.rt.clock.now(), self.rt.settings.zone)
+        return admitted, self._hold(admitted.held, source=source, writer=writer, day=day)
+
+    def retire(self, day: str, build: AppendBuilder) -> None:
+        """A correction's record in the ledger of ``day`` (CAS append: ``build``
+        re-checks the fact is still current on every attempt), then the memory's vectors
+        refreshed at once, not by a later job: a retired fact's vector is personal data,
+        and it goes now."""
+        from agent_harness.memory.vectors import refresh_best_effort
+
+        self.append_ledger(day, build)
+        refresh_best_effort(self.rt, self.owner, limit=0)
+
+    def propose(self, held: list[Held], *, source: str, writer: str, day: str) -> list[ReviewItem]:
+        """Lines for a person's decision only (a member's promotion into a scope, a
+        correction an exposed turn proposed): queued for review, nothing written to
+        memory until a person approves them. An item already queued is not queued twice;
+        the items, as held."""
+        return self._hold(held, source=source, writer=writer, day=day)
+
     def _room(self, existing: str, block: str, *, gap: bool = True) -> str:
         """``block`` as appended to MEMORY.md (``existing``), after a blank line
         (``gap``), within the cap."""
@@ -153,12 +290,33 @@ class Memory(Writes):
         )
         return within_cap(self.rt, existing, joint + block)
 
-    def _hold(self, held: list[Held], *, source: str, writer: str, day: str) -> None:
+    def _hold(self, held: list[Held], *, source: str, writer: str, day: str) -> list[ReviewItem]:
         from agent_harness.memory.review_queue import hold
 
-        hold(self.rt, self.owner, held, source=source, writer=writer, day=day)
+        return hold(self.rt, self.owner, held, source=source, writer=writer, day=day)
 
     def _index(self) -> None:
         from agent_harness.memory.jobs.index import index_later
 
         index_later(self.rt, self.owner)
+
+
+def _admit_marked(candidates: list[tuple[Candidate, Marks]], policy: Policy) -> Admitted:
+    """Each candidate through the gate on its text alone, then its checked marks
+    re-attached to the line admitted (``render_marks``)."""
+    from agent_harness.memory.facts.authority import parse_fact
+    from agent_harness.memory.facts.gate import Admitted, admit
+    from agent_harness.memory.facts.lifecycle import render_marks
+
+    out = Admitted()
+    for candidate, marks in candidates:
+        one = admit([candidate], policy)
+        out.held += one.held
+        out.counts.update(one.counts)
+        for line in one.lines:
+            fact = parse_fact(line)
+            if fact is None or fact.authority is None:
+                out.lines.append(line)
+            else:
+                out.lines.append(f"- [{fact.authority}] {render_marks(fact.text, marks)}")
+    return out

@@ -1,7 +1,9 @@
 """The storage writes of a memory (a user's, or a shared scope's): the only code in the
 package that writes its files (tests/unit/test_memory_writers.py). The pipelines above
-them are the owner's (``memory.owner.Memory``); the model-driven jobs (flush,
-consolidation, forgetting) and the derived indexes call these directly.
+them are the owner's (``memory.owner.Memory``, which has these verbs too): every writer
+goes through it but the derived indexes (memory.vectors, memory.engine.corpus,
+memory.threads) and the review queue's own file format (memory.review_queue), which
+call these directly.
 
     MEMORY.md              replace_memory (conditional), append_memory
     memory/YYYY-MM-DD.md   append_ledger (CAS append); append_archive, drop_ledger (a
