@@ -128,8 +128,10 @@ def http_event(
     headers: dict[str, str] | None = None,
     body: bytes = b"",
     source_ip: str = "127.0.0.1",
+    authorizer: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """An API Gateway HTTP API (payload 2.0) event, as the `$default` route sends it."""
+    """An API Gateway HTTP API (payload 2.0) event, as the `$default` route sends it
+    (``authorizer``: what the JWT authorizer passed, local_stack.authorizer)."""
     lowered = {k.lower(): v for k, v in (headers or {}).items()}
     now = time.time()
     query_params: dict[str, str] = {}
@@ -163,6 +165,8 @@ def http_event(
         },
         "isBase64Encoded": bool(body),
     }
+    if authorizer is not None:
+        event["requestContext"]["authorizer"] = authorizer
     if query_params:
         event["queryStringParameters"] = query_params
     if body:

@@ -31,6 +31,7 @@ import boto3
 from agent_harness.api.origins import refusal
 from agent_harness.settings import Settings
 from agent_harness.tokens import DEFAULT_CACHE_DIR
+from local_stack.authorizer import Authorizer, routes
 from local_stack.aws_calls import CALL_LOG, call_log, record_client
 from local_stack.containers import ContainerPool, FunctionSpec
 from local_stack.lambdas import (
@@ -256,7 +257,9 @@ class LocalStack:
         pool = self.pools["AgentCallFunction"]
         log = self._log
         port, default_user = self.config.http_port, self.config.default_user
-        allowed_origins = Settings.from_env(self.function_env("AgentCallFunction")).allowed_origins
+        settings = Settings.from_env(self.function_env("AgentCallFunction"))
+        allowed_origins = settings.allowed_origins
+        authorizer = self._authorizer(settings)
 
         class Adapter(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -272,10 +275,13 @@ class LocalStack:
                 path, _, query = self.path.partition("?")
                 headers = dict(self.headers.items())
                 result = self._at_the_door(length, path, headers)
+                context = None
+                if result is None and authorizer is not None:
+                    context, result = authorizer.check(self.command, path, headers)
                 if result is None:
                     if default_user and not self.headers.get("X-User-Id"):
                         headers["X-User-Id"] = default_user
-                    result = self._invoke(path, query, headers, payload)
+                    result = self._invoke(path, query, headers, payload, context)
                 body = result.get("body") or ""
                 data = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode()
                 self.send_response(int(result.get("statusCode", 200)))
@@ -309,15 +315,22 @@ class LocalStack:
                 return {"statusCode": refused.status, "body": json.dumps(answer)}
 
             def _invoke(
-                self, path: str, query: str, headers: dict[str, str], payload: bytes
+                self,
+                path: str,
+                query: str,
+                headers: dict[str, str],
+                payload: bytes,
+                context: dict[str, Any] | None,
             ) -> dict[str, Any]:
                 event = http_event(
                     self.command,
                     path,
                     query=query,
-                    headers=headers,
+                    # as API Gateway says how the client came (here: plain HTTP)
+                    headers={"X-Forwarded-Proto": "http"} | headers,
                     body=payload,
                     source_ip=self.client_address[0],
+                    authorizer=context,
                 )
                 try:
                     return dict(pool.invoke(event))
@@ -333,6 +346,15 @@ class LocalStack:
         self.http = _HttpServer(("127.0.0.1", self.config.http_port), Adapter)
         self.http.daemon_threads = True
         self._start_thread("http", self.http.serve_forever)
+
+    def _authorizer(self, settings: Settings) -> Authorizer | None:
+        """API Gateway's JWT authorizer, played here when the functions check JWTs
+        against an issuer (local_stack.authorizer); None in dev mode."""
+        if settings.auth_mode != "jwt" or not settings.jwt_issuer:
+            return None
+        assert self.resolver is not None
+        table = routes(self.resolver.template, "AgentCallFunction")
+        return Authorizer(settings.jwt_issuer, settings.jwt_audience, table)
 
     # -- SQS poller ----------------------------------------------------------
     def _poll(self, queue: str, function_id: str) -> None:
@@ -411,13 +433,14 @@ class LocalStack:
         env = self.function_env("AgentCallFunction")
         model = env.get("HARNESS_MODEL") or "offline"
         label = " (deterministic stand-in, not an LLM)" if model == "offline" else ""
+        if env.get("HARNESS_AUTH_MODE") == "jwt" and env.get("HARNESS_JWT_ISSUER"):
+            auth = f"(JWTs of {env['HARNESS_JWT_ISSUER']}, checked as API Gateway does)"
+        elif self.config.default_user:
+            auth = f"(dev auth: X-User-Id, else user {self.config.default_user!r})"
+        else:
+            auth = "(dev auth: send X-User-Id)"
         lines += [
-            f"  HTTP API             http://127.0.0.1:{self.config.http_port}   "
-            + (
-                f"(dev auth: X-User-Id, else user {self.config.default_user!r})"
-                if self.config.default_user
-                else "(dev auth: send X-User-Id)"
-            ),
+            f"  HTTP API             http://127.0.0.1:{self.config.http_port}   " + auth,
             "  doors                Host 127.0.0.1/localhost/[::1] only (else 421); a browser's "
             "Origin only if HARNESS_ALLOWED_ORIGINS lists it (else 403)",
             "  containers           "

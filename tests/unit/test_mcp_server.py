@@ -301,15 +301,16 @@ def test_whitespace_around_the_protocol_version_header_is_not_part_of_it(padded)
     assert post(make_runtime(), message, headers)[0] == 200
 
 
-def test_an_unsupported_version_names_every_version_we_speak() -> None:
+def test_an_unsupported_version_names_the_versions_server_discover_lists() -> None:
     message, headers = breaks(lambda m, h: None)
     message["params"]["_meta"][VERSION_KEY] = headers["MCP-Protocol-Version"] = "2099-01-01"
     status, payload = post(make_runtime(), message, headers)
     assert (status, payload["error"]["code"]) == (400, -32022)
-    assert payload["error"]["data"] == {
-        "supported": [*HANDSHAKE_VERSIONS, MODERN],
-        "requested": "2099-01-01",
-    }
+    assert payload["error"]["data"] == {"supported": [MODERN], "requested": "2099-01-01"}
+    discover, headers = breaks(lambda m, h: None)
+    discover["method"] = headers["Mcp-Method"] = "server/discover"
+    listed = post(make_runtime(), discover, headers)[1]["result"]["supportedVersions"]
+    assert payload["error"]["data"]["supported"] == listed
 
 
 def test_modern_notifications_are_accepted_at_a_served_version_only() -> None:
@@ -814,7 +815,14 @@ def test_a_save_into_a_full_memory_md_is_a_tool_error_and_writes_nothing() -> No
 
 
 @pytest.mark.parametrize(
-    ("mode", "wanted"), [("dev", "X-User-Id header"), ("jwt", "a JWT as Authorization")]
+    ("mode", "wanted"),
+    [
+        ("dev", 'Bearer realm="agent-harness", error="invalid_request"'),
+        (
+            "jwt",
+            'Bearer resource_metadata="https://127.0.0.1/.well-known/oauth-protected-resource/mcp"',
+        ),
+    ],
 )
 def test_a_request_without_identity_is_a_json_rpc_401_with_a_bearer_challenge(
     mode: str, wanted: str
@@ -822,7 +830,8 @@ def test_a_request_without_identity_is_a_json_rpc_401_with_a_bearer_challenge(
     from agent_harness.api.routes import build_app
     from local_stack.lambdas import context_for, http_event
 
-    rt = make_runtime(settings=Settings(auth_mode=mode))
+    issuer = "https://idp.example" if mode == "jwt" else ""
+    rt = make_runtime(settings=Settings(auth_mode=mode, jwt_issuer=issuer))
     ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
     event = http_event("POST", "/mcp", headers=BASE, body=ping)
 
@@ -833,6 +842,6 @@ def test_a_request_without_identity_is_a_json_rpc_401_with_a_bearer_challenge(
     assert body["jsonrpc"] == "2.0" and body["id"] is None
     assert body["error"]["code"] == -32001 and body["error"]["message"]
     challenge = response["headers"]["WWW-Authenticate"]
-    assert challenge.startswith('Bearer realm="agent-harness", error="invalid_request"')
-    assert wanted in challenge
+    assert challenge.startswith(wanted), challenge
+    assert ("X-User-Id" if mode == "dev" else "Authorization: Bearer") in body["error"]["message"]
     assert rt.store.objects == {}

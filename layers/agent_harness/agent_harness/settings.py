@@ -80,6 +80,15 @@ class Settings(BaseModel):
     #: web origins of browser-based clients /mcp and the local stack accept, exact
     #: (``https://app.example``); a request with another Origin is a 403 (api.origins)
     allowed_origins: tuple[str, ...] = ()
+    #: the JWT issuer and accepted audiences (the template's JwtIssuer and JwtAudience):
+    #: what /mcp checks a bearer token against itself, and the authorization server its
+    #: OAuth protected resource metadata names (api.oauth, api.bearer)
+    jwt_issuer: str = ""
+    jwt_audience: tuple[str, ...] = ()
+    #: the scopes an MCP client is told to ask for when it signs in
+    oauth_scopes: tuple[str, ...] = ("openid",)
+    #: the stack's public URL (a custom domain); unset: the request's own
+    public_url: str | None = None
 
     # models (docs/design.md#models): unset roles fall back to the agent model
     agent_model: str = "offline"
@@ -324,12 +333,19 @@ class Settings(BaseModel):
             raise ValueError(f"unknown time zone {value!r}") from exc
         return value
 
-    @field_validator("allowed_origins", mode="before")
+    @field_validator("allowed_origins", "jwt_audience", "oauth_scopes", mode="before")
     @classmethod
-    def _parse_origins(cls, value: object) -> object:
-        if isinstance(value, str):
-            value = tuple(part.strip() for part in value.split(",") if part.strip())
+    def _parse_lists(cls, value: object) -> object:
+        if isinstance(value, str):  # comma- or space-separated
+            value = tuple(part for part in re.split(r"[,\s]+", value) if part)
         return value
+
+    @field_validator("jwt_issuer", "public_url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value and not re.fullmatch(r"https?://[^\s?#]+", value):
+            raise ValueError(f"{value!r} is no URL (scheme://host[/path])")
+        return value.rstrip("/") if value else value
 
     @field_validator("allowed_origins")
     @classmethod

@@ -65,6 +65,8 @@ class Http:
     def __init__(self, router: Router, rt: Runtime) -> None:
         self._router = router
         self._rt = rt
+        #: the request id, token and claims of the last token checked here
+        self._verified: tuple[str, str, dict[str, Any]] | None = None
 
     def header(self, name: str) -> str | None:
         value = self._router.current_event.headers.get(name)  # case-insensitive in v3
@@ -82,7 +84,10 @@ class Http:
             if not user_id:
                 raise UnauthorizedError("dev mode: send the user id in the X-User-Id header")
         else:
-            user_id = self._claims().get("sub")
+            claims = self._claims()
+            if not claims and self.bearer_token() is None:
+                raise UnauthorizedError("send a JWT as Authorization: Bearer <token>")
+            user_id = claims.get("sub")
             if not user_id:
                 raise UnauthorizedError("no authenticated user (the JWT has no 'sub' claim)")
         if len(str(user_id)) > settings.max_user_id_chars:
@@ -95,9 +100,49 @@ class Http:
             raise UnauthorizedError(f"unusable user id: {exc.message}") from exc
 
     def _claims(self) -> dict[str, Any]:
-        """The JWT authorizer's claims (the routers serve HTTP API events, v2)."""
+        """The JWT authorizer's claims (the routers serve HTTP API events, v2); on a
+        route API Gateway does not authorize (``/mcp``, whose 401 must say where to sign
+        in), the bearer token checked here by the authorizer's rules (api.bearer)."""
         event = cast("APIGatewayProxyEventV2", self._router.current_event)
-        return event.request_context.authorizer.jwt_claim or {}
+        authorizer = (event.raw_event.get("requestContext") or {}).get("authorizer") or {}
+        claims = (authorizer.get("jwt") or {}).get("claims")
+        if claims:
+            return dict(claims)
+        token = self.bearer_token()
+        if token is None or not self._rt.settings.jwt_issuer:
+            return {}
+        request = str(event.request_context.request_id)
+        if self._verified is None or self._verified[:2] != (request, token):
+            self._verified = (request, token, self._verify(token))
+        return self._verified[2]
+
+    def bearer_token(self) -> str | None:
+        """The ``Authorization: Bearer`` token of the request, if it sends one."""
+        scheme, _, token = (self.header("authorization") or "").partition(" ")
+        return token.strip() or None if scheme.lower() == "bearer" else None
+
+    def stack_url(self) -> str:
+        """The stack's public URL (api.oauth)."""
+        from agent_harness.api.oauth import stack_url
+
+        return stack_url(self._rt.settings, self._router.current_event.raw_event)
+
+    def _verify(self, token: str) -> dict[str, Any]:
+        from agent_harness.api.bearer import issuer_keys, verify
+        from agent_harness.api.oauth import MCP_PATH
+
+        settings = self._rt.settings
+        base = self.stack_url()  # a token issued for this resource (RFC 8707) is for us
+        audiences = {*settings.jwt_audience, base, f"{base}{MCP_PATH}"}
+        keys = issuer_keys(settings.jwt_issuer)
+        now = self._rt.clock.now().timestamp()
+        try:
+            return verify(
+                token, issuer=settings.jwt_issuer, audiences=audiences, now=now, keys=keys
+            )
+        except UnauthorizedError:
+            metrics.add_metric("BearerTokensRefused", MetricUnit.Count, 1)
+            raise
 
     def groups(self) -> list[str]:
         """The caller's groups: the JWT's ``cognito:groups`` (in dev mode, the

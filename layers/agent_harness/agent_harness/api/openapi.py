@@ -91,6 +91,26 @@ _SCOPE_QUERY = {
 }
 
 
+#: RFC 9728's document, or 404 without an issuer configured (api.oauth)
+_METADATA = {
+    "200": {"description": "resource, authorization_servers, scopes_supported, ..."}
+    | _json(
+        {
+            "type": "object",
+            "required": ["resource", "authorization_servers"],
+            "properties": {
+                "resource": {"type": "string"},
+                "authorization_servers": {"type": "array", "items": {"type": "string"}},
+                "scopes_supported": {"type": "array", "items": {"type": "string"}},
+                "bearer_methods_supported": {"type": "array", "items": {"type": "string"}},
+                "resource_name": {"type": "string"},
+            },
+        }
+    ),
+    "404": {"description": "no authorization server is configured (dev mode)"},
+}
+
+
 @cache
 def openapi_document() -> dict[str, Any]:
     from agent_harness.agent.importer import ImportBody
@@ -341,6 +361,12 @@ def openapi_document() -> dict[str, Any]:
             ),
             "get": op("No server stream: 405", {"405": {"description": "POST only"}}),
             "delete": op("No session to end: 405", {"405": {"description": "POST only"}}),
+        },
+        "/.well-known/oauth-protected-resource": {
+            "get": op("OAuth protected resource metadata of the stack", _METADATA, security=[]),
+        },
+        "/.well-known/oauth-protected-resource/mcp": {
+            "get": op("OAuth protected resource metadata of /mcp", _METADATA, security=[]),
         },
     }
     error = {

@@ -120,8 +120,7 @@ def protocol_routes(rt: Runtime) -> Router:
         try:
             user = http.user()
         except UnauthorizedError as exc:
-            dev = rt.settings.auth_mode == "dev"
-            status, payload, headers = unauthenticated(exc.message, dev_mode=dev)
+            status, payload, headers = unauthenticated(exc.message, _challenge(exc))
             return json_response(status, payload, headers)
         try:
             text = http.raw_body()
@@ -130,6 +129,39 @@ def protocol_routes(rt: Runtime) -> Router:
         status, payload, headers = handle_http(rt, user, http.headers(), text, http.groups())
         body = json.dumps(payload, ensure_ascii=False) if payload is not None else ""
         return text_response(status, content_types.APPLICATION_JSON, body, headers)
+
+    def _challenge(refusal: UnauthorizedError) -> str:
+        """What a 401 of /mcp asks for: in dev mode the X-User-Id header; else a bearer
+        token, and where to sign in to get one (api.oauth)."""
+        if rt.settings.auth_mode == "dev":
+            wanted = "send the user id in the X-User-Id header (dev mode)"
+            return (
+                'Bearer realm="agent-harness", error="invalid_request", '
+                f'error_description="{wanted}"'
+            )
+        from agent_harness.api.oauth import challenge
+
+        refused = refusal.message if http.bearer_token() is not None else None
+        return challenge(rt.settings, http.stack_url(), refused=refused)
+
+    @router.get("/.well-known/oauth-protected-resource")
+    def resource_metadata() -> Response[str]:
+        """OAuth protected resource metadata of the stack (RFC 9728; no identity)."""
+        return _metadata("")
+
+    @router.get("/.well-known/oauth-protected-resource/mcp")
+    def mcp_resource_metadata() -> Response[str]:
+        """OAuth protected resource metadata of the MCP endpoint (RFC 9728)."""
+        return _metadata("/mcp")
+
+    def _metadata(path: str) -> Response[str]:
+        from agent_harness.api.oauth import resource_metadata
+
+        if not rt.settings.jwt_issuer:
+            error = {"code": "not_found", "message": "no authorization server is configured"}
+            return json_response(404, {"error": error})
+        document = resource_metadata(rt.settings, http.stack_url(), path)
+        return json_response(200, document, {"Cache-Control": "public, max-age=3600"})
 
     @router.get("/mcp")
     @router.delete("/mcp")

@@ -182,8 +182,10 @@ def _check_envelope(message: dict[str, Any], headers: dict[str, str]) -> None:
 
 
 def _unsupported(requested: str) -> RpcFault:
-    # every version we speak: a client without ours can still fall back to initialize
-    data = {"supported": [*HANDSHAKE_VERSIONS, *MODERN_VERSIONS], "requested": requested}
+    # the versions of this envelope, the list server/discover gives (the official SDK's
+    # server, and the conformance suite's check, hold the two to one list); a client of
+    # the handshake era falls back to initialize on its own
+    data = {"supported": list(MODERN_VERSIONS), "requested": requested}
     return RpcFault(UNSUPPORTED_VERSION, "Unsupported protocol version", data)
 
 
@@ -338,18 +340,10 @@ def _is_json(content_type: str) -> bool:
 UNAUTHENTICATED = -32001
 
 
-def unauthenticated(message: str, *, dev_mode: bool) -> Reply:
+def unauthenticated(message: str, challenge: str) -> Reply:
     """A request without identity: 401 with a JSON-RPC error (what MCP clients show) and
-    a ``WWW-Authenticate`` challenge saying what to send (RFC 6750; the MCP
-    authorization spec's resource metadata is for OAuth servers, which this is not)."""
-    wanted = (
-        "send the user id in the X-User-Id header (dev mode)"
-        if dev_mode
-        else "send a JWT as Authorization: Bearer <token>"
-    )
-    challenge = (
-        f'Bearer realm="agent-harness", error="invalid_request", error_description="{wanted}"'
-    )
+    the ``WWW-Authenticate`` ``challenge`` saying what to send, and where to sign in
+    (api.oauth: the MCP authorization spec's protected resource metadata)."""
     return 401, RpcFault(UNAUTHENTICATED, message).answer(None), {"WWW-Authenticate": challenge}
 
 
