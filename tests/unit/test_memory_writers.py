@@ -19,6 +19,7 @@ OTHER_WRITERS = {
     "agent/importer.py": "an imported turn's record",
     "agent/context.py": "a session's working context (contexts/<s>.json)",
     "agent/eviction.py": "an oversized tool result (tool-results/...)",
+    "api/conversations.py": "a conversation's record (sessions/<conv>/conversation.json)",
 }
 #: the modules outside the owner that use its storage verbs (``Writes``) directly: the
 #: indexes derived from a memory's files, and the review queue's own file format

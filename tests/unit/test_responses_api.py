@@ -283,7 +283,9 @@ def test_bad_input_is_a_clear_4xx_in_openais_shape_and_writes_nothing() -> None:
         ({"input": "hi", "max_output_tokens": 0}, 422),
         ({"input": "hi", "store": "yes"}, 422),
         ({"input": "hi", "background": True}, 400),
-        ({"input": "hi", "conversation": "conv_1"}, 400),
+        ({"input": "hi", "conversation": "conv_1"}, 404),  # no such conversation
+        ({"input": "hi", "conversation": {"id": 7}}, 422),
+        ({"input": "hi", "conversation": "conv_12345678", "previous_response_id": "resp_x"}, 400),
         ({"input": "hi", "metadata": {"k" * 65: "v"}}, 422),
         ({"input": "hi", "previous_response_id": "resp_nothere"}, 400),
         ({"input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]}, 409),

@@ -9,6 +9,7 @@ and recognise paths only through these names, so a layout change is one edit her
     memory/archive/YYYY-MM-DD.md             ledgers past the retention, still searchable
     sessions/<s>/turns/<n>.json              a turn's messages, create-only (the thread log)
     sessions/<s>/context.json                a session's compacted context
+    sessions/<s>/conversation.json           a session served as an OpenAI conversation
     tool-results/<s>/<call>-<sha>.txt        an evicted tool result, content-addressed
     index/threads/YYYY-MM.jsonl              derived thread-search segments, rebuildable
     index/ranked/<files>-YYYY-MM.json        derived ranked-index snapshots, rebuildable
@@ -38,6 +39,7 @@ __all__ = [
     "archive_day",
     "archive_path",
     "context_path",
+    "conversation_path",
     "ledger_date",
     "ledger_day",
     "ledger_path",
@@ -114,6 +116,10 @@ def turn_path(session_id: str, turn: int) -> str:
 
 def context_path(session_id: str) -> str:
     return f"sessions/{session_id}/context.json"
+
+
+def conversation_path(session_id: str) -> str:
+    return f"sessions/{session_id}/conversation.json"
 
 
 def tool_result_path(session_id: str, call_id: str, digest: str) -> str:

@@ -35,6 +35,7 @@ from agent_harness.paths import context_path, turn_path
 from agent_harness.records import TurnRecord, WorkingContext
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from datetime import datetime
 
     from agent_harness.ids import User
@@ -48,6 +49,7 @@ __all__ = [
     "extend_context",
     "history_records",
     "import_history",
+    "import_turns",
     "imported_turns",
     "put_records",
 ]
@@ -142,9 +144,25 @@ def import_history(
 ) -> ImportResult:
     validate_session_id(session_id)
     check_history(messages)
+    groups = [
+        (group[0].timestamp, [Message(role=m.role, content=m.content) for m in group])
+        for group in _group(messages)
+    ]
+    return import_turns(rt, user, session_id, groups)
+
+
+def import_turns(
+    rt: Runtime,
+    user: User,
+    session_id: str,
+    groups: Sequence[tuple[datetime | None, list[Message]]],
+) -> ImportResult:
+    """Turns of ``groups`` (each: when it was said, its messages: a user's, the
+    assistant's with its tool calls, the tools' results) appended to the session,
+    then one post-turn job that flushes and indexes them."""
     now = rt.clock.now()
     with (
-        imports_admitted(rt, user, imported_turns(messages)),
+        imports_admitted(rt, user, len(groups)),
         session_lease(rt, user, session_id) as lease,
     ):
         state = lease.state
@@ -157,7 +175,16 @@ def import_history(
             )
         # numbers taken by calls that crashed before committing are skipped, not reused
         first = max([state.turn, *turn_numbers(rt, user, session_id)]) + 1
-        records = history_records(session_id, first, messages, now)
+        records = [
+            TurnRecord(
+                session_id=session_id,
+                turn=first + n,
+                created_at=iso(stamp or now),
+                source="import",
+                messages=said,
+            )
+            for n, (stamp, said) in enumerate(groups)
+        ]
         put_records(rt, user, session_id, records)
         stored = rt.store.get(user, context_path(session_id))
         context = WorkingContext.parse_or_none(stored.content) if stored else None
@@ -171,8 +198,9 @@ def import_history(
         user_id=user.id, session_id=session_id, turn=last, reason="import", queued_at=iso(now)
     )
     rt.queue.send_post_turn(user, job)
-    flush = "queued" if extracts(rt.settings, "import") else "skipped"
-    return ImportResult(session_id, first, last, len(messages), flush)
+    flushed = "queued" if extracts(rt.settings, "import") else "skipped"
+    count = sum(len(said) for _, said in groups)
+    return ImportResult(session_id, first, last, count, flushed)
 
 
 def extend_context(rt: Runtime, context: WorkingContext, records: list[TurnRecord]) -> None:

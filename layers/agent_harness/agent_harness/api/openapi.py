@@ -91,6 +91,13 @@ _SCOPE_QUERY = {
 }
 
 
+_CONVERSATION = {
+    "name": "conversation_id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": "^conv_[A-Za-z0-9_-]{1,64}$"},
+}
+
 #: RFC 9728's document, or 404 without an issuer configured (api.oauth)
 _METADATA = {
     "200": {"description": "resource, authorization_servers, scopes_supported, ..."}
@@ -361,6 +368,48 @@ def openapi_document() -> dict[str, Any]:
             ),
             "get": op("No server stream: 405", {"405": {"description": "POST only"}}),
             "delete": op("No session to end: 405", {"405": {"description": "POST only"}}),
+        },
+        "/v1/conversations": {
+            "post": op(
+                "Create a conversation (a session of ours), with up to 20 items",
+                _ok("a conversation"),
+                requestBody={"required": False} | _json({"type": "object"}),
+            ),
+        },
+        "/v1/conversations/{conversation_id}": {
+            "parameters": [_CONVERSATION],
+            "get": op("A conversation", _ok("a conversation")),
+            "post": op(
+                "Update a conversation's metadata",
+                _ok("a conversation"),
+                requestBody={"required": True} | _json({"type": "object"}),
+            ),
+            "delete": op("Delete a conversation", _ok('{"id", "object", "deleted": true}')),
+        },
+        "/v1/conversations/{conversation_id}/items": {
+            "parameters": [_CONVERSATION],
+            "get": op(
+                "A conversation's items, a page at a time",
+                _ok("a list of items"),
+                parameters=[
+                    {"name": "limit", "in": "query", "schema": {"type": "integer"}},
+                    {"name": "order", "in": "query", "schema": {"enum": ["asc", "desc"]}},
+                    {"name": "after", "in": "query", "schema": {"type": "string"}},
+                ],
+            ),
+            "post": op(
+                "Add up to 20 items (imported as turns, then remembered)",
+                _ok("the items added"),
+                requestBody={"required": True} | _json({"type": "object"}),
+            ),
+        },
+        "/v1/conversations/{conversation_id}/items/{item_id}": {
+            "parameters": [
+                _CONVERSATION,
+                {"name": "item_id", "in": "path", "required": True, "schema": {"type": "string"}},
+            ],
+            "get": op("An item", _ok("an item")),
+            "delete": op("Delete an item from the conversation", _ok("the conversation")),
         },
         "/.well-known/oauth-protected-resource": {
             "get": op("OAuth protected resource metadata of the stack", _METADATA, security=[]),

@@ -1,5 +1,5 @@
-"""Memory for other agents: the OpenAI-compatible chat and responses APIs and the MCP
-server. Their
+"""Memory for other agents: the OpenAI-compatible chat, responses and conversations APIs
+and the MCP server. Their
 errors keep each protocol's own shape (OpenAI's error object, JSON-RPC)."""
 
 from __future__ import annotations
@@ -96,6 +96,69 @@ def protocol_routes(rt: Runtime) -> Router:
         except HarnessError as exc:
             answer = openai_error(exc)
         return _openai_answer(answer)
+
+    def _conversations(serve: Callable[[User], Answer]) -> Response[str]:
+        """A Conversations API route (api/conversations): errors in OpenAI's shape."""
+        from agent_harness.api.openai_compat import openai_error
+
+        try:
+            answer = serve(http.user())
+        except HarnessError as exc:
+            answer = openai_error(exc)
+        return _openai_answer(answer)
+
+    @router.post("/v1/conversations")
+    def create_conversation() -> Response[str]:
+        from agent_harness.api import conversations as c
+
+        return _conversations(lambda user: c.create_conversation(rt, user, http.raw_body()))
+
+    @router.get("/v1/conversations/<conversation_id>")
+    def conversation(conversation_id: str) -> Response[str]:
+        from agent_harness.api import conversations as c
+
+        return _conversations(lambda user: c.get_conversation(rt, user, conversation_id))
+
+    @router.post("/v1/conversations/<conversation_id>")
+    def update_conversation(conversation_id: str) -> Response[str]:
+        from agent_harness.api import conversations as c
+
+        return _conversations(
+            lambda user: c.update_conversation(rt, user, conversation_id, http.raw_body())
+        )
+
+    @router.delete("/v1/conversations/<conversation_id>")
+    def delete_conversation(conversation_id: str) -> Response[str]:
+        from agent_harness.api import conversations as c
+
+        return _conversations(lambda user: c.delete_conversation(rt, user, conversation_id))
+
+    @router.get("/v1/conversations/<conversation_id>/items")
+    def conversation_items(conversation_id: str) -> Response[str]:
+        from agent_harness.api import conversations as c
+
+        query = dict(router.current_event.query_string_parameters or {})
+        return _conversations(lambda user: c.list_items(rt, user, conversation_id, query))
+
+    @router.post("/v1/conversations/<conversation_id>/items")
+    def add_conversation_items(conversation_id: str) -> Response[str]:
+        from agent_harness.api import conversations as c
+
+        return _conversations(
+            lambda user: c.create_items(rt, user, conversation_id, http.raw_body())
+        )
+
+    @router.get("/v1/conversations/<conversation_id>/items/<item_id>")
+    def conversation_item(conversation_id: str, item_id: str) -> Response[str]:
+        from agent_harness.api import conversations as c
+
+        return _conversations(lambda user: c.get_item(rt, user, conversation_id, item_id))
+
+    @router.delete("/v1/conversations/<conversation_id>/items/<item_id>")
+    def delete_conversation_item(conversation_id: str, item_id: str) -> Response[str]:
+        from agent_harness.api import conversations as c
+
+        return _conversations(lambda user: c.delete_item(rt, user, conversation_id, item_id))
 
     @router.get("/v1/models")
     def models() -> Response[str]:

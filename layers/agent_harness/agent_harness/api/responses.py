@@ -9,6 +9,9 @@ injection, recall, the memory tools and the flush work alike:
                           message). A session moved past it (a retry whose answer was
                           lost, a branch) is forked: a new session whose history is the
                           old one's up to that response (its last FORK_TURNS turns)
+    conversation          a conversation of the Conversations API (api/conversations):
+                          a session of ours, whose turns are its items; ``input`` holds
+                          only the new items
     X-Session-Id          pins the session, as on chat completions; else a conversation
                           sent whole continues its session (api/chat_sessions)
     tools                 function tools only: a call of one is a function_call item
@@ -100,10 +103,9 @@ def _body(raw: str) -> tuple[ResponsesBody, dict[str, Any]]:
     if not isinstance(data, dict):
         raise InvalidRequestError("a JSON object body is required")
     body = validated(ResponsesBody, data)
-    if body.conversation is not None:
+    if body.conversation is not None and body.previous_response_id is not None:
         raise InvalidRequestError(
-            "conversation: the Conversations API is not served; continue with "
-            "previous_response_id, X-Session-Id, or the whole conversation as input"
+            "conversation and previous_response_id are mutually exclusive: send one"
         )
     if body.background:
         raise InvalidRequestError("background: responses run in the request, not in background")
@@ -119,6 +121,16 @@ def _body(raw: str) -> tuple[ResponsesBody, dict[str, Any]]:
             f"{value_chars}"
         )
     return body, data
+
+
+def _conversation_id(raw: object) -> str | None:
+    """``conversation``: a conversation's id, or ``{"id": ...}`` (api/conversations)."""
+    if raw is None:
+        return None
+    found = raw.get("id") if isinstance(raw, dict) else raw
+    if not isinstance(found, str) or not found:
+        raise ValidationFailedError('conversation: a conversation id, or {"id": ...}')
+    return found
 
 
 def _tools(raw: list[Any] | None) -> list[ToolDeclaration] | None:
@@ -169,6 +181,9 @@ def _echo(body: ResponsesBody) -> Echo:
         "max_output_tokens": body.max_output_tokens,
         "metadata": body.metadata or {},
         "model": body.model,
+        "conversation": (
+            {"id": _conversation_id(body.conversation)} if body.conversation else None
+        ),
         "parallel_tool_calls": body.parallel_tool_calls is not False,
         "previous_response_id": body.previous_response_id,
         "reasoning": {"effort": None, "summary": None},
@@ -204,7 +219,28 @@ def create_response(
         key = f"resp:{response_id}"
         return [Place(key, result.session_id, result.turn, place_expiry(rt), text)]
 
-    if body.previous_response_id is None:
+    conversation_id = _conversation_id(body.conversation)
+    if conversation_id is not None:  # a session of ours: its turns are the conversation's
+        from agent_harness.api.conversations import require_conversation
+
+        if session_id is not None and session_id != conversation_id:
+            raise ValidationFailedError(
+                f"X-Session-Id {session_id} is not the conversation {conversation_id}: "
+                "send one of them"
+            )
+        require_conversation(rt, user, conversation_id)
+        result = run_conversation(
+            rt,
+            user,
+            Pin(conversation_id),
+            conversation,
+            tools,
+            options,
+            stored,
+            whole=False,
+            binding=binding,
+        )
+    elif body.previous_response_id is None:
         pin = Pin(session_id) if session_id is not None else None
         result = run_conversation(
             rt, user, pin, conversation, tools, options, stored, binding=binding
