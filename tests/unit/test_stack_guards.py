@@ -43,6 +43,18 @@ def test_the_agents_reserved_concurrency_is_bounded_by_default_and_a_parameter()
     )
 
 
+@pytest.mark.parametrize(("value", "on"), [(None, True), ("true", True), ("false", False)])
+def test_the_agent_function_runs_with_snapstart_by_default_on_its_alias(value, on) -> None:
+    props = RESOURCES["AgentCallFunction"]["Properties"]
+    resolver = Resolver(TEMPLATE, parameters={} if value is None else {"SnapStart": value})
+    assert props["AutoPublishAlias"] == "live"  # SnapStart snapshots published versions
+    snapstart = resolver.resolve(props["SnapStart"])
+    assert (snapstart == {"ApplyOn": "PublishedVersions"}) is on
+    # the functions of queued jobs wait on no one: no snapshot billed for them
+    for logical in ("MemoryFlushFunction", "MemoryConsolidateFunction", "MemoryForgetFunction"):
+        assert "SnapStart" not in RESOURCES[logical]["Properties"]
+
+
 def test_every_user_has_daily_budgets_by_default() -> None:
     from local_stack.resources import function_environment
     from local_stack.sam_env import local_resolver

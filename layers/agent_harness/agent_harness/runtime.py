@@ -27,9 +27,11 @@ if TYPE_CHECKING:
     import boto3
 
     from agent_harness.embeddings.embedder import Embedder
+    from agent_harness.ids import User
     from agent_harness.ports import (
         Budget,
         Eraser,
+        ForgetOutcome,
         JobQueue,
         SessionState,
         StateTable,
@@ -43,6 +45,20 @@ __all__ = ["Runtime"]
 
 def _new_id() -> str:
     return uuid.uuid4().hex
+
+
+class _DeferredEraser:
+    """The forget function's eraser (``aws.eraser.LambdaEraser``), its module loaded by
+    the first ``DELETE /v1/memory``, not by a container's init."""
+
+    def __init__(self, function: str, client: Callable[[], Any]) -> None:
+        self.function = function
+        self._make_client = client  # as LambdaEraser names it (a test swaps it)
+
+    def forget(self, user: User) -> ForgetOutcome:
+        from agent_harness.aws.eraser import LambdaEraser
+
+        return LambdaEraser(self.function, self._make_client).forget(user)
 
 
 @dataclass
@@ -86,6 +102,18 @@ class Runtime:
     #: vectors of lines a search embedded because the stored ones lacked them (by key)
     caught_up: dict[str, Any] = field(default_factory=dict)
 
+    def reconnect(self) -> None:
+        """New AWS clients behind new stores: a new boto3 session (the credentials the
+        environment has now) and none of the old connections; what a SnapStart restore
+        needs (agent_harness.snapstart). A runtime on fakes (no clients) is left as is."""
+        if not self.clients:
+            return
+        from agent_harness.aws.clients import aws_clients
+
+        made = aws_clients()
+        self.clients.update(made)
+        self.store, self.table, self.queue = _aws_ports(self.settings, made, self.sleep)
+
     def embeddings(self) -> Embedder | None:
         """The embedder of HARNESS_EMBEDDING_MODEL (None: ``off``, ranking is lexical)."""
         if self.embedder is None and not self.embeddings_built:
@@ -116,9 +144,6 @@ class Runtime:
         is the one wait every backoff uses (S3 appends, DynamoDB retries, model retries,
         a busy session's lease), so a test can run them without waiting."""
         from agent_harness.aws.clients import aws_clients
-        from agent_harness.aws.queues import SqsJobQueue
-        from agent_harness.aws.state import DynamoStateTable
-        from agent_harness.aws.workspace import S3WorkspaceStore
 
         missing = [
             ENV[name]
@@ -131,18 +156,17 @@ class Runtime:
         eraser = None
         if settings.forget_function:
             from agent_harness.aws.clients import lambda_client
-            from agent_harness.aws.eraser import LambdaEraser
 
-            eraser = LambdaEraser(settings.forget_function, lambda: lambda_client(session))
+            function = settings.forget_function
+            eraser = _DeferredEraser(function, lambda: lambda_client(session))
         counter = TokenCounter(settings.token_encoding, settings.tiktoken_cache_dir)
         deadline = Deadline(settings.deadline_margin_seconds)
+        store, table, queue = _aws_ports(settings, made, sleep)
         return cls(
             settings=settings,
-            store=S3WorkspaceStore(made["s3"], settings.bucket, sleep=sleep),
-            table=DynamoStateTable(made["dynamodb"], settings.table, sleep=sleep),
-            queue=SqsJobQueue(
-                made["sqs"], settings.flush_queue_url, settings.consolidation_queue_url
-            ),
+            store=store,
+            table=table,
+            queue=queue,
             models=ModelRegistry(
                 settings, counter=counter, deadline=deadline, sleep=sleep, **model_deps
             ),
@@ -152,3 +176,18 @@ class Runtime:
             deadline=deadline,
             eraser=eraser,
         )
+
+
+def _aws_ports(
+    settings: Settings, made: dict[str, Any], sleep: Callable[[float], None]
+) -> tuple[WorkspaceStore, StateTable, JobQueue]:
+    """The stores and the queue on ``made``'s clients."""
+    from agent_harness.aws.queues import SqsJobQueue
+    from agent_harness.aws.state import DynamoStateTable
+    from agent_harness.aws.workspace import S3WorkspaceStore
+
+    return (
+        S3WorkspaceStore(made["s3"], settings.bucket, sleep=sleep),
+        DynamoStateTable(made["dynamodb"], settings.table, sleep=sleep),
+        SqsJobQueue(made["sqs"], settings.flush_queue_url, settings.consolidation_queue_url),
+    )

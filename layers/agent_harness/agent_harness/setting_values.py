@@ -1,4 +1,5 @@
-"""The parsed forms of setting values: model strings, durations, flush triggers.
+"""The parsed forms of setting values: model strings (chat and embedding), durations,
+flush triggers.
 
 ``settings`` validates the environment with these and re-exports them; they are kept
 apart so the configuration module stays one page of settings.
@@ -11,10 +12,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "EMBEDDING_PROVIDERS",
+    "LOCAL_MODELS",
     "PROVIDERS",
+    "EmbeddingSpec",
     "FlushTrigger",
     "ModelSpec",
     "parse_duration",
+    "parse_embedding_spec",
     "parse_flush_trigger",
     "parse_model_spec",
 ]
@@ -107,3 +112,40 @@ def parse_flush_trigger(value: str) -> FlushTrigger:
         )
     seconds = parse_duration(gap)
     return FlushTrigger("always") if seconds == 0 else FlushTrigger("throttled", seconds)
+
+
+#: embedding providers (``HARNESS_EMBEDDING_MODEL``, agent_harness.embeddings)
+EMBEDDING_PROVIDERS = ("off", "local", "openai", "ollama", "bedrock", "stand-in")
+#: the models the in-process provider knows (each ships inside a package)
+LOCAL_MODELS = ("multilingual-e5-small",)
+
+
+@dataclass(frozen=True)
+class EmbeddingSpec:
+    provider: str
+    model: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model}" if self.model else self.provider
+
+    @property
+    def off(self) -> bool:
+        return self.provider == "off"
+
+
+def parse_embedding_spec(value: str) -> EmbeddingSpec:
+    """``off``, ``stand-in``, ``local:<model>`` or ``<provider>:<model>``."""
+    text = value.strip()
+    if text in ("off", "stand-in"):
+        return EmbeddingSpec(text)
+    provider, sep, model = text.partition(":")
+    if provider not in EMBEDDING_PROVIDERS or provider in ("off", "stand-in"):
+        known = ", ".join(EMBEDDING_PROVIDERS)
+        raise ValueError(f"unknown embedding provider {provider!r}; known: {known}")
+    if not sep or not model.strip():
+        raise ValueError(f"embedding model {value!r} must look like 'provider:model' or 'off'")
+    if provider == "local" and model.strip() not in LOCAL_MODELS:
+        raise ValueError(
+            f"unknown local embedding model {model.strip()!r}; known: {', '.join(LOCAL_MODELS)}"
+        )
+    return EmbeddingSpec(provider, model.strip())

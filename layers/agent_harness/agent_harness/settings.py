@@ -264,7 +264,7 @@ class Settings(BaseModel):
     @field_validator("embedding_model")
     @classmethod
     def _check_embedding_model(cls, value: str) -> str:
-        from agent_harness.embeddings.base import parse_embedding_spec
+        from agent_harness.setting_values import parse_embedding_spec
 
         return str(parse_embedding_spec(value))
 

@@ -13,7 +13,6 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ValidationError
 
-from agent_harness.api.schemas import SearchBody
 from agent_harness.errors import (
     ForbiddenError,
     InvalidRequestError,
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler.api_gateway import Router
     from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
+    from agent_harness.api.schemas import SearchBody
     from agent_harness.runtime import Runtime
 
 #: what makes a caller an operator: the OAuth scope, or the Cognito group
@@ -236,14 +236,16 @@ class Http:
         self,
         run: Callable[..., list[Any]],
         fields: tuple[str, ...],
-        body: type[SearchBody] = SearchBody,
+        body: type[SearchBody] | None = None,
         **extra: str,
     ) -> Response[str]:
         """A search route (memory or threads): blank queries say so; hits carry
         ``fields`` (and the score when ranked, the others when set); ``extra`` names the
-        arguments of ``run`` that are fields of ``body``."""
+        arguments of ``run`` that are fields of ``body`` (default: ``SearchBody``)."""
+        from agent_harness.api.schemas import SearchBody
+
         caller = self.user()
-        request = self.body(body)
+        request = self.body(body or SearchBody)
         grant = self.grant(getattr(request, "scope", None), "read")
         user = grant.owner
         query = request.query or ""

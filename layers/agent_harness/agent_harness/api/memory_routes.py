@@ -10,19 +10,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from agent_harness.api.http import Http, json_response
-from agent_harness.api.schemas import (
-    BudgetBody,
-    MemoryPutBody,
-    MemorySaveBody,
-    MemorySearchBody,
-    ReviewBody,
-    RollbackBody,
-    SupersedeBody,
-)
 from agent_harness.clock import iso
 from agent_harness.errors import ValidationFailedError
 from agent_harness.ids import User
-from agent_harness.memory import files
 
 if TYPE_CHECKING:
     from agent_harness.runtime import Runtime
@@ -44,6 +34,8 @@ def memory_routes(rt: Runtime) -> Router:
     @router.get("/v1/memory")
     def get_memory() -> Response[str]:
         """The caller's MEMORY.md, or (``?scope=``) a shared scope's they are a member of."""
+        from agent_harness.memory import files
+
         grant = http.grant(router.current_event.get_query_string_value("scope"), "read")
         doc = files.get_memory(rt, grant.owner)
         headers = {"ETag": doc.etag} if doc.etag else {}
@@ -54,6 +46,9 @@ def memory_routes(rt: Runtime) -> Router:
 
     @router.put("/v1/memory")
     def put_memory() -> Response[str]:
+        from agent_harness.api.schemas import MemoryPutBody
+        from agent_harness.memory import files
+
         user, request = http.user(), http.body(MemoryPutBody)
         if_match, if_none_match = http.header("if-match"), http.header("if-none-match")
         doc = files.put_memory(
@@ -70,6 +65,8 @@ def memory_routes(rt: Runtime) -> Router:
 
     @router.get("/v1/memory/versions")
     def memory_versions() -> Response[str]:
+        from agent_harness.memory import files
+
         user = http.user()
         limit = http.int_query("limit", files.VERSIONS_LIMIT, 1, files.MAX_VERSIONS_LIMIT)
         cursor = http.token_query("cursor")
@@ -88,6 +85,9 @@ def memory_routes(rt: Runtime) -> Router:
 
     @router.post("/v1/memory/rollback")
     def memory_rollback() -> Response[str]:
+        from agent_harness.api.schemas import RollbackBody
+        from agent_harness.memory import files
+
         user, request = http.user(), http.body(RollbackBody)
         doc = files.rollback_memory(
             rt, user, request.version_id, authority=http.editor(shared=False)
@@ -97,10 +97,14 @@ def memory_routes(rt: Runtime) -> Router:
 
     @router.get("/v1/memory/ledger")
     def ledger_days() -> Response[str]:
+        from agent_harness.memory import files
+
         return json_response(200, {"days": files.list_ledger_days(rt, http.user())})
 
     @router.get("/v1/memory/ledger/<day>")
     def ledger_day(day: str) -> Response[str]:
+        from agent_harness.memory import files
+
         content = files.get_ledger_day(rt, http.user(), day)
         return json_response(200, {"day": day, "content": content})
 
@@ -113,6 +117,7 @@ def memory_routes(rt: Runtime) -> Router:
 
     @router.put("/v1/admin/users/<user_id>/budget")
     def put_budget(user_id: str) -> Response[str]:
+        from agent_harness.api.schemas import BudgetBody
         from agent_harness.ports import Budget
         from agent_harness.usage import set_user_budget
 
@@ -142,6 +147,7 @@ def memory_routes(rt: Runtime) -> Router:
 
     @router.post("/v1/memory/search")
     def memory_search() -> Response[str]:
+        from agent_harness.api.schemas import MemorySearchBody
         from agent_harness.memory.search import search_memory
 
         fields = ("path", "line", "text", "authority")
@@ -150,6 +156,9 @@ def memory_routes(rt: Runtime) -> Router:
 
     @router.post("/v1/memory/save")
     def memory_save() -> Response[str]:
+        from agent_harness.api.schemas import MemorySaveBody
+        from agent_harness.memory import files
+
         user, request = http.user(), http.body(MemorySaveBody)
         grant = http.grant(request.scope, "write")  # a shared scope: its maintainers only
         if grant.scope.shared and request.source:
@@ -183,6 +192,7 @@ def memory_routes(rt: Runtime) -> Router:
     def supersede_fact(fact_id: str) -> Response[str]:
         """A person's correction (the user's own: ``user``; an operator's or a shared
         scope maintainer's: ``operator``), under the daily budgets as a save is."""
+        from agent_harness.api.schemas import SupersedeBody
         from agent_harness.import_budget import imports_admitted
         from agent_harness.memory.facts.corrections import correct_fact, fact_view, find_fact
         from agent_harness.memory.facts.ledger import by_field
@@ -224,6 +234,7 @@ def memory_routes(rt: Runtime) -> Router:
 
     @router.post("/v1/memory/review/<item_id>")
     def review_decision(item_id: str) -> Response[str]:
+        from agent_harness.api.schemas import ReviewBody
         from agent_harness.memory.review import decide
 
         request = http.body(ReviewBody)

@@ -11,7 +11,6 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from agent_harness import scopes
 from agent_harness.api.http import Http, json_response
-from agent_harness.api.schemas import MemberBody, PromoteBody
 from agent_harness.ids import User
 
 if TYPE_CHECKING:
@@ -38,6 +37,8 @@ def scope_routes(rt: Runtime) -> Router:
 
     @router.put("/v1/admin/scopes/<scope>/members/<user_id>")
     def put_member(scope: str, user_id: str) -> Response[str]:
+        from agent_harness.api.schemas import MemberBody
+
         http.operator()
         user, body = User.from_id(unquote(user_id)), http.body(MemberBody)
         return json_response(200, scopes.set_member(rt, unquote(scope), user, body.role))
@@ -50,6 +51,7 @@ def scope_routes(rt: Runtime) -> Router:
 
     @router.post("/v1/memory/promote")
     def promote() -> Response[str]:
+        from agent_harness.api.schemas import PromoteBody
         from agent_harness.memory.facts.promotion import propose
 
         caller, body = http.user(), http.body(PromoteBody)

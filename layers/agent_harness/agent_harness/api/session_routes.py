@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from agent_harness.api.http import Http, json_response
-from agent_harness.api.openai_options import turn_options
-from agent_harness.api.schemas import MessageBody
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import Response
@@ -44,6 +42,8 @@ def session_routes(rt: Runtime) -> Router:
         from agent_harness.agent.client_tools import ToolResult, call_view
         from agent_harness.agent.scoped import Binding, parse_bound
         from agent_harness.agent.turn import run_turn  # the turn machinery loads on first use
+        from agent_harness.api.openai_options import turn_options
+        from agent_harness.api.schemas import MessageBody
 
         user, session_id = http.user(), http.session(session_id)
         request = http.body(MessageBody)

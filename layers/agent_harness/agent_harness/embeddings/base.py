@@ -16,13 +16,20 @@ A provider embeds a batch of texts as a query or as passages (e5-style models ar
 trained with a prefix for each; others ignore the kind) and answers one vector per text.
 Vectors are compared by cosine, so ``memory.engine.vectors`` normalises whatever comes
 back. A provider raises the ``ModelError`` family (errors.py) on failure; the bounded,
-counted wrapper every caller uses is ``embeddings.embedder.Embedder``.
+counted wrapper every caller uses is ``embeddings.embedder.Embedder``. The model
+string's parsed form is a setting value's (``setting_values.EmbeddingSpec``): settings
+validate it without importing this seam.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
+
+from agent_harness.setting_values import (
+    EMBEDDING_PROVIDERS,
+    EmbeddingSpec,
+    parse_embedding_spec,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -36,9 +43,6 @@ __all__ = [
 ]
 
 Kind = Literal["query", "passage"]
-EMBEDDING_PROVIDERS = ("off", "local", "openai", "ollama", "bedrock", "stand-in")
-#: the models the in-process provider knows (each ships inside a package)
-LOCAL_MODELS = ("multilingual-e5-small",)
 
 
 class EmbeddingModel(Protocol):
@@ -50,34 +54,3 @@ class EmbeddingModel(Protocol):
     def embed(self, texts: Sequence[str], kind: Kind) -> Sequence[Sequence[float]]:
         """One vector per text, in order."""
         ...
-
-
-@dataclass(frozen=True)
-class EmbeddingSpec:
-    provider: str
-    model: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.provider}:{self.model}" if self.model else self.provider
-
-    @property
-    def off(self) -> bool:
-        return self.provider == "off"
-
-
-def parse_embedding_spec(value: str) -> EmbeddingSpec:
-    """``off``, ``stand-in``, ``local:<model>`` or ``<provider>:<model>``."""
-    text = value.strip()
-    if text in ("off", "stand-in"):
-        return EmbeddingSpec(text)
-    provider, sep, model = text.partition(":")
-    if provider not in EMBEDDING_PROVIDERS or provider in ("off", "stand-in"):
-        known = ", ".join(EMBEDDING_PROVIDERS)
-        raise ValueError(f"unknown embedding provider {provider!r}; known: {known}")
-    if not sep or not model.strip():
-        raise ValueError(f"embedding model {value!r} must look like 'provider:model' or 'off'")
-    if provider == "local" and model.strip() not in LOCAL_MODELS:
-        raise ValueError(
-            f"unknown local embedding model {model.strip()!r}; known: {', '.join(LOCAL_MODELS)}"
-        )
-    return EmbeddingSpec(provider, model.strip())

@@ -13,21 +13,21 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent_harness.errors import ConfigError
-from agent_harness.models.base import (
-    ChatModel,
-    ChatRequest,
-    ChatResponse,
-    Message,
-    ToolCall,
-    ToolSpec,
-    Usage,
-)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pydantic import SecretStr
 
+    from agent_harness.models.base import (
+        ChatModel,
+        ChatRequest,
+        ChatResponse,
+        Message,
+        ToolCall,
+        ToolSpec,
+        Usage,
+    )
     from agent_harness.models.resilience import Deadline
     from agent_harness.settings import ModelSpec, Settings
     from agent_harness.tokens import TokenCounter
@@ -217,3 +217,18 @@ class ModelRegistry:
                 )
                 self._wrapped[role] = wrapped
             return wrapped
+
+
+_BASE = frozenset(
+    ("ChatModel", "ChatRequest", "ChatResponse", "Message", "ToolCall", "ToolSpec", "Usage")
+)
+
+
+def __getattr__(name: str) -> Any:
+    """The message types, re-exported from ``models.base`` on first use: a handler's
+    init builds the registry without building them (docs/design.md#budgets)."""
+    if name in _BASE:
+        from agent_harness.models import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -34,13 +34,12 @@ from agent_harness.errors import (
     ModelTimeoutError,
     ModelUnavailableError,
 )
-from agent_harness.models.base import ChatRequest, ChatResponse, Usage
 from agent_harness.utf8 import scrubbed
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from agent_harness.models.base import ChatModel
+    from agent_harness.models.base import ChatModel, ChatRequest, ChatResponse
     from agent_harness.tokens import TokenCounter
 
 __all__ = ["Deadline", "ResilientModel", "RetryPolicy"]
@@ -189,6 +188,8 @@ class ResilientModel:
         usage = response.usage
         estimated = False
         if not usage.input_tokens and not usage.output_tokens and self._counter is not None:
+            from agent_harness.models.base import Usage
+
             usage = Usage(
                 input_tokens=sum(self._counter.count(m.content) for m in request.messages),
                 output_tokens=self._counter.count(response.message.content),
