@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import subprocess
+import time
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cache
@@ -14,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+    from local_stack.process import LocalStackProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -167,3 +170,19 @@ def pytest_report(test: str, variable: str) -> tuple[Any, bool]:
         if not report.is_file():
             raise RuntimeError(f"{test} wrote no report:\n{done.stdout[-2000:]}")
         return json.loads(report.read_text()), done.returncode == 0
+
+
+def wait_jobs_done(stack: LocalStackProcess, timeout: float = 900) -> None:
+    """Every job on the stack's FlushQueue done: the saves' index jobs (their vectors)
+    run after the imports' post-turn jobs, so a search before them ranks most saved
+    lines by their words alone (in AWS, seconds after a save; here, hundreds queued)."""
+    sqs = stack.aws("sqs")
+    url = next(u for u in sqs.list_queues()["QueueUrls"] if u.endswith("flush.fifo"))
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        counts = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+        if all(int(counts[n]) == 0 for n in names):
+            return
+        time.sleep(1.0)
+    raise RuntimeError("the stack's FlushQueue did not drain")

@@ -67,7 +67,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import ZoneInfo
 
 from bench import ranking_ideas
-from bench.common import HELD_OUT, NEVER_ALIGN, TUNING, locomo, sessions, switched, turn_text
+from bench.common import (
+    HELD_OUT,
+    NEVER_ALIGN,
+    TUNING,
+    locomo,
+    sessions,
+    switched,
+    turn_text,
+    wait_jobs_done,
+)
 from local_stack.process import LocalStackProcess, start_local_stack
 
 if TYPE_CHECKING:
@@ -349,6 +358,7 @@ def load(stack: LocalStackProcess, conv: str) -> Loaded:
                 _ok(client.post("/v1/memory/save", json=save))
                 requests += 1
         _wait_indexed(client, last_text)
+    wait_jobs_done(stack)
     return Loaded(conv, user, where, requests, time.perf_counter() - started)
 
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from bench.common import ROOT
+from bench.common import ROOT, wait_jobs_done
 from local_stack.process import LocalStackProcess, start_local_stack
 
 if TYPE_CHECKING:
@@ -227,6 +227,7 @@ def one_setting(model: str, data: Dataset) -> dict[str, Any]:
         with stack.client(USER, timeout=120) as client:
             started = time.perf_counter()
             loaded = _load(client, save_order(data))
+            wait_jobs_done(stack)  # every save's vectors stored by its index job
             load = time.perf_counter() - started
             started = time.perf_counter()
             for path, explicit in (("api ranked", True), ("api default", False)):
