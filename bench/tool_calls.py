@@ -311,7 +311,7 @@ def markdown(result: dict[str, Any], img_dir: Path) -> str:
             f"**The client**: importing ours in a fresh interpreter takes {ours:.0f} ms "
             f"(mostly httpx, which the model providers load anyway); the official SDK's "
             f"client {sdk:.0f} ms, which a turn would pay on top of the cold-start budget of "
-            "1.6× the floor. Neither is imported at cold start: the first turn that "
+            "1.3× the floor. Neither is imported at cold start: the first turn that "
             f"offers remote tools pays it (medians of {result['import_runs']} runs).",
         ]
     )
