@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from agent_harness.errors import (
     ConflictError,
@@ -825,6 +825,8 @@ class RecordingQueue:
         self.post_turn: list[PostTurnJob] = []
         self.index: list[IndexJob] = []
         self.consolidation: list[ConsolidationJob] = []
+        #: the dead-letter queues' messages, as job bodies
+        self.dead: list[dict[str, Any]] = []
         self.fail = False
         self.clock = clock or ManualClock()
         #: deduplication id -> when a send with it was delivered
@@ -848,6 +850,12 @@ class RecordingQueue:
 
     def send_consolidation(self, jobs: list[ConsolidationJob]) -> None:
         self.consolidation.extend(jobs)
+
+    def drop_dead_letters(self, user: User) -> int:
+        """The dead letters (``dead``: failed jobs' bodies) naming ``user``, deleted."""
+        kept = [job for job in self.dead if job.get("user_id") != user.id]
+        dropped, self.dead[:] = len(self.dead) - len(kept), kept
+        return dropped
 
 
 Step = str | Message | Exception | Callable[[ChatRequest], "str | Message"]

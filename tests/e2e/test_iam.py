@@ -194,9 +194,24 @@ def tour(stack: LocalStackProcess) -> None:
     wait_for(archived, timeout=90, interval=3)
     expiring(stack, go, ann)
     poison_flush(stack, ann)
-    # a removed member, then forgetting them (they wrote into the scope)
+    # a removed member, then forgetting them (they wrote into the scope, and failed jobs
+    # of theirs and of another user wait in both dead-letter queues)
+    dead_letters(stack, [bob, ann])
     go("DELETE", f"{members}/{bob}", "ops", admin=True)
     go("DELETE", "/v1/memory", bob)
+
+
+def dead_letters(stack: LocalStackProcess, users: list[str]) -> None:
+    """A failed job of each user in each dead-letter queue, put there as SQS would."""
+    sqs = stack.aws("sqs")
+    for url in sqs.list_queues()["QueueUrls"]:
+        if "dlq" not in url:
+            continue
+        for user in users:
+            body = json.dumps({"user_id": user, "session_id": "s1", "turn": 1})
+            fifo = url.endswith(".fifo")
+            extra = {"MessageGroupId": user, "MessageDeduplicationId": uuid.uuid4().hex}
+            sqs.send_message(QueueUrl=url, MessageBody=body, **(extra if fifo else {}))
 
 
 def stored(stack: LocalStackProcess, prefix: str) -> list[str]:

@@ -486,3 +486,41 @@ def test_a_save_through_the_api_is_indexed_by_a_job_on_the_flush_queue(stack: St
 
     assert result == {"batchItemFailures": []}
     assert vectors in stack.object_keys()
+
+
+def test_forgetting_a_user_deletes_their_dead_letters_and_puts_back_the_others(
+    stack: Stack,
+) -> None:
+    """A failed job names its user (and their session): it goes with them; another
+    user's failed job stays where the operator will look for it, visible at once."""
+    sqs = stack.clients["sqs"]
+    flush_dlq, consolidation_dlq = (
+        stack.resolver.refs[q] for q in ("FlushDLQ", "ConsolidationDLQ")
+    )
+    for n, (url, user) in enumerate(
+        [
+            (flush_dlq, "alice"),
+            (flush_dlq, "bob"),
+            (flush_dlq, "alice"),
+            (consolidation_dlq, "alice"),
+        ]
+    ):
+        body = json.dumps({"user_id": user, "session_id": "s1", "turn": n + 1})
+        fifo = (
+            {"MessageGroupId": user, "MessageDeduplicationId": f"d{n}"}
+            if url.endswith(".fifo")
+            else {}
+        )
+        sqs.send_message(QueueUrl=url, MessageBody=body, **fifo)
+    forget = stack.handler(
+        "MemoryForgetFunction",
+        HARNESS_FLUSH_DLQ_URL=flush_dlq,
+        HARNESS_CONSOLIDATION_DLQ_URL=consolidation_dlq,
+    )
+
+    done = stack.invoke(forget, load_event("memory_forget.json"), "MemoryForgetFunction")
+
+    assert done["dead_letters"] == 3
+    left = sqs.receive_message(QueueUrl=flush_dlq, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+    assert [json.loads(m["Body"])["user_id"] for m in left.get("Messages", [])] == ["bob"]
+    assert not sqs.receive_message(QueueUrl=consolidation_dlq, WaitTimeSeconds=0).get("Messages")

@@ -125,10 +125,12 @@ def test_forget_deletes_the_callers_workspace_and_state_and_nothing_else() -> No
         run_turn(rt, User.from_id(user), "s1", "Remember that I prefer tea.")
         call(rt, "POST", "/v1/memory/save", {"content": "likes green tea"}, user=user)
     rt.store.delete(User.from_id("alice"), "MEMORY.md")  # an old version behind a marker
+    rt.queue.dead += [{"user_id": "alice", "turn": 1}, {"user_id": "bob", "turn": 1}]
 
     status, payload, _ = call(rt, "DELETE", "/v1/memory", user="alice")
 
     assert (status, payload) == (204, None)
+    assert rt.queue.dead == [{"user_id": "bob", "turn": 1}]  # their failed jobs go too
     every_key = [*rt.store.objects, *rt.store.deleted]
     assert every_key and all(key.startswith("users/bob/") for key in every_key)
     assert {key for key, _ in rt.table.sessions} == {"bob"}

@@ -35,12 +35,15 @@ class ForgetOutcome:
     object_versions: int
     items: int
     scopes: Scrubbed = field(default_factory=Scrubbed)
+    #: failed jobs naming the user, deleted from the dead-letter queues
+    dead_letters: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
             "object_versions": self.object_versions,
             "items": self.items,
             "scopes": vars(self.scopes).copy(),
+            "dead_letters": self.dead_letters,
         }
 
     @classmethod
@@ -50,6 +53,7 @@ class ForgetOutcome:
             int(data["object_versions"]),
             int(data["items"]),
             Scrubbed(**{k: int(scopes.get(k, 0)) for k in vars(Scrubbed())}),
+            int(data.get("dead_letters", 0)),
         )
 
 

@@ -444,6 +444,10 @@ class JobQueue(Protocol):
 
     def send_consolidation(self, jobs: list[ConsolidationJob]) -> None: ...
 
+    def drop_dead_letters(self, user: User) -> int:
+        """Delete the failed jobs naming ``user`` (forgetting them); how many."""
+        ...
+
 
 class ToolServers(Protocol):
     """The remote tool servers of a container (``mcp.remote_tools.RemoteToolServers``)."""

@@ -189,5 +189,10 @@ def _aws_ports(
     return (
         S3WorkspaceStore(made["s3"], settings.bucket, sleep=sleep),
         DynamoStateTable(made["dynamodb"], settings.table, sleep=sleep),
-        SqsJobQueue(made["sqs"], settings.flush_queue_url, settings.consolidation_queue_url),
+        SqsJobQueue(
+            made["sqs"],
+            settings.flush_queue_url,
+            settings.consolidation_queue_url,
+            (settings.flush_dlq_url, settings.consolidation_dlq_url),
+        ),
     )

@@ -14,6 +14,8 @@ ENV: dict[str, str] = {
     "table": "HARNESS_TABLE",
     "flush_queue_url": "HARNESS_FLUSH_QUEUE_URL",
     "consolidation_queue_url": "HARNESS_CONSOLIDATION_QUEUE_URL",
+    "flush_dlq_url": "HARNESS_FLUSH_DLQ_URL",
+    "consolidation_dlq_url": "HARNESS_CONSOLIDATION_DLQ_URL",
     "auth_mode": "HARNESS_AUTH_MODE",
     "allowed_origins": "HARNESS_ALLOWED_ORIGINS",
     "jwt_issuer": "HARNESS_JWT_ISSUER",

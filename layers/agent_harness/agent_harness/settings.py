@@ -74,6 +74,9 @@ class Settings(BaseModel):
     table: str = ""
     flush_queue_url: str = ""
     consolidation_queue_url: str = ""
+    #: the dead-letter queues (the forget function's: a user's failed jobs go with them)
+    flush_dlq_url: str = ""
+    consolidation_dlq_url: str = ""
 
     # identity: "jwt" reads the authorizer's `sub` claim; "dev" trusts the X-User-Id header
     auth_mode: Literal["jwt", "dev"] = "jwt"

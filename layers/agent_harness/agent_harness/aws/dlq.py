@@ -6,6 +6,8 @@ more is configured. ``peek`` reads without taking (visibility 0); ``redrive`` se
 message back to its source queue (for FIFO, in its message group, with a fresh
 deduplication id) and deletes it from the DLQ only after the send succeeded, so a failed
 redrive loses nothing. The jobs are idempotent, so a message redriven twice is harmless.
+``drop_naming`` deletes the dead letters of one user (forgetting them: a failed job names
+its user and may carry their session) and puts every other one back at once.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from agent_harness.errors import NotFoundError, StoreError
 
-__all__ = ["DeadLetter", "dead_letter_queue", "peek", "redrive"]
+__all__ = ["DeadLetter", "dead_letter_queue", "drop_naming", "peek", "redrive"]
 
 
 @dataclass(frozen=True)
@@ -112,3 +114,48 @@ def redrive(sqs: Any, dlq_url: str, source_url: str, limit: int = 1000) -> int:
     except (ClientError, BotoCoreError) as exc:
         raise StoreError(f"redriving dead letters failed after {moved}") from exc
     return moved
+
+
+#: dead letters one forget reads at most (a DLQ this full is an incident of its own)
+MAX_SCANNED = 10_000
+
+
+def drop_naming(sqs: Any, dlq_url: str, user_id: str) -> int:
+    """Delete every dead letter whose job names ``user_id``; each other one is made
+    visible again at once (visibility 0). Returns how many were deleted."""
+    dropped = 0
+    seen: set[str] = set()
+    try:
+        while len(seen) < MAX_SCANNED:
+            resp = sqs.receive_message(
+                QueueUrl=dlq_url,
+                MaxNumberOfMessages=10,
+                VisibilityTimeout=30,
+                AttributeNames=["All"],
+                WaitTimeSeconds=0,
+            )
+            fresh = [m for m in resp.get("Messages", []) if m["MessageId"] not in seen]
+            for message in resp.get("Messages", []):
+                if message in fresh:
+                    continue  # met before, and put back: let it be
+                sqs.change_message_visibility(
+                    QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+                )
+            if not fresh:
+                break
+            for message in fresh:
+                seen.add(message["MessageId"])
+                letter = _letter(message)
+                names = isinstance(letter.body, dict) and letter.body.get("user_id") == user_id
+                if names:
+                    sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
+                    dropped += 1
+                else:
+                    sqs.change_message_visibility(
+                        QueueUrl=dlq_url,
+                        ReceiptHandle=message["ReceiptHandle"],
+                        VisibilityTimeout=0,
+                    )
+    except (ClientError, BotoCoreError) as exc:
+        raise StoreError(f"dropping a user's dead letters failed after {dropped}") from exc
+    return dropped

@@ -38,10 +38,23 @@ def message_group_id(user: User) -> str:
 
 
 class SqsJobQueue:
-    def __init__(self, sqs_client: Any, flush_queue_url: str, consolidation_queue_url: str) -> None:
+    def __init__(
+        self,
+        sqs_client: Any,
+        flush_queue_url: str,
+        consolidation_queue_url: str,
+        dead_letter_urls: tuple[str, ...] = (),
+    ) -> None:
         self._sqs = sqs_client
         self._flush_url = flush_queue_url
         self._consolidation_url = consolidation_queue_url
+        self._dead_letter_urls = tuple(u for u in dead_letter_urls if u)
+
+    def drop_dead_letters(self, user: User) -> int:
+        """The user's failed jobs deleted from the dead-letter queues (aws.dlq)."""
+        from agent_harness.aws.dlq import drop_naming
+
+        return sum(drop_naming(self._sqs, url, user.id) for url in self._dead_letter_urls)
 
     def send_post_turn(self, user: User, job: PostTurnJob) -> None:
         dedup = hashlib.sha256(

@@ -13,6 +13,8 @@
     DynamoDB: every item of the user's partition              Query + BatchWriteItem
         (sessions, leases, cursors, throttle gates, watermark, due marks, memberships,
          the scopes' records)
+    SQS: the dead letters naming the user (a failed post-turn or consolidation job names
+        its user and session): deleted; every other one put back at once
     S3 again: anything a call already in flight wrote meanwhile
 
 What they promoted and a maintainer accepted stays in the scope: it is the scope's
@@ -74,13 +76,19 @@ def forget_user(rt: Runtime, user: User) -> ForgetOutcome:
         scrub_scope(rt, user, User.for_scope(scope), since, scrubbed)
     versions = Memory(rt, user).purge()
     items = rt.table.purge_user(user)
+    letters = rt.queue.drop_dead_letters(user)
     versions += Memory(rt, user).purge()
     metrics.add_metric("UsersForgotten", MetricUnit.Count, 1)
     logger.info(
         "user forgotten",
-        extra={"object_versions": versions, "items": items, "scopes": scrubbed.scopes},
+        extra={
+            "object_versions": versions,
+            "items": items,
+            "scopes": scrubbed.scopes,
+            "dead_letters": letters,
+        },
     )
-    return ForgetOutcome(versions, items, scrubbed)
+    return ForgetOutcome(versions, items, scrubbed, letters)
 
 
 def scrub_scope(rt: Runtime, user: User, scope: User, since: str, done: Scrubbed) -> None:
