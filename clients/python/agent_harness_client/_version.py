@@ -1,0 +1,3 @@
+"""The version of the client."""
+
+VERSION = "0.1.0"
