@@ -17,8 +17,6 @@ from aws_lambda_powertools.utilities.batch import (
 )
 
 from agent_harness.jobs import ConsolidationJob
-from agent_harness.memory.jobs.consolidate import consolidate
-from agent_harness.memory.jobs.schedule import tick
 from agent_harness.runtime import Runtime
 from agent_harness.settings import Settings
 
@@ -34,6 +32,8 @@ processor = BatchProcessor(event_type=EventType.SQS)
 
 
 def record_handler(record: SQSRecord) -> str:
+    from agent_harness.memory.jobs.consolidate import consolidate  # with the first job
+
     job = ConsolidationJob.model_validate_json(record.body)
     return consolidate(runtime, job).status
 
@@ -49,5 +49,7 @@ def lambda_handler(
             event=event, record_handler=record_handler, processor=processor, context=context
         )
     if event.get("detail-type") == "Scheduled Event":
+        from agent_harness.memory.jobs.schedule import tick  # with the first tick
+
         return tick(runtime)
     raise ValueError("unsupported event: expected an SQS batch or an EventBridge schedule tick")

@@ -27,7 +27,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_harness.ids import User
 from agent_harness.keys import user_pk
-from agent_harness.memory.jobs.flush import run_post_turn_job
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
@@ -65,6 +64,9 @@ class IdempotentPostTurn:
         self.config.register_lambda_context(context)
 
     def _run(self, job: PostTurnJob) -> str:
+        # the flush and its modules load with the first job, not with the container
+        from agent_harness.memory.jobs.flush import run_post_turn_job
+
         status = run_post_turn_job(self._rt, job).status
         if status == "no_session":
             raise _NoSession  # Powertools deletes the record: nothing of a forgotten user
