@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from aws_lambda_powertools import Logger
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Iterable
 
     from agent_harness.runtime import Runtime
 
@@ -82,8 +82,6 @@ def install(rt: Runtime, warm: Iterable[str] = ()) -> bool:
         from snapshot_restore_py import register_after_restore, register_before_snapshot
     except ImportError:
         return False
-    modules = tuple(warm)
-    hook: Callable[..., object] = before_snapshot
-    register_before_snapshot(hook, rt, modules)
+    register_before_snapshot(before_snapshot, rt, tuple(warm))
     register_after_restore(after_restore, rt)
     return True

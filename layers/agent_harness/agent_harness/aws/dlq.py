@@ -134,28 +134,22 @@ def drop_naming(sqs: Any, dlq_url: str, user_id: str) -> int:
                 AttributeNames=["All"],
                 WaitTimeSeconds=0,
             )
-            fresh = [m for m in resp.get("Messages", []) if m["MessageId"] not in seen]
-            for message in resp.get("Messages", []):
-                if message in fresh:
-                    continue  # met before, and put back: let it be
-                sqs.change_message_visibility(
-                    QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
-                )
+            messages = resp.get("Messages", [])
+            fresh = [m for m in messages if m["MessageId"] not in seen]
+            for message in messages:
+                body = _letter(message).body
+                theirs = isinstance(body, dict) and body.get("user_id") == user_id
+                handle = message["ReceiptHandle"]
+                if theirs and message in fresh:
+                    sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=handle)
+                    dropped += 1
+                else:  # another user's (or met before): visible again at once
+                    sqs.change_message_visibility(
+                        QueueUrl=dlq_url, ReceiptHandle=handle, VisibilityTimeout=0
+                    )
+            seen.update(m["MessageId"] for m in fresh)
             if not fresh:
                 break
-            for message in fresh:
-                seen.add(message["MessageId"])
-                letter = _letter(message)
-                names = isinstance(letter.body, dict) and letter.body.get("user_id") == user_id
-                if names:
-                    sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
-                    dropped += 1
-                else:
-                    sqs.change_message_visibility(
-                        QueueUrl=dlq_url,
-                        ReceiptHandle=message["ReceiptHandle"],
-                        VisibilityTimeout=0,
-                    )
     except (ClientError, BotoCoreError) as exc:
         raise StoreError(f"dropping a user's dead letters failed after {dropped}") from exc
     return dropped
